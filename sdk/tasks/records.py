@@ -1,0 +1,201 @@
+"""Core task records: the contract between connectors, the sandbox, training and evaluation.
+
+A :class:`Task` is one verifiable unit of work: chat ``prompt`` in, a completion out, judged by
+its ``verifier``. Records are frozen pydantic models; they cross stage boundaries and carry no
+behaviour beyond hashing and (de)serialisation. Shape follows verifiers' ``Task`` and
+torchtune's ``_types`` (see shared/STYLE.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import Enum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Frozen(BaseModel):
+    """Base for immutable records: unknown fields are an error, instances are hashable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Split(str, Enum):
+    """Where a task is used: trained on, held out (same domains), or out-of-distribution."""
+
+    TRAIN = "train"
+    HELDOUT = "heldout"
+    OOD = "ood"
+
+
+class Language(str, Enum):
+    """Languages the sandbox can run tests in."""
+
+    PYTHON = "python"
+    JAVASCRIPT = "javascript"
+    TYPESCRIPT = "typescript"
+    C = "c"
+    CPP = "cpp"
+    JAVA = "java"
+    GO = "go"
+    RUST = "rust"
+
+
+class Message(Frozen):
+    """One chat message. ``role`` is system, user, assistant or tool."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+
+
+class UnitTestVerifier(Frozen):
+    """Judge a completion by running unit tests against it in the sandbox.
+
+    Attributes:
+        language: language of the solution and tests.
+        framework: test runner: ``pytest`` (per-test results), ``script`` (HumanEval-style:
+            the test file defines ``check(candidate)``; one result), or a language runner.
+        tests: visible test files, ``relative path -> source``; pristine and read-only at run time.
+        hidden_tests: tests the prompt never shows, same shape; used against over-fitting.
+        files: support files the solution needs (the rest of the package), ``path -> source``.
+        target_path: where the solution goes. If ``target_path`` is in ``files``, the
+            completion's definition of ``entry_point`` replaces the one in that file
+            (the rest of the module stays); otherwise the completion is the whole file.
+        entry_point: name of the function or class the completion must define.
+        prelude: code prepended to the completion when it is written (e.g. HumanEval's prompt
+            imports), never shown as model output.
+        timeout_s: wall-clock limit for one run of the tests, seconds.
+    """
+
+    kind: Literal["unit_tests"] = "unit_tests"
+    language: Language = Language.PYTHON
+    framework: str = "pytest"
+    tests: dict[str, str]
+    hidden_tests: dict[str, str] = Field(default_factory=dict)
+    files: dict[str, str] = Field(default_factory=dict)
+    target_path: str = "solution.py"
+    entry_point: str | None = None
+    prelude: str = ""
+    timeout_s: float = 10.0
+
+    @model_validator(mode="after")
+    def _check(self) -> "UnitTestVerifier":
+        if not self.tests:
+            raise ValueError("a unit_tests verifier needs at least one test file in `tests`")
+        for path in [*self.tests, *self.hidden_tests, *self.files, self.target_path]:
+            if path.startswith("/") or ".." in path.split("/"):
+                raise ValueError(f"file path {path!r} must be relative and stay inside the task folder")
+        return self
+
+    def __hash__(self) -> int:  # dict fields are not hashable by default
+        return hash(canonical_json(self.model_dump(mode="json")))
+
+
+class AnswerVerifier(Frozen):
+    """Judge the final answer in the completion against ``expected``.
+
+    ``mode``: ``exact`` (after stripping), ``normalized`` (case, whitespace, punctuation),
+    ``regex`` (``expected`` is a pattern, full match), ``numeric`` (within ``tolerance``,
+    absolute), ``json`` (equal JSON values, or valid against ``expected`` as a JSON schema
+    when ``json_schema`` is true).
+    """
+
+    kind: Literal["answer"] = "answer"
+    mode: Literal["exact", "normalized", "regex", "numeric", "json"] = "exact"
+    expected: str
+    tolerance: float = 1e-6
+    json_schema: bool = False
+
+
+class ReferenceOnly(Frozen):
+    """No automatic verdict: the task only carries a reference for SFT (e.g. a correction)."""
+
+    kind: Literal["reference"] = "reference"
+
+
+Verifier = Annotated[Union[UnitTestVerifier, AnswerVerifier, ReferenceOnly], Field(discriminator="kind")]
+
+
+class Source(Frozen):
+    """Where a task came from: connector name, URI, row or test id, commit."""
+
+    connector: str
+    uri: str = ""
+    locator: str = ""
+    commit: str = ""
+
+
+class Task(Frozen):
+    """One verifiable task.
+
+    Attributes:
+        id: content hash (16 hex chars) of domain, prompt, verifier and reference; computed
+            when omitted, checked when given.
+        domain: slash-separated area, e.g. ``python/billing`` or ``feedback/support-bot``.
+        prompt: chat messages given to the model (the completion is the next assistant turn).
+        verifier: how a completion is judged.
+        reference: a known-good completion (the solution), when one exists.
+        source: provenance.
+        split: train, heldout or ood; assigned by :mod:`sdk.tasks.split`.
+        difficulty: the base model's measured pass rate in [0, 1], once measured.
+        metadata: free-form, JSON-serialisable provenance details (never read by the core).
+    """
+
+    id: str = ""
+    domain: str
+    prompt: tuple[Message, ...]
+    verifier: Verifier
+    reference: str | None = None
+    source: Source
+    split: Split = Split.TRAIN
+    difficulty: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _fill_id(self) -> "Task":
+        if not self.prompt:
+            raise ValueError("a task needs at least one prompt message")
+        if not self.domain.strip():
+            raise ValueError("a task needs a non-empty domain, e.g. 'python/billing'")
+        want = self.content_hash()
+        if not self.id:
+            object.__setattr__(self, "id", want)
+        elif self.id != want:
+            raise ValueError(f"task id {self.id!r} does not match its content hash {want!r}")
+        return self
+
+    def content_hash(self) -> str:
+        """Stable 16-hex-char id over domain, prompt, verifier and reference."""
+        body = {
+            "domain": self.domain,
+            "prompt": [m.model_dump(mode="json") for m in self.prompt],
+            "verifier": self.verifier.model_dump(mode="json"),
+            "reference": self.reference,
+        }
+        return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
+
+    def with_(self, **changes: Any) -> "Task":
+        """A copy with ``changes`` applied (split, difficulty, metadata keep the id)."""
+        return self.model_copy(update=changes)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Task) and self.model_dump() == other.model_dump()
+
+
+class Quarantined(Frozen):
+    """A task (or raw row) held back, with the reason. Nothing is dropped silently."""
+
+    reason: str
+    task: Task | None = None
+    raw: dict[str, Any] | None = None
+    source: Source | None = None
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: the input of every content hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

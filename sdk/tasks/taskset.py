@@ -1,0 +1,135 @@
+"""TaskSet: an immutable, content-versioned collection of tasks, saved as JSONL.
+
+The version is a hash over the sorted task ids and their splits, so two task sets with the
+same tasks in the same splits have the same version whatever their order on disk.
+Quarantined tasks travel with the set (and are counted in the report) but are never trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from sdk.errors import SourceError
+from sdk.tasks.records import Quarantined, Split, Task
+
+
+class TaskSet:
+    """An immutable list of :class:`Task` plus the quarantine.
+
+    Args:
+        tasks: the tasks; duplicate ids are collapsed (first wins).
+        quarantined: tasks or rows held back, each with its reason.
+
+    Raises:
+        SourceError: when loading a file that is missing or has a malformed line.
+    """
+
+    def __init__(self, tasks: Iterable[Task], quarantined: Iterable[Quarantined] = ()) -> None:
+        seen: dict[str, Task] = {}
+        for task in tasks:
+            seen.setdefault(task.id, task)
+        self._tasks: tuple[Task, ...] = tuple(seen.values())
+        self._quarantined: tuple[Quarantined, ...] = tuple(quarantined)
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        return self._tasks
+
+    @property
+    def quarantined(self) -> tuple[Quarantined, ...]:
+        return self._quarantined
+
+    @property
+    def version(self) -> str:
+        """16-hex-char hash of sorted ``(id, split)`` pairs."""
+        body = "\n".join(sorted(f"{t.id}:{t.split.value}" for t in self._tasks))
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self._tasks)
+
+    def split(self, split: Split | str) -> "TaskSet":
+        """The tasks of one split (quarantine not included)."""
+        split = Split(split)
+        return TaskSet([t for t in self._tasks if t.split == split])
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """``{split: {domain: n}}`` plus ``quarantined: {reason-prefix: n}``."""
+        out: dict[str, dict[str, int]] = {}
+        for t in self._tasks:
+            out.setdefault(t.split.value, Counter())[t.domain] += 1  # type: ignore[index]
+        out["quarantined"] = Counter(q.reason.split(":")[0] for q in self._quarantined)
+        return {k: dict(v) for k, v in out.items()}
+
+    def replace(self, tasks: Iterable[Task] | None = None, quarantined: Iterable[Quarantined] | None = None) -> "TaskSet":
+        """A new set with tasks and/or quarantine replaced."""
+        return TaskSet(self._tasks if tasks is None else tasks,
+                       self._quarantined if quarantined is None else quarantined)
+
+    # ----- persistence -------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write ``tasks.jsonl`` (one task per line) and ``quarantine.jsonl`` beside it.
+
+        Returns the path of the tasks file. Writes atomically (temp file, then rename).
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_jsonl(path, (t.model_dump(mode="json") for t in self._tasks))
+        _write_jsonl(path.with_name(path.stem + ".quarantine.jsonl"),
+                     (q.model_dump(mode="json") for q in self._quarantined))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "TaskSet":
+        """Read a set written by :meth:`save`."""
+        path = Path(path)
+        tasks = [Task.model_validate(row) for row in _read_jsonl(path)]
+        qpath = path.with_name(path.stem + ".quarantine.jsonl")
+        quarantined = [Quarantined.model_validate(r) for r in _read_jsonl(qpath)] if qpath.exists() else []
+        return cls(tasks, quarantined)
+
+    def to_dataset(self):
+        """A Hugging Face ``datasets.Dataset`` with columns id, domain, split, prompt
+        (list of ``{role, content}``), reference, task_json (the full record)."""
+        from datasets import Dataset
+
+        return Dataset.from_list([
+            {
+                "id": t.id,
+                "domain": t.domain,
+                "split": t.split.value,
+                "prompt": [m.model_dump() for m in t.prompt],
+                "reference": t.reference or "",
+                "task_json": t.model_dump_json(),
+            }
+            for t in self._tasks
+        ])
+
+
+def _write_jsonl(path: Path, rows: Iterable[dict]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def _read_jsonl(path: Path) -> Iterator[dict]:
+    if not path.exists():
+        raise SourceError(f"task file {path} does not exist", "run `tuneloop tasks build CONFIG` first, or fix the path")
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SourceError(f"{path}:{lineno} is not valid JSON ({exc.msg})",
+                                  "repair or delete that line; task files are one JSON object per line") from exc
