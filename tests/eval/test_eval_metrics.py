@@ -1,0 +1,101 @@
+"""pass@k against hand-computed values, and the bootstrap intervals."""
+
+from math import comb
+
+import numpy as np
+import pytest
+
+from sdk.eval.metrics import bootstrap_ci, flag_counts, paired_bootstrap_ci, pass_at_k, pass_at_k_per_task
+from sdk.eval.records import EvalError, EvalRow
+from sdk.tasks.records import Split
+
+
+@pytest.mark.parametrize("n,c,k,want", [
+    (1, 1, 1, 1.0),
+    (1, 0, 1, 0.0),
+    (10, 3, 1, 0.3),            # pass@1 is c/n
+    (5, 2, 2, 0.7),             # 1 - C(3,2)/C(5,2) = 1 - 3/10
+    (4, 1, 2, 0.5),             # 1 - C(3,2)/C(4,2) = 1 - 3/6
+    (10, 1, 5, 0.5),            # 1 - C(9,5)/C(10,5) = 1 - 126/252
+    (3, 2, 2, 1.0),             # n - c < k: every draw of 2 holds a pass
+    (200, 0, 100, 0.0),
+])
+def test_pass_at_k_hand_computed(n, c, k, want):
+    assert pass_at_k(n, c, k) == pytest.approx(want, abs=1e-12)
+
+
+def test_pass_at_k_matches_binomial_form_and_is_stable_for_large_n():
+    for n, c, k in [(20, 7, 3), (50, 10, 10), (100, 1, 50)]:
+        assert pass_at_k(n, c, k) == pytest.approx(1 - comb(n - c, k) / comb(n, k), rel=1e-12)
+    # C(1000, 500) overflows a float; the product form does not
+    assert 0.0 < pass_at_k(1000, 1, 500) <= 1.0
+    assert pass_at_k(1000, 1, 500) == pytest.approx(0.5, abs=1e-12)
+
+
+@pytest.mark.parametrize("n,c,k", [(0, 0, 1), (3, 4, 1), (3, -1, 1), (3, 1, 0), (3, 1, 4)])
+def test_pass_at_k_rejects_bad_arguments(n, c, k):
+    with pytest.raises(EvalError, match="pass@k needs"):
+        pass_at_k(n, c, k)
+
+
+def test_vectorised_matches_scalar_with_mixed_n():
+    ns = [5, 5, 10, 10, 10, 3, 7]
+    cs = [0, 2, 1, 10, 4, 3, 6]
+    for k in (1, 2, 3):
+        got = pass_at_k_per_task(ns, cs, k)
+        assert got.shape == (7,)
+        np.testing.assert_allclose(got, [pass_at_k(n, c, k) for n, c in zip(ns, cs)], rtol=1e-12)
+
+
+def test_vectorised_rejects_bad_task_and_shapes():
+    with pytest.raises(EvalError):
+        pass_at_k_per_task([2, 2], [1, 3], 1)
+    with pytest.raises(EvalError, match="equal length"):
+        pass_at_k_per_task([2, 2], [1], 1)
+
+
+def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
+    vals = [1.0] * 30 + [0.0] * 70
+    a = bootstrap_ci(vals, seed=3)
+    b = bootstrap_ci(vals, seed=3)
+    assert a == b
+    assert a.value == pytest.approx(0.3) and a.n == 100
+    assert 0.18 < a.low < 0.3 < a.high < 0.42        # binomial se ~0.046: +-1.96 se
+    wide = bootstrap_ci(vals[:10] + vals[-10:], seed=3)
+    assert wide.high - wide.low > a.high - a.low      # fewer tasks, wider interval
+
+
+def test_bootstrap_ci_degenerate_and_empty():
+    est = bootstrap_ci([0.0] * 5)
+    assert (est.value, est.low, est.high) == (0.0, 0.0, 0.0)
+    with pytest.raises(EvalError, match="non-empty"):
+        bootstrap_ci([])
+    with pytest.raises(EvalError, match="confidence"):
+        bootstrap_ci([1.0], confidence=1.5)
+
+
+def test_paired_bootstrap_is_tighter_than_unpaired_for_correlated_models():
+    rng = np.random.default_rng(0)
+    base = (rng.random(60) < 0.5).astype(float)
+    tuned = base.copy()
+    tuned[:6] = 1.0 - tuned[:6]  # tuned differs on 6 tasks only
+    tuned[6:12] = 1.0
+    d = paired_bootstrap_ci(base, tuned, seed=1)
+    assert d.value == pytest.approx(tuned.mean() - base.mean())
+    assert d.low <= d.value <= d.high
+    ib, it = bootstrap_ci(base, seed=1), bootstrap_ci(tuned, seed=2)
+    assert (d.high - d.low) < (ib.high - ib.low) + (it.high - it.low)
+    with pytest.raises(EvalError, match="equal lengths"):
+        paired_bootstrap_ci([1.0, 0.0], [1.0])
+
+
+def test_paired_bootstrap_identical_models_is_zero():
+    est = paired_bootstrap_ci([1.0, 0.0, 1.0], [1.0, 0.0, 1.0])
+    assert (est.value, est.low, est.high) == (0.0, 0.0, 0.0)
+
+
+def test_flag_counts_counts_samples_once_per_flag():
+    row = EvalRow(task_id="t", domain="d", split=Split.HELDOUT, model="m", completions=("a", "b"),
+                  rewards=(0.0, 1.0), passed=(False, True), statuses=("failed", "ok"),
+                  flags=(("exit_zero", "exit_zero", "conftest"), ()))
+    assert flag_counts([row, row]) == {"conftest": 2, "exit_zero": 2}
