@@ -115,7 +115,6 @@ class RlConfig(_Cfg):
     num_generations: int = Field(4, ge=2, description="completions per prompt (the GRPO group)")
     batch_size: int = Field(4, gt=0, description="completions per device step; multiple of num_generations")
     max_completion_length: int = Field(128, gt=0, description="tokens")
-    max_prompt_length: int = Field(512, gt=0, description="tokens")
     temperature: float = Field(1.0, gt=0)
     beta: float = Field(0.0, ge=0, description="KL coefficient to the reference model (0: no reference model)")
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = "dapo"

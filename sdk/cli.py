@@ -1,0 +1,118 @@
+"""The ``tuneloop`` command line (Typer).
+
+``tuneloop run CONFIG`` runs the whole pipeline; each stage is also its own command
+(``tasks build``, ``sft``, ``rl``, ``eval``, ``report``). A re-run skips complete stages.
+Errors we raise on purpose print one message with its fix and exit non-zero, without a
+traceback (``TUNELOOP_DEBUG=1`` shows it). Other packages add command groups through the
+``tuneloop.cli`` entry-point group (``feedback`` adds ``tuneloop feedback serve``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Optional
+
+import typer
+import yaml
+from rich.console import Console
+
+from sdk.errors import TuneloopError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="tuneloop: your tests and feedback → verified tasks → LoRA SFT + GRPO → a report that proves it.")
+tasks_app = typer.Typer(no_args_is_help=True, help="Build and inspect task sets.")
+app.add_typer(tasks_app, name="tasks")
+console = Console(stderr=True)
+
+ConfigArg = typer.Argument(..., exists=False, help="YAML config, e.g. examples/quickstart/config.yaml")
+SetOpt = typer.Option(None, "--set", help="override a config key: --set rl.max_steps=2 (repeatable)")
+ForceOpt = typer.Option(False, "--force", help="re-run stages even when complete")
+
+
+def _overrides(pairs: list[str] | None) -> dict:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise TuneloopError(f"--set {pair!r} is not KEY=VALUE", "write e.g. --set rl.max_steps=2")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+def _run(config: Path, stages: tuple[str, ...], overrides: list[str] | None, force: bool) -> None:
+    from sdk.config import load_config
+    from sdk.pipeline import Pipeline
+
+    logging.basicConfig(level=os.environ.get("TUNELOOP_LOG", "WARNING"))
+    try:
+        cfg = load_config(config, _overrides(overrides))
+        Pipeline(cfg, console=console, progress=sys.stderr.isatty() or bool(os.environ.get("TUNELOOP_PROGRESS"))
+                 ).run(stages, force=force)
+    except TuneloopError as exc:
+        if os.environ.get("TUNELOOP_DEBUG"):
+            raise
+        console.print(f"[bold red]error:[/bold red] {exc.what}")
+        if exc.fix:
+            console.print(f"[bold]fix:[/bold] {exc.fix}")
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: re-run the same command to resume[/yellow]")
+        raise typer.Exit(130) from None
+
+
+@app.command()
+def run(config: Path = ConfigArg, stage: Optional[list[str]] = typer.Option(
+        None, "--stage", help="run only these stages (repeatable): tasks, sft, rl, eval, report"),
+        set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+    """Run the whole pipeline (or the given stages) into the config's run_dir."""
+    from sdk.pipeline import STAGES
+
+    _run(config, tuple(stage) if stage else STAGES, set_, force)
+
+
+@tasks_app.command("build")
+def tasks_build(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+    """Read sources, split, validate references in the sandbox; write tasks/tasks.jsonl."""
+    _run(config, ("tasks",), set_, force)
+
+
+@app.command()
+def sft(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+    """LoRA SFT (needs the tasks stage)."""
+    _run(config, ("tasks", "sft"), set_, force)
+
+
+@app.command()
+def rl(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+    """GRPO with sandboxed rewards (runs missing upstream stages first)."""
+    _run(config, ("tasks", "sft", "rl"), set_, force)
+
+
+@app.command("eval")
+def eval_(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+    """Evaluate base and tuned model on the held-out and OOD splits."""
+    _run(config, ("tasks", "sft", "rl", "eval"), set_, force)
+
+
+@app.command()
+def report(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt) -> None:
+    """Write report.json and report.html from the evaluation, and apply the regression gate."""
+    _run(config, ("report",), set_, False)
+
+
+def _load_plugins() -> None:
+    for ep in entry_points(group="tuneloop.cli"):
+        try:
+            app.add_typer(ep.load(), name=ep.name)
+        except Exception as exc:  # noqa: BLE001 - a broken plug-in must not break the CLI
+            logging.getLogger(__name__).warning("CLI plug-in %s failed to load: %s", ep.name, exc)
+
+
+_load_plugins()
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,157 @@
+"""The main job: sources → task set → LoRA SFT → GRPO → evaluation → report, in a run folder.
+
+Each stage writes its outputs under ``run_dir/<stage>/`` and, last, a ``state/<stage>.json``
+marker holding a fingerprint of everything it depends on (its config sections and the upstream
+stage's fingerprint). A re-run skips a stage whose marker matches, so a crashed run resumes at
+the stage that did not finish (and TRL resumes inside that stage from its last checkpoint);
+changing a stage's config re-runs it and everything downstream. ``force=True`` re-runs all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from sdk.config import RunConfig
+from sdk.errors import ConfigError
+from sdk.tasks.records import canonical_json
+from sdk.train.common import StageClock, StageStats, write_json
+
+log = logging.getLogger(__name__)
+
+STAGES: tuple[str, ...] = ("tasks", "sft", "rl", "eval", "report")
+_DEPS: dict[str, tuple[str, ...]] = {
+    "tasks": ("sources", "tasks", "sandbox", "seed"),
+    "sft": ("model", "sft", "seed"),
+    "rl": ("model", "rl", "reward", "sandbox", "seed"),
+    "eval": ("model", "eval", "reward", "sandbox", "seed"),
+    "report": ("gate",),
+}
+
+
+class Pipeline:
+    """Runs stages of one :class:`RunConfig` into ``cfg.run_path``.
+
+    Args:
+        cfg: the validated config.
+        console: where progress and summaries go.
+        progress: show progress bars (off in tests).
+    """
+
+    def __init__(self, cfg: RunConfig, console: Console | None = None, progress: bool = True) -> None:
+        self.cfg = cfg
+        self.run_dir = cfg.run_path
+        self.console = console or Console(stderr=True)
+        self.progress = progress
+        self._model_path: str | None = None
+        self._sandbox = None
+
+    # ----- bookkeeping ---------------------------------------------------------------
+    def fingerprint(self, stage: str) -> str:
+        """Hash of the stage's config sections and the upstream stage's fingerprint."""
+        dump = self.cfg.model_dump(mode="json")
+        body: dict[str, Any] = {k: dump.get(k) for k in _DEPS[stage]}
+        idx = STAGES.index(stage)
+        if idx:
+            body["upstream"] = self.fingerprint(STAGES[idx - 1])
+        return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
+
+    def state_path(self, stage: str) -> Path:
+        return self.run_dir / "state" / f"{stage}.json"
+
+    def is_complete(self, stage: str) -> bool:
+        """True when the stage's marker exists and matches the current fingerprint."""
+        path = self.state_path(stage)
+        if not path.is_file():
+            return False
+        try:
+            return json.loads(path.read_text()).get("fingerprint") == self.fingerprint(stage)
+        except json.JSONDecodeError:
+            return False
+
+    def stats(self, stage: str) -> dict[str, Any]:
+        """The recorded stats of a completed stage (empty when not run)."""
+        path = self.state_path(stage)
+        return json.loads(path.read_text()).get("stats", {}) if path.is_file() else {}
+
+    def _mark(self, stage: str, stats: StageStats) -> None:
+        data = {k: v for k, v in stats.__dict__.items() if k != "extra"}
+        data.update({k: v for k, v in stats.extra.items() if k != "log_history"})
+        write_json(self.state_path(stage), {"fingerprint": self.fingerprint(stage), "stats": data})
+
+    # ----- shared resources ----------------------------------------------------------
+    @property
+    def model_path(self) -> str:
+        """The resolved base model (fetched and converted on first use)."""
+        if self._model_path is None:
+            from sdk.models import resolve_model
+
+            with self.console.status(f"resolving model {self.cfg.model.name} (first use fetches and converts it)"):
+                self._model_path = resolve_model(self.cfg.model.name, self.cfg.model.cache_dir)
+        return self._model_path
+
+    @property
+    def sandbox(self):
+        """The sandbox, created on first use from ``cfg.sandbox``."""
+        if self._sandbox is None:
+            from sdk.sandbox import make_sandbox
+
+            self._sandbox = make_sandbox(self.cfg.sandbox)
+        return self._sandbox
+
+    def close(self) -> None:
+        """Release the sandbox workers."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+    # ----- running -------------------------------------------------------------------
+    def run(self, stages: Sequence[str] = STAGES, force: bool = False) -> dict[str, Any]:
+        """Run ``stages`` in order, skipping complete ones unless ``force``.
+
+        Returns the report dict when the report stage ran, else ``{}``.
+        Raises:
+            ConfigError: an unknown stage name.
+            GateError: the regression gate failed (after the report is written).
+        """
+        from sdk import stages as impl
+
+        unknown = [s for s in stages if s not in STAGES]
+        if unknown:
+            raise ConfigError(f"unknown stage(s) {unknown}", f"use some of {list(STAGES)}")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "config.json").write_text(self.cfg.model_dump_json(indent=2))
+        result: dict[str, Any] = {}
+        try:
+            for stage in stages:
+                if not force and self.is_complete(stage) and stage != "report":
+                    self.console.print(f"[dim]· {stage}: complete, skipped (use --force to redo)[/dim]")
+                    continue
+                if stage == "sft" and not self.cfg.sft.enabled or stage == "rl" and not self.cfg.rl.enabled:
+                    self.console.print(f"[dim]· {stage}: disabled in config[/dim]")
+                    continue
+                self.console.rule(f"[bold]{stage}")
+                with StageClock(stage) as clock:
+                    out = getattr(impl, f"stage_{stage}")(self)
+                stats = out if isinstance(out, StageStats) else StageStats(stage)
+                stats.wall_s, stats.cpu_s = clock.wall_s, clock.cpu_s
+                if stage == "report":
+                    result = out.extra.get("report", {})
+                self._mark(stage, stats)
+        finally:
+            self.close()
+        return result
+
+    def adapter_for_eval(self) -> Path | None:
+        """The newest adapter: GRPO's if it ran, else SFT's, else None (base only)."""
+        for stage in ("rl", "sft"):
+            path = self.run_dir / stage / "adapter"
+            if getattr(self.cfg, stage).enabled and (path / "adapter_config.json").is_file():
+                return path
+        return None

@@ -1,0 +1,187 @@
+"""The body of each pipeline stage. :class:`sdk.pipeline.Pipeline` owns ordering, skipping and timing.
+
+Outputs under ``run_dir``:
+
+* ``tasks/tasks.jsonl`` (+ ``tasks.quarantine.jsonl``), ``tasks/sft_examples.jsonl``,
+  ``tasks/preference_pairs.jsonl``, ``tasks/counts.json``;
+* ``sft/adapter``, ``sft/log_history.json``; ``rl/adapter``, ``rl/log_history.json``, ``rl/rewards.jsonl``;
+* ``eval/base.jsonl``, ``eval/tuned.jsonl`` (raw completions kept for rescoring);
+* ``report.json``, ``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from sdk.errors import SourceError
+from sdk.sources import SftExample, resolve_source
+from sdk.tasks.records import Message, Split, Task
+from sdk.tasks.split import assign_splits
+from sdk.tasks.taskset import TaskSet
+from sdk.tasks.validate import validate_tasks
+from sdk.train.common import StageStats, write_json
+
+if TYPE_CHECKING:
+    from sdk.pipeline import Pipeline
+
+
+def _bar(p: "Pipeline", label: str, total: int) -> Progress:
+    prog = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=p.console, disable=not p.progress)
+    prog.add_task(label, total=total)
+    return prog
+
+
+def _with_system(messages: tuple[Message, ...], system: str) -> tuple[Message, ...]:
+    if not system or (messages and messages[0].role == "system"):
+        return messages
+    return (Message(role="system", content=system), *messages)
+
+
+def stage_tasks(p: "Pipeline") -> StageStats:
+    """Read every source, split, validate references in the sandbox, save the task set."""
+    cfg = p.cfg
+    tasks: list[Task] = []
+    fixed: dict[str, Split] = {}
+    examples: list[SftExample] = []
+    pairs, quarantined, counts = [], [], {}
+    for i, src in enumerate(cfg.sources):
+        cls = resolve_source(src.type)
+        label = f"{src.type}:{src.domain}"
+        with p.console.status(f"reading source {label}"):
+            result = cls(src.options, cfg.base_dir, src.domain).read()
+        got = sorted(result.tasks, key=lambda t: t.id)[: src.limit] if src.limit else result.tasks
+        got = [t.with_(prompt=_with_system(t.prompt, cfg.tasks.system_prompt)) for t in got]
+        got = [Task.model_validate({**t.model_dump(), "id": ""}) for t in got]  # prompt changed: new id
+        if src.split != "auto":
+            fixed.update({t.id: Split(src.split) for t in got})
+        tasks += got
+        examples += [e.model_copy(update={"messages": _with_system(e.messages, cfg.tasks.system_prompt)})
+                     for e in result.sft_examples]
+        pairs += result.preference_pairs
+        quarantined += result.quarantined
+        counts[f"{i}:{label}"] = result.counts
+        p.console.print(f"  {label}: {result.counts}")
+    if not tasks and not examples:
+        raise SourceError("the sources produced no tasks and no SFT examples",
+                          "check each source's path/URL and options; see the counts printed above")
+    tasks, dups = assign_splits(tasks, cfg.tasks.heldout_fraction, cfg.tasks.ood_domains, cfg.seed, fixed)
+    quarantined += dups
+    if cfg.tasks.validate_references and tasks:
+        with _bar(p, "validating references", len(tasks) * 2) as bar:
+            tasks, bad = validate_tasks(tasks, p.sandbox, cfg.sandbox.limits,
+                                        progress=lambda n: bar.advance(bar.task_ids[0], n))
+        quarantined += bad
+    taskset = TaskSet(tasks, quarantined)
+    out = p.run_dir / "tasks"
+    taskset.save(out / "tasks.jsonl")
+    _save_jsonl(out / "sft_examples.jsonl", [e.model_dump(mode="json") for e in examples])
+    _save_jsonl(out / "preference_pairs.jsonl", [x.model_dump(mode="json") for x in pairs])
+    summary = {"sources": counts, "splits": taskset.counts(), "version": taskset.version,
+               "sft_examples": len(examples), "preference_pairs": len(pairs),
+               "quarantine_reasons": dict(Counter(q.reason.split(":")[0] for q in quarantined))}
+    write_json(out / "counts.json", summary)
+    p.console.print(f"  task set {taskset.version}: {summary['splits']}")
+    return StageStats("tasks", extra={"tasks": len(taskset), "quarantined": len(quarantined),
+                                      "sft_examples": len(examples)})
+
+
+def load_taskset(p: "Pipeline") -> TaskSet:
+    """The task set written by the tasks stage."""
+    return TaskSet.load(p.run_dir / "tasks" / "tasks.jsonl")
+
+
+def load_examples(p: "Pipeline") -> list[SftExample]:
+    """The SFT examples written by the tasks stage."""
+    path = p.run_dir / "tasks" / "sft_examples.jsonl"
+    if not path.is_file():
+        return []
+    return [SftExample.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def stage_sft(p: "Pipeline") -> StageStats:
+    """LoRA SFT on train references and feedback examples."""
+    from sdk.train.sft import run_sft, sft_rows
+
+    train = list(load_taskset(p).split(Split.TRAIN)) if p.cfg.sft.include_train_references else []
+    examples = load_examples(p) if p.cfg.sft.include_feedback else []
+    rows = sft_rows(train, examples)
+    p.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples)")
+    return run_sft(p.model_path, rows, p.cfg.sft, p.run_dir / "sft", p.cfg.seed, p.cfg.model.dtype, p.progress)
+
+
+def stage_rl(p: "Pipeline") -> StageStats:
+    """GRPO on the train split with the sandboxed reward, continuing the SFT adapter."""
+    from sdk.rewards.trl import SandboxReward
+    from sdk.train.grpo import run_grpo
+
+    train = list(load_taskset(p).split(Split.TRAIN))
+    sft_adapter = p.run_dir / "sft" / "adapter"
+    adapter = sft_adapter if p.cfg.sft.enabled and (sft_adapter / "adapter_config.json").is_file() else None
+    reward = SandboxReward(sandbox_config=p.cfg.sandbox, weights=p.cfg.reward,
+                           log_path=str(p.run_dir / "rl" / "rewards.jsonl"))
+    p.console.print(f"  GRPO on {len(train)} train tasks, {p.cfg.rl.max_steps} steps, "
+                    f"{p.cfg.rl.num_generations} completions per prompt")
+    return run_grpo(p.model_path, adapter, train, reward, p.cfg.rl, p.cfg.sft.lora, p.run_dir / "rl",
+                    p.cfg.seed, p.cfg.model.dtype, p.progress)
+
+
+def eval_tasks(p: "Pipeline") -> list[Task]:
+    """Tasks of the configured eval splits, at most ``limit_per_split`` each (first by id)."""
+    taskset = load_taskset(p)
+    out: list[Task] = []
+    for split in p.cfg.eval.splits:
+        part = sorted(taskset.split(split), key=lambda t: t.id)
+        out += part[: p.cfg.eval.limit_per_split] if p.cfg.eval.limit_per_split else part
+    return out
+
+
+def stage_eval(p: "Pipeline") -> StageStats:
+    """Generate and score base and tuned completions; save rows with raw completions."""
+    from sdk.eval.records import save_rows
+    from sdk.eval.run import evaluate
+    from sdk.generate import make_generator
+    from sdk.rewards.tiered import score_batch
+
+    tasks = eval_tasks(p)
+    ec = p.cfg.eval
+    models = [("base", None)]
+    adapter = p.adapter_for_eval()
+    if adapter is not None:
+        models.append(("tuned", adapter))
+    generated = 0
+
+    def score(ts, completions):
+        return score_batch(ts, completions, p.sandbox, p.cfg.reward)
+
+    for label, adapter_path in models:
+        gen = make_generator(p.model_path, adapter_path, ec.batch_size, ec.max_new_tokens, ec.temperature,
+                             p.cfg.seed, p.cfg.model.dtype, p.cfg.rl.use_vllm)
+        rows = evaluate(tasks, gen, score, label, ec.n_samples, progress=p.progress, batch_size=ec.batch_size)
+        gen.close()
+        save_rows(p.run_dir / "eval" / f"{label}.jsonl", rows)
+        generated += sum(r.gen_tokens for r in rows)
+        passed = sum(any(r.passed) for r in rows)
+        p.console.print(f"  {label}: {passed}/{len(rows)} tasks passed (any sample)")
+    return StageStats("eval", tokens_generated=generated, extra={"tasks": len(tasks)})
+
+
+def stage_report(p: "Pipeline") -> StageStats:
+    """Compare, gate, and write report.json / report.html."""
+    from sdk.report_inputs import make_report
+
+    report, gate = make_report(p)
+    stats = StageStats("report", extra={"report": report})
+    if gate is not None:
+        gate.raise_if_failed()
+    return stats
+
+
+def _save_jsonl(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows))

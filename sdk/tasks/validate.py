@@ -1,0 +1,119 @@
+"""Validation before training: every task's reference must pass its own verifier in the sandbox.
+
+Tasks that fail are quarantined with the reason and counted in the report, never trained on:
+
+* ``no_reference``: a unit-test task without a reference cannot be validated;
+* ``reference_fails``: the reference does not pass its visible (or hidden) tests;
+* ``toolchain_unavailable`` / ``sandbox_error``: the task cannot be judged on this machine
+  (field case S3: excluded before training starts, never scored 0);
+* ``tests_miss_broken_body``: a stub (``raise NotImplementedError``) passes the tests, so the
+  tests cannot tell a right answer from a wrong one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
+from sdk.tasks.records import Language, Quarantined, Task, UnitTestVerifier
+
+
+def request_for(task: Task, solution: str, hidden: bool = False, limits: Limits | None = None) -> ExecRequest:
+    """The sandbox request that judges ``solution`` for a unit-test ``task``.
+
+    Args:
+        hidden: run the hidden tests instead of the visible ones.
+        limits: base limits; the verifier's ``timeout_s`` replaces ``limits.timeout_s``.
+    Raises:
+        TypeError: the task's verifier is not a :class:`UnitTestVerifier`.
+    """
+    v = task.verifier
+    if not isinstance(v, UnitTestVerifier):
+        raise TypeError(f"task {task.id} has a {v.kind!r} verifier, not unit tests")
+    limits = (limits or Limits()).model_copy(update={"timeout_s": v.timeout_s})
+    return ExecRequest(language=v.language, framework=v.framework, solution=solution,
+                       tests=v.hidden_tests if hidden else v.tests, files=v.files, target_path=v.target_path,
+                       entry_point=v.entry_point, prelude=v.prelude, limits=limits)
+
+
+def stub_for(task: Task) -> str | None:
+    """A wrong-on-purpose Python solution with the entry point's signature, or None."""
+    v = task.verifier
+    if not isinstance(v, UnitTestVerifier) or v.language != Language.PYTHON or not v.entry_point or not task.reference:
+        return None
+    import ast
+
+    try:
+        tree = ast.parse(task.reference)
+    except SyntaxError:
+        return None
+    name = v.entry_point.split(".")[-1]
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            node.body = [ast.Raise(exc=ast.Name(id="NotImplementedError", ctx=ast.Load()))]
+            node.decorator_list = node.decorator_list
+            return ast.unparse(node)
+    return None
+
+
+def _reason(result: ExecResult, what: str) -> str | None:
+    if result.status.is_infrastructure:
+        return f"{result.status.value}: {result.detail or what}"
+    if not result.all_passed:
+        failed = [t.name for t in result.tests if t.outcome != "passed"][:3]
+        return f"reference_fails: {what} gave {result.status.value} ({result.detail or ', '.join(failed)})"
+    return None
+
+
+def validate_tasks(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | None = None,
+                   check_stub: bool = True, progress=None) -> tuple[list[Task], list[Quarantined]]:
+    """Split ``tasks`` into (valid, quarantined) by running references (and stubs) in ``sandbox``.
+
+    Answer-match and reference-only tasks pass through (their verifier needs no sandbox).
+    All requests go to the sandbox as one batch so it can run them concurrently.
+
+    Args:
+        progress: optional callable ``advance(n)`` for a progress bar.
+    """
+    checks: list[tuple[int, str, ExecRequest]] = []
+    bad: dict[int, str] = {}
+    for i, task in enumerate(tasks):
+        v = task.verifier
+        if not isinstance(v, UnitTestVerifier):
+            continue
+        if not task.reference:
+            bad[i] = "no_reference: a unit-test task needs a reference solution to be validated"
+            continue
+        checks.append((i, "visible tests", request_for(task, task.reference, limits=limits)))
+        if v.hidden_tests:
+            checks.append((i, "hidden tests", request_for(task, task.reference, hidden=True, limits=limits)))
+        stub = stub_for(task) if check_stub else None
+        if stub:
+            checks.append((i, "stub", request_for(task, stub, limits=limits)))
+    results = _run_batched(sandbox, [c[2] for c in checks], progress)
+    for (i, what, _), result in zip(checks, results):
+        if i in bad:
+            continue
+        if what == "stub":
+            if result.all_passed:
+                bad[i] = "tests_miss_broken_body: a body raising NotImplementedError passes the tests"
+            continue
+        reason = _reason(result, what)
+        if reason:
+            bad[i] = reason
+    valid = [t for i, t in enumerate(tasks) if i not in bad]
+    quarantined = [Quarantined(reason=reason, task=tasks[i], source=tasks[i].source) for i, reason in sorted(bad.items())]
+    return valid, quarantined
+
+
+def _run_batched(sandbox: Sandbox, requests: list[ExecRequest], progress, chunk: int = 16) -> list[ExecResult]:
+    out: list[ExecResult] = []
+    for start in range(0, len(requests), chunk):
+        part = requests[start:start + chunk]
+        out.extend(sandbox.run(part))
+        if progress:
+            progress(len(part))
+    return out
+
+
+__all__ = ["ExecStatus", "request_for", "stub_for", "validate_tasks"]

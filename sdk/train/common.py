@@ -1,0 +1,108 @@
+"""Shared training wiring: device defaults, LoRA config, callbacks, stage bookkeeping.
+
+tuneloop writes no training loop: SFT and GRPO run through TRL's trainers with PEFT LoRA.
+This module only chooses their arguments. On CPU: fp32 (``bf16=False``), ``use_cpu=True``,
+no gradient checkpointing, no vLLM (measured in shared/DESIGN.md). On a CUDA GPU: bf16 where
+supported and gradient checkpointing on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from sdk.config import LoraConfig
+
+
+def on_gpu() -> bool:
+    """True when a CUDA device is visible to torch."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def device_args() -> dict[str, Any]:
+    """Trainer arguments that depend on the hardware (CPU vs CUDA GPU)."""
+    import torch
+
+    if on_gpu():
+        return {"bf16": torch.cuda.is_bf16_supported(), "use_cpu": False, "gradient_checkpointing": True}
+    return {"bf16": False, "use_cpu": True, "gradient_checkpointing": False}
+
+
+def common_args(out_dir: Path, seed: int) -> dict[str, Any]:
+    """Arguments shared by SFT and GRPO configs: logging every step, no hub, no external trackers."""
+    return {
+        "output_dir": str(out_dir / "checkpoints"),
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_steps": 10,
+        "save_total_limit": 2,
+        "report_to": [],
+        "seed": seed,
+        "data_seed": seed,
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        **device_args(),
+    }
+
+
+def peft_config(cfg: LoraConfig):
+    """A PEFT ``LoraConfig`` for a causal LM from our :class:`sdk.config.LoraConfig`."""
+    from peft import LoraConfig as PeftLoraConfig
+
+    return PeftLoraConfig(r=cfg.r, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout,
+                          target_modules=cfg.target_modules, task_type="CAUSAL_LM")
+
+
+def last_checkpoint(out_dir: Path) -> str | None:
+    """The newest ``checkpoint-N`` folder under ``out_dir/checkpoints``, for resuming after a crash."""
+    ckpts = sorted((out_dir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return str(ckpts[-1]) if ckpts else None
+
+
+def progress_callbacks() -> list[TrainerCallback]:
+    """Rich progress display (TRL's ``RichProgressCallback``)."""
+    from trl.trainer.callbacks import RichProgressCallback
+
+    return [RichProgressCallback()]
+
+
+@dataclass
+class StageStats:
+    """Cost of one stage: wall and CPU seconds, tokens trained and generated."""
+
+    stage: str
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    tokens_trained: int = 0
+    tokens_generated: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class StageClock:
+    """Context manager measuring wall and process CPU seconds of a stage into a :class:`StageStats`."""
+
+    def __init__(self, stage: str) -> None:
+        self.stats = StageStats(stage)
+
+    def __enter__(self) -> StageStats:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self.stats
+
+    def __exit__(self, *exc: object) -> None:
+        self.stats.wall_s += time.perf_counter() - self._wall
+        self.stats.cpu_s += time.process_time() - self._cpu
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomic JSON write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.replace(path)

@@ -1,0 +1,96 @@
+"""GRPO through TRL's ``GRPOTrainer``, continuing the SFT LoRA adapter, rewarded by the sandbox.
+
+Each train task becomes one dataset row: ``prompt`` (chat messages) and ``task_json`` (the
+whole :class:`~sdk.tasks.records.Task`), which TRL forwards to the reward function as a keyword
+argument. The reward is any TRL-compatible callable (``sdk.rewards`` provides the sandboxed one).
+
+Deviations from TRL defaults, and why: ``beta=0`` by default (no reference model: half the
+memory, as in DAPO and TRL's own default); on CPU no vLLM and fp32. On GPU with vLLM installed,
+generation runs in vLLM's ``colocate`` mode unless ``rl.use_vllm: never``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Callable, Sequence
+
+from sdk.config import RlConfig
+from sdk.errors import ConfigError
+from sdk.tasks.records import Task
+from sdk.train.common import StageStats, common_args, last_checkpoint, on_gpu, progress_callbacks, write_json
+
+log = logging.getLogger(__name__)
+
+
+def grpo_rows(tasks: Sequence[Task]) -> list[dict]:
+    """``[{"prompt": [msg...], "task_json": str}]`` for tasks with an automatic verifier."""
+    return [{"prompt": [m.model_dump() for m in t.prompt], "task_json": t.model_dump_json()}
+            for t in tasks if t.verifier.kind != "reference"]
+
+
+def vllm_args(mode: str) -> dict:
+    """GRPOConfig vLLM arguments: colocated vLLM on a GPU when installed and allowed.
+
+    Raises:
+        ConfigError: ``use_vllm: always`` without a GPU or without vLLM installed.
+    """
+    available = on_gpu() and importlib.util.find_spec("vllm") is not None
+    if mode == "always" and not available:
+        raise ConfigError("rl.use_vllm is `always` but vLLM or a CUDA GPU is missing",
+                          "install `tuneloop[gpu]` on a GPU machine, or set rl.use_vllm: auto")
+    if mode == "never" or not available:
+        return {"use_vllm": False}
+    return {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3}
+
+
+def grpo_args(cfg: RlConfig, out_dir: Path, seed: int) -> dict:
+    """Keyword arguments for TRL's ``GRPOConfig`` from our :class:`RlConfig`."""
+    return dict(
+        max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, per_device_train_batch_size=cfg.batch_size,
+        num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature, beta=cfg.beta, loss_type=cfg.loss_type, mask_truncated_completions=False,
+        **vllm_args(cfg.use_vllm), **common_args(out_dir, seed))
+
+
+def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], reward_fn: Callable,
+             cfg: RlConfig, lora_cfg, out_dir: Path, seed: int, dtype: str = "auto",
+             progress: bool = True) -> StageStats:
+    """Run GRPO; save the adapter to ``out_dir/adapter``.
+
+    Args:
+        model_path: base model folder.
+        adapter_dir: SFT adapter to continue (trainable), or None to start a fresh LoRA.
+        tasks: train tasks with automatic verifiers.
+        reward_fn: TRL reward callable ``(prompts, completions, **columns) -> list[float | None]``.
+    Raises:
+        ValueError: no task has an automatic verifier.
+    """
+    from datasets import Dataset
+    from peft import PeftModel
+    from trl import GRPOConfig, GRPOTrainer
+
+    from sdk.models import load_model
+    from sdk.train.common import peft_config
+
+    rows = grpo_rows(tasks)
+    if not rows:
+        raise ValueError("no GRPO rows: no train task has an automatic verifier")
+    model, tokenizer = load_model(model_path, dtype=dtype)
+    peft_cfg = None
+    if adapter_dir is not None:
+        model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
+    else:
+        peft_cfg = peft_config(lora_cfg)
+    args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
+                          processing_class=tokenizer, peft_config=peft_cfg,
+                          callbacks=progress_callbacks() if progress else None)
+    trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
+    trainer.save_model(str(out_dir / "adapter"))
+    history = trainer.state.log_history
+    write_json(out_dir / "log_history.json", history)
+    generated = int(sum(h.get("completions/mean_length", 0) * cfg.batch_size for h in history if "loss" in h))
+    return StageStats("rl", tokens_generated=generated,
+                      extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step})

@@ -1,0 +1,83 @@
+"""LoRA SFT through TRL's ``SFTTrainer``.
+
+Data is in TRL's conversational prompt-completion form (``prompt``: messages,
+``completion``: one assistant message), so the loss covers only the completion tokens and
+their end-of-turn token, whatever the chat template (templates without a
+``{% generation %}`` marker included: field case T1). Sources of rows: the train split's
+reference solutions (answered as a fenced code block, the format the reward parses) and the
+SFT examples of feedback sources (well-rated responses, corrections).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+from sdk.config import SftConfig
+from sdk.sources import SftExample
+from sdk.tasks.records import Task, UnitTestVerifier
+from sdk.train.common import StageStats, common_args, last_checkpoint, peft_config, progress_callbacks, write_json
+
+log = logging.getLogger(__name__)
+
+
+def answer_text(task: Task) -> str:
+    """The completion a task's reference stands for: a fenced code block for code tasks."""
+    ref = (task.reference or "").strip("\n")
+    if isinstance(task.verifier, UnitTestVerifier):
+        return f"```{task.verifier.language.value}\n{ref}\n```"
+    return ref
+
+
+def sft_rows(tasks: Sequence[Task], examples: Sequence[SftExample]) -> list[dict]:
+    """Prompt-completion rows: ``{"prompt": [msg...], "completion": [assistant msg]}``.
+
+    Tasks without a reference are skipped; an example whose last message is not the assistant's
+    is skipped (connectors guarantee the shape, this is a guard).
+    """
+    rows = []
+    for task in tasks:
+        if task.reference:
+            rows.append({"prompt": [m.model_dump() for m in task.prompt],
+                         "completion": [{"role": "assistant", "content": answer_text(task)}]})
+    for ex in examples:
+        if ex.messages and ex.messages[-1].role == "assistant":
+            rows.append({"prompt": [m.model_dump() for m in ex.messages[:-1]],
+                         "completion": [ex.messages[-1].model_dump()]})
+    return rows
+
+
+def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, seed: int,
+            dtype: str = "auto", progress: bool = True) -> StageStats:
+    """Train a LoRA adapter on ``rows``; save it to ``out_dir/adapter``.
+
+    Resumes from the newest checkpoint under ``out_dir/checkpoints`` when one exists.
+
+    Returns:
+        StageStats with tokens trained (TRL's ``num_tokens``) and the log history in ``extra``.
+    Raises:
+        ValueError: ``rows`` is empty.
+    """
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from sdk.models import load_model
+
+    if not rows:
+        raise ValueError("no SFT rows: no train task has a reference and no feedback example was found")
+    model, tokenizer = load_model(model_path, dtype=dtype)
+    args = SFTConfig(
+        num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
+        per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        max_length=cfg.max_length, completion_only_loss=True, lr_scheduler_type="cosine", warmup_steps=0.05,
+        **common_args(out_dir, seed))
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                         peft_config=peft_config(cfg.lora), callbacks=progress_callbacks() if progress else None)
+    trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
+    trainer.save_model(str(out_dir / "adapter"))
+    history = trainer.state.log_history
+    write_json(out_dir / "log_history.json", history)
+    tokens = max((int(h.get("num_tokens", 0)) for h in history), default=0)
+    return StageStats("sft", tokens_trained=tokens, extra={"log_history": history, "rows": len(rows),
+                                                           "steps": trainer.state.global_step})
