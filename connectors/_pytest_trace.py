@@ -1,0 +1,116 @@
+"""A small pytest plugin that records, per test, which package functions it called.
+
+Loaded into a *separate* pytest process by :mod:`connectors.pytest_collect` (``-p
+_tuneloop_trace`` with this file copied into a temporary folder on ``PYTHONPATH``); it
+imports nothing from tuneloop, so the company's code never runs in our process.
+
+Environment:
+    TUNELOOP_TRACE_ROOT: absolute package folder; only code objects under it are recorded.
+    TUNELOOP_TRACE_OUT: JSON file written at session end.
+    TUNELOOP_TRACE_CALLS: "1" to trace calls (the first run), "0" to record outcomes only.
+
+Output shape: ``{"items": [{"nodeid", "path", "cls", "name", "kind", "outcome",
+"calls": [[relpath, qualname, direct], ...]}], "errors": [str], "exitstatus": int}``.
+``direct`` is 1 when the caller's frame is outside the package (the test itself called it).
+
+Tracing uses ``sys.setprofile`` (and ``threading.setprofile``) with a per-code-object cache,
+after coverage.py's per-test "dynamic contexts" idea but recording function identities
+(``co_qualname``) instead of lines. Nested functions are attributed to their enclosing
+top-level function or method (the ``.<locals>`` suffix is cut).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+
+import pytest
+
+_ROOT = os.path.realpath(os.environ.get("TUNELOOP_TRACE_ROOT", "/nonexistent")) + os.sep
+_OUT = os.environ.get("TUNELOOP_TRACE_OUT", "")
+_TRACE = os.environ.get("TUNELOOP_TRACE_CALLS", "1") == "1"
+
+_cache: dict = {}
+_current: dict | None = None
+_items: dict[str, dict] = {}
+_errors: list[str] = []
+
+
+def _key(code):
+    key = _cache.get(code, 0)
+    if key == 0:
+        fn = code.co_filename
+        key = None
+        if fn and not fn.startswith("<"):
+            real = os.path.realpath(fn) if not fn.startswith(_ROOT) else fn
+            if real.startswith(_ROOT):
+                qual = getattr(code, "co_qualname", code.co_name).split(".<locals>")[0]
+                if not qual.startswith("<"):
+                    key = (real[len(_ROOT):].replace(os.sep, "/"), qual)
+        _cache[code] = key
+    return key
+
+
+def _profile(frame, event, arg):
+    if event != "call" or _current is None:
+        return
+    key = _key(frame.f_code)
+    if key is None:
+        return
+    back = frame.f_back
+    direct = 1 if back is None or _key(back.f_code) is None else 0
+    if direct > _current.get(key, -1):
+        _current[key] = direct
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _current
+    cls = getattr(item, "cls", None)
+    _items[item.nodeid] = {
+        "nodeid": item.nodeid,
+        "path": str(getattr(item, "path", "")),
+        "cls": cls.__name__ if cls is not None else None,
+        "name": getattr(item, "originalname", None) or item.name,
+        "kind": type(item).__name__,
+        "outcome": "passed",
+        "calls": [],
+    }
+    if _TRACE:
+        _current = {}
+        sys.setprofile(_profile)
+        threading.setprofile(_profile)
+    try:
+        yield
+    finally:
+        if _TRACE:
+            sys.setprofile(None)
+            threading.setprofile(None)
+            _items[item.nodeid]["calls"] = sorted([p, q, d] for (p, q), d in _current.items())
+            _current = None
+
+
+def pytest_runtest_logreport(report):
+    rec = _items.get(report.nodeid)
+    if rec is None:
+        return
+    if report.failed:
+        rec["outcome"] = "failed" if report.when == "call" else "error"
+    elif report.skipped and rec["outcome"] == "passed":
+        rec["outcome"] = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+    elif report.when == "call" and hasattr(report, "wasxfail"):
+        rec["outcome"] = "xpassed"
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _errors.append(f"{report.nodeid or '<session>'}: {str(report.longrepr)[-400:]}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _OUT:
+        return
+    with open(_OUT, "w", encoding="utf-8") as fh:
+        json.dump({"items": list(_items.values()), "errors": _errors, "exitstatus": int(exitstatus)}, fh)

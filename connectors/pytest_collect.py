@@ -1,0 +1,133 @@
+"""Run a repository's pytest suite in a subprocess and read back per-test outcomes and calls.
+
+The suite is the company's own code, trusted enough to run, but it never runs in the tuneloop
+process: each run is ``python -m pytest`` in the repository folder with the tracing plugin
+:mod:`connectors._pytest_trace` (copied into a temporary folder, loaded with ``-p``). The
+repository's ``addopts`` are cleared (they often name plugins such as pytest-cov that need not
+be installed), ``pytest-randomly`` and the cache provider are switched off, and bytecode is not
+written into the repository.
+
+Flaky tests are found the simple way (after pytest-rerunfailures and Google's flaky-test
+studies): the suite is run again ``reruns`` times without tracing, and a test whose outcome
+differs between runs is flaky.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from sdk.errors import SourceError
+
+_PLUGIN = Path(__file__).with_name("_pytest_trace.py")
+
+
+class TestItem(BaseModel):
+    """One collected pytest item.
+
+    Attributes:
+        nodeid: pytest's node id (``tests/test_m.py::TestX::test_y[1]``).
+        path: test file relative to the repository root.
+        cls: test class name or None; name: the test function's name without parameters.
+        kind: pytest item type (``Function``, ``DoctestItem``...); only ``Function`` is used.
+        outcome: passed, failed, error, skipped, xfailed or xpassed on the original code.
+        calls: ``(module path relative to the package folder, qualname, direct)``; direct is
+            1 when the test's own code made the call.
+    """
+
+    __test__ = False
+    model_config = ConfigDict(frozen=True)
+
+    nodeid: str
+    path: str
+    cls: str | None = None
+    name: str
+    kind: str = "Function"
+    outcome: str = "passed"
+    calls: tuple[tuple[str, str, int], ...] = ()
+
+    @property
+    def unit(self) -> tuple[str, str | None, str]:
+        """``(file, class, function)``: parametrised items of one function form one unit."""
+        return (self.path, self.cls, self.name)
+
+
+class SuiteRun(BaseModel):
+    """The result of tracing a suite: items in run order, collection errors, flaky node ids."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: tuple[TestItem, ...]
+    errors: tuple[str, ...] = ()
+    flaky: frozenset[str] = frozenset()
+    exitstatus: int = 0
+
+
+def run_suite(repo: Path, tests: str, package_dir: Path, *, reruns: int = 0, timeout_s: float = 900.0,
+              python: str | None = None) -> SuiteRun:
+    """Trace ``repo``'s tests once, then re-run them ``reruns`` times to find flaky ones.
+
+    Args:
+        repo: repository root (the pytest working folder).
+        tests: tests folder relative to ``repo``.
+        package_dir: the package folder; only calls into it are recorded.
+        reruns: extra untraced runs for flaky detection.
+        timeout_s: wall-clock limit per run, seconds.
+        python: interpreter to run pytest with (default: this one).
+    Raises:
+        SourceError: pytest could not be started, timed out, or wrote no report.
+    """
+    first = _run_once(repo, tests, package_dir, trace=True, timeout_s=timeout_s, python=python)
+    items = tuple(_item(repo, raw) for raw in first["items"])
+    seen = {i.nodeid: i.outcome for i in items}
+    flaky: set[str] = set()
+    for _ in range(reruns):
+        again = _run_once(repo, tests, package_dir, trace=False, timeout_s=timeout_s, python=python)
+        outcomes = {raw["nodeid"]: raw["outcome"] for raw in again["items"]}
+        flaky |= {n for n, o in seen.items() if outcomes.get(n) != o}
+    return SuiteRun(items=items, errors=tuple(first["errors"]), flaky=frozenset(flaky),
+                    exitstatus=first["exitstatus"])
+
+
+def _item(repo: Path, raw: dict) -> TestItem:
+    path = raw.get("path") or raw["nodeid"].split("::")[0]
+    try:
+        path = Path(path).resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        pass
+    return TestItem(nodeid=raw["nodeid"], path=path, cls=raw.get("cls"), name=raw["name"], kind=raw["kind"],
+                    outcome=raw["outcome"], calls=tuple(tuple(c) for c in raw.get("calls", ())))
+
+
+def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout_s: float,
+              python: str | None) -> dict:
+    with tempfile.TemporaryDirectory(prefix="tuneloop-trace-") as tmp:
+        shutil.copy(_PLUGIN, Path(tmp) / "_tuneloop_trace.py")
+        out = Path(tmp) / "report.json"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+        extra = [tmp] + ([str(package_dir.parent)] if package_dir.parent != repo else [])
+        env["PYTHONPATH"] = os.pathsep.join(extra + [p for p in [env.get("PYTHONPATH", "")] if p])
+        env.update(PYTHONDONTWRITEBYTECODE="1", TUNELOOP_TRACE_ROOT=str(package_dir.resolve()),
+                   TUNELOOP_TRACE_OUT=str(out), TUNELOOP_TRACE_CALLS="1" if trace else "0")
+        cmd = [python or sys.executable, "-m", "pytest", tests, "-p", "_tuneloop_trace", "-q", "-o", "addopts=",
+               "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "-rN"]
+        try:
+            proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise SourceError(f"the test suite in {repo} ran longer than {timeout_s:.0f} s",
+                              "raise the source's `timeout_s` option, or point `tests` at a smaller folder") from exc
+        except OSError as exc:
+            raise SourceError(f"could not start pytest for {repo}: {exc}",
+                              "install pytest in the interpreter given by the `python` option") from exc
+        if not out.exists():
+            tail = (proc.stdout + proc.stderr)[-1500:]
+            raise SourceError(f"pytest wrote no report for {repo} (exit {proc.returncode}):\n{tail}",
+                              "run `python -m pytest` in that folder by hand and fix what stops it from starting")
+        return json.loads(out.read_text(encoding="utf-8"))

@@ -1,0 +1,150 @@
+"""PytestSuiteSource on the fixture repository tests/fixtures/pyrepo (package ``minimath``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from connectors.pytest_suite import PytestSuiteSource
+from sdk.errors import ConfigError, SourceError
+from sdk.sources import resolve_source
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pyrepo"
+
+
+def _copy(dst: Path) -> Path:
+    shutil.copytree(FIXTURE, dst, ignore=shutil.ignore_patterns("__pycache__", ".flaky_state"))
+    return dst
+
+
+def _read(repo: Path, **options):
+    return PytestSuiteSource({"path": str(repo), "package": "minimath", **options}, repo, "fix").read()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    return _copy(tmp_path_factory.mktemp("pyrepo") / "repo")
+
+
+@pytest.fixture(scope="module")
+def result(repo):
+    return _read(repo, flaky_reruns=1)
+
+
+def _task(result, entry_point):
+    found = [t for t in result.tasks if t.verifier.entry_point == entry_point]
+    assert len(found) == 1, [t.verifier.entry_point for t in result.tasks]
+    return found[0]
+
+
+def test_entry_point_resolves_to_the_class():
+    assert resolve_source("pytest") is PytestSuiteSource
+
+
+def test_counts_and_quarantine_reasons(result):
+    reasons = {q.raw["locator"]: q.reason.split(":")[0] for q in result.quarantined}
+    assert reasons == {
+        "minimath/arith.py::uncovered": "no covering tests",
+        "minimath/arith.py::shaky": "flaky tests",
+        "minimath/util.py::broken_double": "failing tests",
+    }
+    assert result.counts["functions_found"] == 12
+    assert result.counts["tasks"] == len(result.tasks) == 9
+    assert result.counts["test_functions_flaky"] == 1
+    assert result.counts["test_functions_failing"] == 1
+    assert result.counts["quarantined"] == 3
+
+
+def test_function_task_shape(result, repo):
+    task = _task(result, "add")
+    v = task.verifier
+    assert v.framework == "pytest" and v.target_path == "minimath/arith.py"
+    assert task.reference == 'def add(a: int, b: int) -> int:\n    """Return a + b."""\n    return a + b\n'
+    assert set(v.files) == {"minimath/__init__.py", "minimath/arith.py", "minimath/util.py", "tests/conftest.py"}
+    assert v.files["minimath/arith.py"] == (repo / "minimath/arith.py").read_text()
+    assert task.domain == "fix/arith"
+    assert task.source.locator == "minimath/arith.py::add" and task.source.connector == "pytest"
+    prompt = task.prompt[0].content
+    assert "def add(a: int, b: int) -> int:" in prompt and '"""Return a + b."""' in prompt
+    assert "return a + b" not in prompt and "__future__" not in prompt
+    assert "from minimath.util import clamp" in prompt
+
+
+def test_hidden_tests_are_a_disjoint_share(result):
+    task = _task(result, "add")
+    visible, hidden = task.verifier.tests, task.verifier.hidden_tests
+    assert list(visible) == ["tests/test_arith.py"] and list(hidden) == ["tests/test_arith_hidden.py"]
+    names = lambda text: {line.split("(")[0][4:] for line in text.splitlines() if line.startswith("def test")}
+    assert names(visible["tests/test_arith.py"]) | names(hidden["tests/test_arith_hidden.py"]) == \
+        {"test_add_small", "test_add_negative", "test_add_table"}
+    assert not names(visible["tests/test_arith.py"]) & names(hidden["tests/test_arith_hidden.py"])
+    assert len(task.metadata["hidden_tests"]) == 1  # floor(3 * 0.34) = 1 test function
+    for text in [*visible.values(), *hidden.values()]:
+        assert "TOLERANCE = 1e-9" in text and "test_mul" not in text and "TestCounter" not in text
+
+
+def test_methods_and_indirect_coverage(result):
+    inc = _task(result, "Counter.increment")
+    assert inc.reference.startswith("def increment(self, by: int = 1) -> int:")
+    assert "class Counter:" in inc.prompt[0].content
+    assert "TestCounter" in inc.verifier.tests["tests/test_arith.py"]
+    helper = _task(result, "_times")  # private, but covered through mul
+    assert helper.metadata["direct_tests"] == 0
+    clamp = _task(result, "clamp")  # direct tests ranked before test_hypot, which reaches it via hypot
+    assert set(clamp.metadata["tests"] + clamp.metadata["hidden_tests"]) >= {
+        "tests/test_util.py::test_clamp_inside", "tests/test_util.py::test_clamp_edges"}
+
+
+def test_decorated_function_keeps_its_decorator(result):
+    fib = _task(result, "fib")
+    assert fib.reference.startswith("@functools.lru_cache(maxsize=None)\ndef fib(n: int) -> int:")
+
+
+def test_same_source_gives_same_ids(result, repo):
+    again = _read(repo, flaky_reruns=1)
+    assert [t.id for t in again.tasks] == [t.id for t in result.tasks]
+
+
+def test_options_exclude_methods_and_module_context(repo):
+    res = _read(repo, exclude=["minimath/util.py", "*::fib"], methods=False, context="module",
+                hidden_fraction=0.0, min_tests=2)
+    eps = {t.verifier.entry_point for t in res.tasks}
+    assert eps == {"add", "safe_div"}  # min_tests=2 leaves the functions with two or more test functions
+    assert res.counts["excluded"] == 3 and res.counts["methods_skipped"] == 2
+    add = next(t for t in res.tasks if t.verifier.entry_point == "add")
+    assert not add.verifier.hidden_tests
+    prompt = add.prompt[0].content
+    assert "def safe_div(a: float, b: float) -> float:" in prompt and "return a + b" not in prompt
+    assert "raise ZeroDivisionError" in prompt  # the rest of the module is shown whole
+
+
+def test_src_layout(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "src/pkg/__init__.py").write_text("def twice(x):\n    return 2 * x\n")
+    (repo / "tests/test_pkg.py").write_text("from pkg import twice\n\ndef test_twice():\n    assert twice(2) == 4\n")
+    res = PytestSuiteSource({"path": str(repo), "package": "pkg"}, tmp_path, "d").read()
+    assert [t.verifier.target_path for t in res.tasks] == ["src/pkg/__init__.py"]
+    assert res.tasks[0].domain == "d/pkg"
+
+
+def test_empty_suite_is_one_clear_error(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pkg/__init__.py").write_text("def f():\n    return 1\n")
+    with pytest.raises(SourceError) as err:
+        PytestSuiteSource({"path": str(repo), "package": "pkg"}, tmp_path, "d").read()
+    assert "collected no tests" in err.value.what and "tests:" in err.value.fix
+
+
+def test_missing_package_and_bad_options(tmp_path):
+    with pytest.raises(SourceError, match="package 'nope'"):
+        PytestSuiteSource({"path": str(FIXTURE), "package": "nope"}, tmp_path, "d").read()
+    with pytest.raises(SourceError, match="does not exist"):
+        PytestSuiteSource({"path": str(tmp_path / "missing"), "package": "x"}, tmp_path, "d").read()
+    with pytest.raises(ConfigError):
+        PytestSuiteSource({"path": ".", "package": "x", "hidden_fraction": 1.5}, tmp_path, "d")
