@@ -1,0 +1,235 @@
+"""The declarative mapping from a company's feedback table to tuneloop's feedback fields.
+
+Pure parts of the SQL feedback connector (no database access), each tested on its own:
+
+- :class:`ColumnMap` / :class:`JsonPath`: where each field lives (a column, or a path inside a
+  JSON column);
+- :class:`RatingScale` and :func:`normalise_rating`: a declared scale turns raw ratings into a
+  score in ``[0, 1]``; ``NULL`` and JSON ``null`` are *unlabelled*, never zero (field case F2);
+- :func:`parse_timestamp`: ISO 8601 strings with any offset, ``Z``, naive values in a declared
+  zone, driver ``datetime`` objects and epoch seconds all become aware UTC (field case F3).
+
+Bad values raise :class:`RowError`; the connector quarantines the row with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone, tzinfo
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+FIELDS = ("conversation_id", "message_id", "user_id", "row_id", "prompt", "response", "rating",
+          "correction", "created_at", "system_prompt", "tests", "expected")
+
+
+class RowError(ValueError):
+    """One row cannot be used; the message is the quarantine reason."""
+
+
+class _Opt(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ColumnMap(_Opt):
+    """Column name of each field in the table (or query result). ``None``: not mapped.
+
+    ``prompt`` and ``response`` default to columns of those names; everything else is optional.
+    ``row_id`` is a unique, increasing key (the primary key) used for provenance, tie-breaks and
+    incremental reads. ``tests`` (test source) and ``expected`` (expected answer) turn rated
+    failures into RL tasks. ``system_prompt`` is prepended as a system message.
+    """
+
+    conversation_id: str | None = None
+    message_id: str | None = None
+    user_id: str | None = None
+    row_id: str | None = None
+    prompt: str | None = None
+    response: str | None = None
+    rating: str | None = None
+    correction: str | None = None
+    created_at: str | None = None
+    system_prompt: str | None = None
+    tests: str | None = None
+    expected: str | None = None
+
+
+class JsonPath(_Opt):
+    """A value nested in a JSON column: ``column`` holding JSON text or a JSON value, and a
+    dotted ``path`` such as ``details.rating`` or ``$.items[0].score``."""
+
+    column: str
+    path: str = Field(..., min_length=1)
+
+    def steps(self) -> list[str | int]:
+        """The path as keys (str) and list indexes (int)."""
+        body = self.path[2:] if self.path.startswith("$.") else self.path.lstrip("$")
+        steps: list[str | int] = []
+        for part in filter(None, body.split(".")):
+            m = re.fullmatch(r"([^\[\]]*)((?:\[\d+\])*)", part)
+            if not m:
+                raise ValueError(f"bad JSON path segment {part!r} in {self.path!r}")
+            if m.group(1):
+                steps.append(m.group(1))
+            steps += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
+        return steps
+
+
+_PRESETS: dict[str, tuple[float, float, float]] = {  # kind -> (min, max, default good threshold)
+    "thumbs": (-1.0, 1.0, 1.0),
+    "stars_1_5": (1.0, 5.0, 4.0),
+    "scale_0_10": (0.0, 10.0, 7.0),
+}
+
+
+class RatingScale(_Opt):
+    """How the rating column is to be read.
+
+    ``kind``: ``thumbs`` (+1 / -1; also true/false, "up"/"down"), ``stars_1_5``,
+    ``scale_0_10``, ``range`` (numbers from ``min`` to ``max``, e.g. 0–5), or ``labels``
+    (``labels`` maps each label to a score in [0, 1], e.g. ``{good: 1, ok: 0.5, bad: 0}``).
+    Values outside the scale are errors (the row is quarantined), never clipped.
+    """
+
+    kind: Literal["thumbs", "stars_1_5", "scale_0_10", "range", "labels"] = "thumbs"
+    min: float | None = None
+    max: float | None = None
+    labels: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> "RatingScale":
+        if self.kind == "range" and (self.min is None or self.max is None or self.min >= self.max):
+            raise ValueError("rating kind `range` needs `min` < `max`, e.g. {kind: range, min: 0, max: 5}")
+        if self.kind == "labels":
+            if not self.labels:
+                raise ValueError("rating kind `labels` needs `labels`, e.g. {good: 1, bad: 0}")
+            if any(not 0 <= v <= 1 for v in self.labels.values()):
+                raise ValueError("each label's score must be in [0, 1]")
+        return self
+
+    def bounds(self) -> tuple[float, float]:
+        """(min, max) of the raw scale (labels: 0, 1)."""
+        if self.kind in _PRESETS:
+            return _PRESETS[self.kind][:2]
+        if self.kind == "labels":
+            return 0.0, 1.0
+        return float(self.min), float(self.max)  # type: ignore[arg-type]
+
+    def default_threshold(self) -> float:
+        """Default good threshold in raw units: thumbs up, 4 stars, 7 of 10, 3/4 of a range."""
+        if self.kind in _PRESETS:
+            return _PRESETS[self.kind][2]
+        lo, hi = self.bounds()
+        return lo + 0.75 * (hi - lo)
+
+
+_THUMBS = {"up": 1.0, "down": -1.0, "+1": 1.0, "-1": -1.0, "1": 1.0, "true": 1.0, "false": -1.0}
+
+
+def raw_rating(value: Any, scale: RatingScale) -> float | None:
+    """The rating in raw scale units; ``None`` for NULL / JSON null / empty (unlabelled).
+
+    Raises:
+        RowError: not a number or label of the declared scale, or outside it.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if scale.kind == "labels":
+        key = str(value).strip()
+        if key not in scale.labels:
+            raise RowError(f"rating {value!r} is not one of the declared labels {sorted(scale.labels)}")
+        return float(scale.labels[key])
+    if isinstance(value, bool):
+        number = 1.0 if value else (-1.0 if scale.kind == "thumbs" else 0.0)
+    elif scale.kind == "thumbs" and isinstance(value, str) and value.strip().lower() in _THUMBS:
+        number = _THUMBS[value.strip().lower()]
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise RowError(f"rating {value!r} is not a number on the {scale.kind} scale") from None
+    if number != number:  # NaN
+        raise RowError("rating is NaN")
+    lo, hi = scale.bounds()
+    if scale.kind == "thumbs" and number not in (-1.0, 1.0):
+        raise RowError(f"rating {value!r} is not on the thumbs scale (+1 / -1)")
+    if not lo <= number <= hi:
+        raise RowError(f"rating {value!r} is outside the {scale.kind} scale [{lo:g}, {hi:g}]")
+    return number
+
+
+def normalise_rating(value: Any, scale: RatingScale) -> float | None:
+    """The rating as a score in [0, 1] (``(raw - min) / (max - min)``), or ``None`` if unlabelled."""
+    raw = raw_rating(value, scale)
+    if raw is None:
+        return None
+    lo, hi = scale.bounds()
+    return (raw - lo) / (hi - lo)
+
+
+def resolve_json(value: Any, path: JsonPath) -> Any:
+    """Follow ``path`` into ``value`` (JSON text or an already decoded value).
+
+    Returns ``None`` when the column is NULL, the JSON is ``null`` or a key is absent.
+    Raises:
+        RowError: the text is not valid JSON, or a step indexes into a scalar.
+    """
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise RowError(f"column {path.column!r} is not valid JSON ({exc.msg} at {exc.pos})") from None
+    for step in path.steps():
+        if value is None:
+            return None
+        if isinstance(step, int):
+            if not isinstance(value, list):
+                raise RowError(f"JSON path {path.path!r}: expected a list at [{step}]")
+            value = value[step] if step < len(value) else None
+        else:
+            if not isinstance(value, dict):
+                raise RowError(f"JSON path {path.path!r}: expected an object at {step!r}")
+            value = value.get(step)
+    return value
+
+
+def zone(name: str | None) -> tzinfo:
+    """A time zone by IANA name (``None`` or ``UTC``: UTC). Raises ``ValueError`` if unknown."""
+    if not name or name.upper() == "UTC":
+        return timezone.utc
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r}; use an IANA name such as 'Europe/Berlin'") from None
+
+
+def parse_timestamp(value: Any, naive_zone: tzinfo) -> tuple[datetime | None, bool]:
+    """``(aware UTC datetime or None, was_naive)``.
+
+    Accepts ``datetime`` (aware or naive), ISO 8601 text (``Z``, ``+hh:mm``, space or ``T``),
+    and numbers as Unix epoch seconds. Naive values are read in ``naive_zone``.
+    Raises:
+        RowError: unparseable text.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(float(value), timezone.utc), False
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise RowError(f"timestamp {value!r} is not ISO 8601") from None
+    if not isinstance(value, datetime):
+        raise RowError(f"timestamp of type {type(value).__name__} is not supported")
+    naive = value.tzinfo is None or value.tzinfo.utcoffset(value) is None
+    if naive:
+        value = value.replace(tzinfo=naive_zone)
+    return value.astimezone(timezone.utc), naive

@@ -1,0 +1,158 @@
+"""Database access for the SQL feedback connector: engines, clear errors, streaming selects.
+
+Every way a database can be unusable (bad URL, driver not installed, server down, wrong
+password, missing SQLite file, missing table or column) becomes one :class:`SourceError`
+whose ``fix`` says what to change; passwords never appear in messages.
+
+Streaming follows SQLAlchemy 2.0's guidance: ``execution_options(stream_results=True,
+yield_per=N)`` gives server-side cursors on PostgreSQL (psycopg2 named cursors) and MySQL
+(``SSCursor``), and plain batched fetches on SQLite.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
+
+from sdk.errors import SourceError
+
+_DRIVERS = {"postgresql": "psycopg2-binary (pip install 'tuneloop[postgres]')",
+            "mysql": "pymysql (pip install 'tuneloop[mysql]'), with a URL like mysql+pymysql://",
+            "mariadb": "pymysql (pip install 'tuneloop[mysql]'), with a URL like mariadb+pymysql://"}
+
+
+_FALLBACK = {"postgresql": [("psycopg", "psycopg"), ("psycopg2", "psycopg2")],
+             "mysql": [("MySQLdb", "mysqldb"), ("pymysql", "pymysql")],
+             "mariadb": [("MySQLdb", "mysqldb"), ("pymysql", "pymysql")]}
+
+
+def _pick_driver(url: sa.URL) -> sa.URL:
+    """For a bare ``postgresql://`` / ``mysql://`` URL, use the first installed driver
+    (SQLAlchemy 2.1 defaults to psycopg 3 and mysqlclient, which our extras do not install)."""
+    if "+" in url.drivername or url.get_backend_name() not in _FALLBACK:
+        return url
+    for module, driver in _FALLBACK[url.get_backend_name()]:
+        if importlib.util.find_spec(module) is not None:
+            return url.set(drivername=f"{url.get_backend_name()}+{driver}")
+    return url
+
+
+class Database:
+    """One engine for one read.
+
+    Args:
+        url: SQLAlchemy URL.
+        resolve: maps a relative SQLite path to an absolute one (the config folder's resolver).
+        connect_timeout_s: seconds to wait for a server (PostgreSQL/MySQL).
+    Raises:
+        SourceError: bad URL, missing driver or missing SQLite file.
+    """
+
+    def __init__(self, url: str, resolve: Callable[[str], Path] = Path, connect_timeout_s: int = 10) -> None:
+        self.display = self.safe_url(url)
+        try:
+            parsed = make_url(url)
+        except sa_exc.ArgumentError as exc:
+            raise SourceError(f"database URL {url!r} is not a SQLAlchemy URL ({exc})",
+                              "write it as dialect+driver://user:pass@host:port/db, e.g. sqlite:///feedback.db") from None
+        parsed = _pick_driver(parsed)
+        connect_args: dict[str, Any] = {}
+        if parsed.get_backend_name() == "sqlite":
+            db = parsed.database
+            if db and db != ":memory:" and not db.startswith("file:"):
+                path = resolve(db)
+                if not path.is_file():
+                    raise SourceError(f"SQLite database {path} does not exist",
+                                      "check `url:` of the sql_feedback source (relative paths start at the config's folder)")
+                parsed = parsed.set(database=str(path))
+        elif parsed.get_backend_name() in ("postgresql", "mysql", "mariadb"):
+            connect_args["connect_timeout"] = connect_timeout_s
+        try:
+            self.engine = sa.create_engine(parsed, connect_args=connect_args)
+        except (ImportError, sa_exc.NoSuchModuleError) as exc:
+            need = _DRIVERS.get(parsed.get_backend_name(), "the DBAPI driver for this dialect")
+            raise SourceError(f"no database driver for {self.display} ({exc})", f"install {need}") from None
+
+    @staticmethod
+    def safe_url(url: str, table: str | None = None) -> str:
+        """The URL with any password masked (plus ``#table``), for messages and provenance."""
+        try:
+            text = make_url(url).render_as_string(hide_password=True)
+        except sa_exc.ArgumentError:
+            text = "<invalid url>"
+        return f"{text}#{table}" if table else text
+
+    def close(self) -> None:
+        """Release the engine's connections."""
+        self.engine.dispose()
+
+    def _connect(self) -> sa.Connection:
+        try:
+            return self.engine.connect()
+        except sa_exc.DBAPIError as exc:
+            first = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+            raise SourceError(f"cannot connect to {self.display}: {first}",
+                              "check that the server is running and reachable, and the host, port, user, "
+                              "password and database in `url:`") from None
+
+    def relation(self, conn: sa.Connection, table: str | None, query: str | None) -> sa.FromClause:
+        """A selectable for the table (reflected) or the query (wrapped as a subquery)."""
+        if table is not None:
+            schema, _, name = table.rpartition(".")
+            try:
+                return sa.Table(name, sa.MetaData(), autoload_with=conn, schema=schema or None)
+            except sa_exc.NoSuchTableError:
+                names = sa.inspect(conn).get_table_names(schema=schema or None)
+                raise SourceError(f"table {table!r} does not exist in {self.display}",
+                                  f"set `table:` to one of {sorted(names)[:20]}" if names else
+                                  "that database has no tables: check the database name in `url:`") from None
+        try:
+            keys = list(conn.execute(sa.text(f"SELECT * FROM ({query}) AS q WHERE 1=0")).keys())
+        except sa_exc.DBAPIError as exc:
+            raise SourceError(f"the `query:` of the sql_feedback source fails: {str(exc.orig).splitlines()[0]}",
+                              "run the query by hand and fix it (it must be a single SELECT)") from None
+        return sa.text(query).columns(*[sa.column(k) for k in keys]).subquery("q")
+
+    def columns(self, table: str | None, query: str | None) -> list[str]:
+        """The column names of the table or query result. Raises :class:`SourceError`."""
+        with self._connect() as conn:
+            return list(self.relation(conn, table, query).c.keys())
+
+    def stream(self, table: str | None, query: str | None, columns: list[str], where: str | None,
+               order_by: list[str], then_by: list[str], after: tuple[str | None, Any] | None,
+               batch_size: int) -> Iterator[dict[str, Any]]:
+        """Yield rows (column name -> value) of ``columns``, ordered by ``order_by + then_by``.
+
+        Args:
+            after: ``(column, value)``: only rows with ``column > value`` (incremental reads).
+        Raises:
+            SourceError: connection, table, column or filter problems.
+        """
+        with self._connect() as conn:
+            rel = self.relation(conn, table, query)
+            available = set(rel.c.keys())
+            missing = [c for c in columns + [a for a in (after or (None,))[:1] if a] if c not in available]
+            if missing:
+                raise SourceError(f"columns {missing} are not in {table or 'the query result'} "
+                                  f"(it has {sorted(available)})", "fix `columns:` / `json_paths:` of the sql_feedback source")
+            stmt = sa.select(*[rel.c[c] for c in columns])
+            if where:
+                stmt = stmt.where(sa.text(f"({where})"))
+            if after is not None:
+                if after[0] is None:
+                    raise SourceError("incremental reads need the cursor field mapped in `columns`",
+                                      "map `row_id` (an increasing primary key) in `columns:`")
+                stmt = stmt.where(rel.c[after[0]] > after[1])
+            stmt = stmt.order_by(*[rel.c[c] for c in dict.fromkeys(order_by + then_by)])
+            try:
+                result = conn.execution_options(stream_results=True, yield_per=batch_size).execute(stmt)
+                for row in result.mappings():
+                    yield dict(row)
+            except sa_exc.DBAPIError as exc:
+                raise SourceError(f"reading {self.display} failed: {str(exc.orig).strip().splitlines()[0]}",
+                                  "check `filter:` and the mapped columns of the sql_feedback source") from None

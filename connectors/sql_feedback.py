@@ -1,0 +1,413 @@
+"""SQL feedback tables → SFT examples, preference pairs and RL tasks (issue 5, part 1 and 4).
+
+:class:`SqlFeedbackSource` reads a company's existing table (or a ``query``) through SQLAlchemy
+Core, any URL (SQLite by default), with a declarative mapping (:mod:`connectors.feedback_mapping`).
+
+How a read goes:
+
+1. **Streaming.** One ``SELECT`` with ``stream_results`` / ``yield_per`` (server-side cursors on
+   PostgreSQL and MySQL), ordered by the dedup key, so memory stays flat whatever the table size.
+2. **Dedup (F1).** Rows are grouped by (message, user) — the message is ``message_id`` when
+   mapped, else (conversation, prompt, response) — and the latest row by ``created_at``
+   (then ``row_id``, then read order) wins; the others are counted as ``duplicates_dropped``.
+   Keys read through JSON paths cannot be ordered by the database: those reads dedup in memory.
+3. **Values (F2, F3).** Ratings are normalised on their declared scale; NULL is unlabelled,
+   0 is a real score. Timestamps become aware UTC; naive ones are read in ``timezone`` (UTC with a
+   warning when none is declared). ``since`` is applied to the parsed instant, not to text.
+4. **Redaction (F4)** of every text field (:mod:`feedback.redact`) before anything is built;
+   placeholders are consistent per conversation; a row whose redaction fails is quarantined.
+5. **Records.** A correction gives an :class:`SftExample` with the correction as target and a
+   :class:`PreferencePair` (correction chosen, original rejected, for DPO). A good rating
+   (``>= good_threshold``, raw scale units) gives an :class:`SftExample` of the response. A
+   rated failure (or a correction) whose row carries ``tests`` or an ``expected`` answer gives a
+   :class:`Task`. Unlabelled rows and failures without anything to learn from are counted.
+
+Bad rows are quarantined with a reason and only their ids (never their text). An unreachable
+database, a missing table or an unmapped column raises one :class:`SourceError` with the fix.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Literal, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from connectors.feedback_mapping import (FIELDS, ColumnMap, JsonPath, RatingScale, RowError,
+                                         normalise_rating, parse_timestamp, resolve_json, zone)
+from connectors.feedback_sql import Database
+from feedback.redact import RedactionError, Redactor
+from sdk.sources import PreferencePair, SftExample, SourceOptions, SourceResult, TaskSource
+from sdk.tasks.records import AnswerVerifier, Message, Quarantined, Source, Task, UnitTestVerifier
+
+log = logging.getLogger(__name__)
+
+TEXT_FIELDS = ("prompt", "response", "correction", "system_prompt", "tests", "expected")
+_ALIASES = {"row_id": ("id",)}
+Record = Union[SftExample, PreferencePair, Task, Quarantined]
+
+
+class SqlFeedbackOptions(SourceOptions):
+    """Options of the ``sql_feedback`` source (the ``options:`` mapping in the config).
+
+    Attributes:
+        url: SQLAlchemy URL; a relative SQLite path is resolved against the config folder.
+        table: table name (``schema.table`` allowed); exactly one of ``table`` / ``query``.
+        query: a ``SELECT`` whose result columns are mapped instead of a table.
+        columns: field -> column name (see :class:`ColumnMap`).
+        json_paths: field -> ``{column, path}`` or ``"column:path"`` for nested JSON values.
+        rating: the rating scale (a kind name or a :class:`RatingScale` mapping).
+        good_threshold: ratings at or above this (raw scale units) are good; default per scale.
+        timezone: IANA zone for naive timestamps; unset = UTC with a warning.
+        filter: SQL boolean expression appended as ``WHERE`` (trusted config, not user input).
+        since: keep rows created at or after this instant (aware; naive means UTC).
+        redact: redact personal data (turn off only for data already cleaned upstream).
+        redaction_key_env: environment variable holding the placeholder HMAC key.
+        phone_region: ISO region for phone numbers written without ``+``.
+        answer_mode: verifier mode for ``expected`` answers.
+        test_framework: runner for ``tests`` (``pytest`` or ``script``).
+        batch_size: rows fetched per round trip.
+        auto_columns: map each field left unmapped to a column of the same name when the table
+            has one (``row_id`` also to ``id``); set false to use only explicit mappings.
+    """
+
+    url: str = "sqlite:///feedback.db"
+    table: str | None = None
+    query: str | None = None
+    columns: ColumnMap = Field(default_factory=ColumnMap)
+    json_paths: dict[str, JsonPath] = Field(default_factory=dict)
+    rating: RatingScale = Field(default_factory=RatingScale)
+    good_threshold: float | None = None
+    timezone: str | None = None
+    filter: str | None = None
+    since: datetime | None = None
+    redact: bool = True
+    redaction_key_env: str = "TUNELOOP_REDACTION_KEY"
+    phone_region: str = "US"
+    answer_mode: Literal["exact", "normalized", "regex", "numeric", "json"] = "normalized"
+    test_framework: str = "pytest"
+    batch_size: int = Field(1000, gt=0)
+    auto_columns: bool = True
+
+    @field_validator("rating", mode="before")
+    @classmethod
+    def _rating_shorthand(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @field_validator("json_paths", mode="before")
+    @classmethod
+    def _path_shorthand(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for key, spec in value.items():
+            if isinstance(spec, str):
+                column, sep, path = spec.partition(":")
+                if not sep:
+                    raise ValueError(f"json_paths.{key}: write 'column:path', e.g. 'meta:details.rating'")
+                spec = {"column": column, "path": path}
+            out[key] = spec
+        return out
+
+    @model_validator(mode="after")
+    def _check(self) -> "SqlFeedbackOptions":
+        if (self.table is None) == (self.query is None):
+            raise ValueError("set exactly one of `table` or `query`")
+        unknown = set(self.json_paths) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"json_paths has unknown fields {sorted(unknown)}; allowed: {', '.join(FIELDS)}")
+        both = [f for f in self.json_paths if getattr(self.columns, f) is not None]
+        if both:
+            raise ValueError(f"fields {both} are mapped in both `columns` and `json_paths`; keep one")
+        for field in ("prompt", "response"):
+            if field not in self.json_paths and getattr(self.columns, field) is None:
+                object.__setattr__(self.columns, field, field)
+        for path in self.json_paths.values():
+            path.steps()
+        zone(self.timezone)
+        if self.since is not None and self.since.tzinfo is None:
+            self.since = self.since.replace(tzinfo=timezone.utc)
+        return self
+
+
+@dataclass
+class Row:
+    """One feedback row after mapping, value parsing and redaction (internal)."""
+
+    values: dict[str, Any]
+    rating: float | None  # normalised to [0, 1]
+    raw_rating: float | None  # in scale units
+    created_at: datetime | None
+    seq: int
+
+
+class SqlFeedbackSource(TaskSource):
+    """Read a SQL feedback table into SFT examples, preference pairs and tasks.
+
+    ``read()`` returns a :class:`SourceResult`; :meth:`iter_records` streams the same records
+    (plus :class:`Quarantined` rows) for tables too large to hold. Counts (``rows_read``,
+    ``duplicates_dropped``, ``unlabelled``, ``negative_unused``, ``before_since``,
+    ``naive_timestamps``, ``redactions``, ...) are in ``self.counts`` after a read.
+
+    Raises:
+        ConfigError: invalid options (at construction).
+        SourceError: database unreachable, table or column missing, driver not installed.
+    """
+
+    Options = SqlFeedbackOptions
+    name = "sql_feedback"
+
+    def __init__(self, options: dict[str, Any] | None, base_dir: Path, domain: str) -> None:
+        super().__init__(options, base_dir, domain)
+        self.counts: dict[str, int] = {}
+        self._cols: dict[str, str] = {}
+        opts = self.options
+        self._zone = zone(opts.timezone)
+        self._redactor = Redactor(key=os.environ.get(opts.redaction_key_env, ""),
+                                  default_region=opts.phone_region) if opts.redact else None
+        self._threshold = opts.good_threshold if opts.good_threshold is not None else opts.rating.default_threshold()
+
+    def _load(self) -> SourceResult:
+        result = SourceResult()
+        buckets = {SftExample: result.sft_examples, PreferencePair: result.preference_pairs,
+                   Task: result.tasks, Quarantined: result.quarantined}
+        for record in self.iter_records():
+            buckets[type(record)].append(record)
+        result.counts.update(self.counts)
+        result.counts["preference_pairs"] = len(result.preference_pairs)
+        return result
+
+    def iter_records(self, after: Any = None, cursor_field: str = "row_id") -> Iterator[Record]:
+        """Stream records in a deterministic order.
+
+        Args:
+            after: when given, only rows whose ``cursor_field`` column is greater (incremental
+                reads; see :mod:`connectors.feedback_incremental`).
+            cursor_field: the mapped field used with ``after``.
+        Raises:
+            SourceError: the database or the mapping cannot be used.
+        """
+        opts = self.options
+        self.counts = dict.fromkeys(("rows_read", "duplicates_dropped", "unlabelled", "negative_unused",
+                                     "before_since", "naive_timestamps", "redactions", "sft_examples",
+                                     "preference_pairs", "tasks", "quarantined"), 0)
+        db = Database(opts.url, self.resolve)
+        try:
+            self._cols = self._effective_columns(db.columns(opts.table, opts.query))
+        except BaseException:
+            db.close()
+            raise
+        key_fields = self._key_fields()
+        in_db_order = all(f in self._column_fields() for f in key_fields)
+        rows = db.stream(opts.table, opts.query, self._columns(), opts.filter,
+                         order_by=[self._cols[f] for f in key_fields] if in_db_order else [],
+                         then_by=[self._cols[f] for f in ("created_at", "row_id") if f in self._cols],
+                         after=(self._cols.get(cursor_field), after) if after is not None else None,
+                         batch_size=opts.batch_size)
+        try:
+            yield from self._records(rows, key_fields, in_db_order)
+        finally:
+            db.close()
+        if self.counts["naive_timestamps"] and opts.timezone is None:
+            warnings.warn(f"{self.counts['naive_timestamps']} naive timestamps read as UTC; set "
+                          "`timezone:` in the sql_feedback options if they are local times", stacklevel=2)
+
+    # -- mapping --------------------------------------------------------------------------
+
+    def _effective_columns(self, available: list[str]) -> dict[str, str]:
+        """Mapped columns, plus (with ``auto_columns``) unmapped fields found under their own name."""
+        cols = {f: c for f in FIELDS if (c := getattr(self.options.columns, f)) is not None}
+        if self.options.auto_columns:
+            lower = {a.lower(): a for a in available}
+            for field in FIELDS:
+                if field in cols or field in self.options.json_paths:
+                    continue
+                for name in (field, *_ALIASES.get(field, ())):
+                    if name in lower:
+                        cols[field] = lower[name]
+                        break
+        return cols
+
+    def _column_fields(self) -> dict[str, str]:
+        return self._cols
+
+    def _columns(self) -> list[str]:
+        cols = list(self._column_fields().values()) + [p.column for p in self.options.json_paths.values()]
+        return list(dict.fromkeys(cols))
+
+    def _mapped(self, field: str) -> bool:
+        return field in self._column_fields() or field in self.options.json_paths
+
+    def _key_fields(self) -> list[str]:
+        message = ["message_id"] if self._mapped("message_id") else [
+            f for f in ("conversation_id", "prompt", "response") if self._mapped(f)]
+        return message + (["user_id"] if self._mapped("user_id") else [])
+
+    def _extract(self, raw: dict[str, Any]) -> dict[str, Any]:
+        values = {f: raw.get(c) for f, c in self._column_fields().items()}
+        for field, path in self.options.json_paths.items():
+            values[field] = resolve_json(raw.get(path.column), path)
+        return values
+
+    # -- rows -----------------------------------------------------------------------------
+
+    def _records(self, rows: Iterable[dict[str, Any]], key_fields: list[str], in_db_order: bool) -> Iterator[Record]:
+        parsed = self._parse_all(rows, key_fields)
+        if in_db_order:
+            groups: Iterable[list] = (list(g) for _, g in itertools.groupby(parsed, key=lambda p: p[0]))
+        else:
+            table: dict[tuple, list] = {}
+            for item in parsed:
+                table.setdefault(item[0], []).append(item)
+            groups = (table[k] for k in sorted(table, key=repr))
+        for group in groups:
+            good = []
+            for _, item in group:
+                if isinstance(item, Quarantined):
+                    self.counts["quarantined"] += 1
+                    yield item
+                else:
+                    good.append(item)
+            if not good:
+                continue
+            latest = max(good, key=lambda r: (r.created_at or datetime.min.replace(tzinfo=timezone.utc), r.seq))
+            self.counts["duplicates_dropped"] += len(good) - 1
+            yield from self._build(latest)
+
+    def _parse_all(self, rows: Iterable[dict[str, Any]], key_fields: list[str]) -> Iterator[tuple[tuple, Any]]:
+        for seq, raw in enumerate(rows):
+            self.counts["rows_read"] += 1
+            ids = {c: raw.get(c) for f in ("row_id", "message_id", "conversation_id") if (c := self._cols.get(f))}
+            try:
+                values = self._extract(raw)
+                key = tuple(str(values.get(f)) for f in key_fields)
+                row = self._parse(values, seq)
+            except RowError as exc:
+                yield (("\x00quarantine", seq), self._quarantine(str(exc), ids))
+                continue
+            yield key, row
+
+    def _parse(self, values: dict[str, Any], seq: int) -> Row | None:
+        for field in ("prompt", "response"):
+            if values.get(field) is None or (isinstance(values[field], str) and not values[field].strip()):
+                raise RowError(f"missing {field}")
+        rating = normalise_rating(values.get("rating"), self.options.rating) if "rating" in values else None
+        raw_rating = None if rating is None else self.options.rating.bounds()[0] + rating * (
+            self.options.rating.bounds()[1] - self.options.rating.bounds()[0])
+        created, naive = parse_timestamp(values.get("created_at"), self._zone)
+        self.counts["naive_timestamps"] += naive
+        for field in TEXT_FIELDS:
+            value = values.get(field)
+            if value is not None and not isinstance(value, (str, list)):
+                values[field] = str(value)
+        if self._redactor is not None:
+            scope = str(values.get("conversation_id") or values.get("message_id") or seq)
+            try:
+                for field in TEXT_FIELDS:
+                    values[field] = self._redact(values.get(field), scope)
+            except RedactionError as exc:
+                raise RowError(f"redaction failed on {field}: {exc}") from None
+        return Row(values, rating, raw_rating, created, seq)
+
+    def _redact(self, value: Any, scope: str) -> Any:
+        if isinstance(value, list):  # chat messages from a JSON column
+            out = []
+            for msg in value:
+                if not isinstance(msg, dict) or not isinstance(msg.get("content"), str):
+                    raise RedactionError("chat messages must be objects with a text `content`")
+                text, n = self._redactor.redact(msg["content"], scope)  # type: ignore[union-attr]
+                self.counts["redactions"] += n
+                out.append({**msg, "content": text})
+            return out
+        text, n = self._redactor.redact(value, scope)  # type: ignore[union-attr]
+        self.counts["redactions"] += n
+        return text
+
+    # -- records --------------------------------------------------------------------------
+
+    def _build(self, row: Row) -> Iterator[Record]:
+        since = self.options.since
+        if since is not None and (row.created_at is None or row.created_at < since):
+            self.counts["before_since"] += 1
+            return
+        v = row.values
+        source = self._source(v)
+        try:
+            prompt = self._prompt(v)
+        except RowError as exc:
+            self.counts["quarantined"] += 1
+            yield self._quarantine(str(exc), {"locator": source.locator})
+            return
+        correction = v.get("correction") if isinstance(v.get("correction"), str) and v["correction"].strip() else None
+        good = row.raw_rating is not None and row.raw_rating >= self._threshold
+        if correction:
+            self.counts["sft_examples"] += 1
+            yield SftExample(messages=prompt + (Message(role="assistant", content=correction),),
+                             source=source, domain=self.domain)
+            if correction.strip() != str(v["response"]).strip():
+                self.counts["preference_pairs"] += 1
+                yield PreferencePair(prompt=prompt, chosen=correction, rejected=str(v["response"]),
+                                     source=source, domain=self.domain)
+        elif good:
+            self.counts["sft_examples"] += 1
+            yield SftExample(messages=prompt + (Message(role="assistant", content=str(v["response"])),),
+                             source=source, domain=self.domain)
+        failed = row.raw_rating is not None and not good
+        task = self._task(v, prompt, correction, source, row) if (failed or correction) else None
+        if task is not None:
+            yield task
+        elif row.rating is None and not correction:
+            self.counts["unlabelled"] += 1
+        elif failed and not correction:
+            self.counts["negative_unused"] += 1
+
+    def _prompt(self, v: dict[str, Any]) -> tuple[Message, ...]:
+        msgs: list[Message] = []
+        if isinstance(v.get("system_prompt"), str) and v["system_prompt"].strip():
+            msgs.append(Message(role="system", content=v["system_prompt"]))
+        prompt = v["prompt"]
+        if isinstance(prompt, list):
+            try:
+                msgs += [Message(role=m.get("role"), content=m.get("content")) for m in prompt]
+            except Exception as exc:  # noqa: BLE001 - pydantic error on a bad role
+                raise RowError(f"prompt messages are malformed: {str(exc).splitlines()[0]}") from None
+            if not msgs or msgs[-1].role == "assistant":
+                raise RowError("prompt messages must end with a user (or tool) turn")
+        else:
+            msgs.append(Message(role="user", content=str(prompt)))
+        return tuple(msgs)
+
+    def _task(self, v: dict[str, Any], prompt: tuple[Message, ...], correction: str | None,
+              source: Source, row: Row) -> Task | Quarantined | None:
+        tests, expected = v.get("tests"), v.get("expected")
+        if not (isinstance(tests, str) and tests.strip()) and not (isinstance(expected, str) and expected.strip()):
+            return None
+        try:
+            if isinstance(tests, str) and tests.strip():
+                verifier: Any = UnitTestVerifier(tests={"test_feedback.py": tests}, framework=self.options.test_framework)
+            else:
+                verifier = AnswerVerifier(mode=self.options.answer_mode, expected=expected)
+            task = Task(domain=self.domain, prompt=prompt, verifier=verifier, reference=correction, source=source,
+                        metadata={"rating": row.rating, "rejected": str(v["response"]),
+                                  "created_at": row.created_at.isoformat() if row.created_at else None})
+        except Exception as exc:  # noqa: BLE001 - pydantic validation of one row
+            self.counts["quarantined"] += 1
+            return self._quarantine(f"task cannot be built: {str(exc).splitlines()[0]}", {"locator": source.locator})
+        self.counts["tasks"] += 1
+        return task
+
+    def _source(self, v: dict[str, Any]) -> Source:
+        parts = [f"{f}={v[f]}" for f in ("row_id", "message_id", "user_id") if v.get(f) is not None]
+        return Source(connector=self.name, uri=Database.safe_url(self.options.url, self.options.table),
+                      locator=";".join(parts))
+
+    def _quarantine(self, reason: str, ids: dict[str, Any]) -> Quarantined:
+        raw = {k: (v if isinstance(v, (int, float, str, type(None))) else str(v)) for k, v in ids.items()}
+        return Quarantined(reason=reason, raw=raw or None,
+                           source=Source(connector=self.name, uri=Database.safe_url(self.options.url, self.options.table)))

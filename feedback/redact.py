@@ -1,0 +1,195 @@
+"""PII redaction: personal data is replaced by typed placeholders before text leaves the database.
+
+What is found (field case F4 in shared/cases/CASES.md):
+
+- ``EMAIL``: ``local@domain.tld``, also URL-encoded (``local%40domain.tld``);
+- ``PHONE``: numbers in national and international formats, found by Google's libphonenumber
+  port (``phonenumbers.PhoneNumberMatcher`` at ``POSSIBLE`` leniency; numbers without ``+``
+  are read in ``default_region``);
+- ``NATIONAL_ID``: US SSN shapes (``000-12-3456``, ``000 12 3456``) and UK National Insurance
+  numbers (``QQ123456C``);
+- ``CARD``: 13–19 digit runs (spaces or dashes allowed) that pass the Luhn check;
+- ``IP``: IPv4 and IPv6 addresses (validated by :mod:`ipaddress`).
+
+Order numbers (``#123-456``) and dates (``2024-05-01``) do not match any of these shapes and
+stay. Spans are found on the original text; when two detectors overlap, the earlier detector
+in the list wins (emails, ids, cards and IPs before phones), then the longer span.
+
+Placeholders are ``[TYPE_xxxxxx]`` where ``xxxxxx`` is a keyed hash (HMAC-SHA256, first 6 hex
+digits) of ``(scope, TYPE, normalised value)``. The scope is the conversation id, so the same
+e-mail gets the same placeholder within one conversation and unrelated ones across
+conversations; the mapping is stateless, so streaming, re-runs and incremental reads agree.
+Normalisation makes ``jane.roe@example.com`` and ``jane.roe%40example.com`` one entity, and
+phone numbers are compared in E.164. Without a ``key`` the hash is only a pseudonym: a short
+hash of a phone number can be narrowed down by brute force; set a secret ``key`` in production.
+
+Fail closed: :meth:`Redactor.redact` raises :class:`RedactionError` when a detector raises or
+when a post-check still finds an e-mail shape in the output; callers quarantine the row.
+
+NER plug-in: any callable ``detector(text) -> Iterable[Span]`` can be appended to
+``Redactor(detectors=...)`` (e.g. a spaCy or Presidio wrapper that finds person names).
+Peers: Microsoft Presidio's recognizer registry (detectors as plug-ins, typed entities).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+from urllib.parse import unquote
+
+import phonenumbers
+
+
+class RedactionError(Exception):
+    """Redaction could not be completed on a text; the row must be held back (fail closed)."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """One detected entity: ``text[start:end]`` (character offsets) of kind ``kind``.
+
+    ``value`` is the normalised entity used for the placeholder hash (e.g. E.164 phone).
+    """
+
+    start: int
+    end: int
+    kind: str
+    value: str
+
+
+Detector = Callable[[str], Iterable[Span]]
+
+_EMAIL = re.compile(r"[A-Za-z0-9._+\-]+(?:@|%40)[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}", re.I)
+_EMAIL_CHECK = re.compile(r"[A-Za-z0-9._+\-]+(?:@|%40)[A-Za-z0-9\-]+\.[A-Za-z]{2,}", re.I)
+_SSN = re.compile(r"(?<![\d-])\d{3}([- ])\d{2}\1\d{4}(?![\d-])")
+_NINO = re.compile(r"\b[A-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
+_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+_IPV6 = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])")
+
+
+def find_emails(text: str) -> list[Span]:
+    """E-mail addresses, plain or with ``@`` URL-encoded as ``%40``; value: decoded, lower case."""
+    return [Span(m.start(), m.end(), "EMAIL", unquote(m.group()).lower()) for m in _EMAIL.finditer(text)]
+
+
+def find_national_ids(text: str) -> list[Span]:
+    """US SSN shapes (``ddd-dd-dddd`` / ``ddd dd dddd``) and UK NI numbers; value: digits/letters only."""
+    spans = [Span(m.start(), m.end(), "NATIONAL_ID", re.sub(r"\D", "", m.group())) for m in _SSN.finditer(text)]
+    spans += [Span(m.start(), m.end(), "NATIONAL_ID", re.sub(r"\s", "", m.group()).upper()) for m in _NINO.finditer(text)]
+    return spans
+
+
+def luhn_ok(digits: str) -> bool:
+    """The Luhn checksum of a string of digits (ISO/IEC 7812)."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def find_cards(text: str) -> list[Span]:
+    """Payment card numbers: 13–19 digits (single spaces/dashes allowed) passing Luhn."""
+    out = []
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", m.group())
+        if 13 <= len(digits) <= 19 and luhn_ok(digits):
+            out.append(Span(m.start(), m.end(), "CARD", digits))
+    return out
+
+
+def find_ips(text: str) -> list[Span]:
+    """IPv4 and IPv6 addresses that :func:`ipaddress.ip_address` accepts; value: compressed form."""
+    out = []
+    for pattern in (_IPV4, _IPV6):
+        for m in pattern.finditer(text):
+            try:
+                addr = ipaddress.ip_address(m.group())
+            except ValueError:
+                continue
+            out.append(Span(m.start(), m.end(), "IP", addr.compressed))
+    return out
+
+
+def phone_detector(default_region: str = "US") -> Detector:
+    """A detector for phone numbers (``phonenumbers``, POSSIBLE leniency); value: E.164."""
+
+    def find_phones(text: str) -> list[Span]:
+        matcher = phonenumbers.PhoneNumberMatcher(text, default_region, leniency=phonenumbers.Leniency.POSSIBLE)
+        return [Span(m.start, m.end, "PHONE",
+                     phonenumbers.format_number(m.number, phonenumbers.PhoneNumberFormat.E164)) for m in matcher]
+
+    return find_phones
+
+
+def default_detectors(default_region: str = "US") -> list[Detector]:
+    """The built-in detectors in priority order."""
+    return [find_emails, find_national_ids, find_cards, find_ips, phone_detector(default_region)]
+
+
+class Redactor:
+    """Replace personal data with typed, conversation-consistent placeholders.
+
+    Args:
+        detectors: span finders in priority order; default :func:`default_detectors`.
+            Append an NER detector here.
+        key: secret for the placeholder HMAC (bytes or str); empty = unkeyed pseudonyms.
+        default_region: ISO 3166 region for phone numbers written without ``+``.
+    """
+
+    def __init__(self, detectors: list[Detector] | None = None, key: str | bytes = b"",
+                 default_region: str = "US") -> None:
+        self.detectors = list(detectors) if detectors is not None else default_detectors(default_region)
+        self.key = key.encode() if isinstance(key, str) else key
+
+    def spans(self, text: str) -> list[Span]:
+        """Non-overlapping spans, sorted by start. Raises :class:`RedactionError` if a detector fails."""
+        chosen: list[Span] = []
+        for rank, detector in enumerate(self.detectors):
+            try:
+                found = sorted(detector(text), key=lambda s: (s.start, -(s.end - s.start)))
+            except Exception as exc:  # noqa: BLE001 - any detector fault means fail closed
+                raise RedactionError(f"detector #{rank} ({getattr(detector, '__name__', detector)!r}) "
+                                     f"failed: {type(exc).__name__}: {exc}") from exc
+            for span in found:
+                if not (0 <= span.start < span.end <= len(text)):
+                    raise RedactionError(f"detector #{rank} returned an out-of-range span {span}")
+                if all(span.end <= c.start or span.start >= c.end for c in chosen):
+                    chosen.append(span)
+        return sorted(chosen, key=lambda s: s.start)
+
+    def placeholder(self, span: Span, scope: str) -> str:
+        """``[KIND_xxxxxx]``: stable for the same (scope, kind, value), unrelated across scopes."""
+        digest = hmac.new(self.key, f"{scope}\x00{span.kind}\x00{span.value}".encode(), hashlib.sha256)
+        return f"[{span.kind}_{digest.hexdigest()[:6]}]"
+
+    def redact(self, text: str | None, scope: str = "") -> tuple[str | None, int]:
+        """Redacted ``text`` and the number of spans replaced; ``None`` stays ``None``.
+
+        Args:
+            text: the text to clean.
+            scope: consistency scope of placeholders (the conversation id).
+        Raises:
+            RedactionError: a detector failed or an e-mail shape survived (fail closed).
+        """
+        if text is None:
+            return None, 0
+        if not isinstance(text, str):
+            raise RedactionError(f"expected text, got {type(text).__name__}")
+        spans = self.spans(text)
+        parts, pos = [], 0
+        for span in spans:
+            parts += [text[pos:span.start], self.placeholder(span, scope)]
+            pos = span.end
+        parts.append(text[pos:])
+        out = "".join(parts)
+        if _EMAIL_CHECK.search(out):
+            raise RedactionError("an e-mail address survived redaction")
+        return out, len(spans)

@@ -1,0 +1,102 @@
+"""PII redaction (field case F4): exact spans, typed consistent placeholders, fail closed."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from connectors.sql_feedback import SqlFeedbackSource
+from feedback.redact import RedactionError, Redactor, Span, luhn_ok
+
+from conftest import row
+
+F4 = ("(555) 010-4477, +44 20 7946 0958, jane.roe@example.com, jane.roe%40example.com, "
+      "SSN 000-12-3456, order #123-456, 2024-05-01")
+PLACEHOLDER = r"\[[A-Z_]+_[0-9a-f]{6}\]"
+
+
+def test_f4_every_identifier_replaced_at_exact_boundaries():
+    out, n = Redactor().redact(F4, scope="conv-1")
+    parts = out.split(", ")
+    kinds = [re.fullmatch(PLACEHOLDER, p) and p[1:p.rindex("_")] for p in parts[:4]]
+    assert kinds == ["PHONE", "PHONE", "EMAIL", "EMAIL"]
+    assert re.fullmatch(r"SSN \[NATIONAL_ID_[0-9a-f]{6}\]", parts[4])
+    assert parts[5:] == ["order #123-456", "2024-05-01"]
+    assert n == 5
+    assert parts[2] == parts[3]  # the encoded e-mail is the same entity
+
+
+def test_placeholders_consistent_within_and_unlinkable_across_conversations():
+    r = Redactor()
+    a1, _ = r.redact("mail jane.roe@example.com", "conv-1")
+    a2, _ = r.redact("again: Jane.Roe@Example.com", "conv-1")
+    b, _ = r.redact("mail jane.roe@example.com", "conv-2")
+    assert a1.split()[-1] == a2.split()[-1]
+    assert a1 != b
+    assert Redactor(key="secret").redact("mail jane.roe@example.com", "conv-1")[0] != a1
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("card 4111 1111 1111 1111 ok", "CARD"), ("card 4111-1111-1111-1111 ok", "CARD"),
+    ("from 192.168.10.20 ok", "IP"), ("from 2001:db8::8a2e:370:7334 ok", "IP"),
+    ("ni QQ 12 34 56 C ok", "NATIONAL_ID"), ("ssn 123 45 6789 ok", "NATIONAL_ID"),
+    ("call +49 30 901820 ok", "PHONE"), ("call +1 415-555-0199 ok", "PHONE"),
+])
+def test_each_kind_is_found(text, kind):
+    out, n = Redactor().redact(text, "c")
+    assert n == 1 and re.fullmatch(rf"\w+ \[{kind}_[0-9a-f]{{6}}\] ok", out), out
+
+
+@pytest.mark.parametrize("text", ["card 4111 1111 1111 1112", "at 10:00:00 on 2024-05-01", "version 1.2.3.4.5",
+                                  "order #123-456 and invoice 12345"])
+def test_look_alikes_stay(text):
+    assert Redactor().redact(text, "c") == (text, 0)
+
+
+def test_luhn():
+    assert luhn_ok("4111111111111111") and not luhn_ok("4111111111111112")
+
+
+def test_ner_plug_in_point_and_fail_closed():
+    def names(text):
+        return [Span(m.start(), m.end(), "PERSON", m.group()) for m in re.finditer(r"Jane Roe", text)]
+
+    out, n = Redactor(detectors=[names]).redact("ask Jane Roe", "c")
+    assert n == 1 and out.startswith("ask [PERSON_")
+
+    def broken(text):
+        raise RuntimeError("model not loaded")
+
+    with pytest.raises(RedactionError, match="model not loaded"):
+        Redactor(detectors=[broken]).redact("anything", "c")
+    with pytest.raises(RedactionError, match="survived"):
+        Redactor(detectors=[]).redact("mail jane.roe@example.com", "c")
+
+
+def test_source_redacts_every_text_and_quarantines_rows_that_fail(feedback_db, monkeypatch):
+    db = feedback_db([row("m1", -1, prompt=f"my details: {F4}", response="mail me at jane.roe@example.com",
+                          correction="Noted, jane.roe@example.com."),
+                      row("m2", 1, conv="c2", prompt="poison \x00 here"),
+                      row("m3", 1, conv="c3")])
+    source = SqlFeedbackSource({"url": f"sqlite:///{db.name}", "table": "chat_feedback", "timezone": "UTC"},
+                               db.parent, "feedback/support")
+    original = source._redactor.redact
+
+    def flaky(text, scope=""):
+        if text and "\x00" in text:
+            raise RedactionError("detector crashed")
+        return original(text, scope)
+
+    monkeypatch.setattr(source._redactor, "redact", flaky)
+    result = source.read()
+    texts = [m.content for e in result.sft_examples for m in e.messages]
+    texts += [t for p in result.preference_pairs for t in (p.chosen, p.rejected)]
+    assert not any("@" in t or "%40" in t or "7946" in t or "000-12" in t for t in texts)
+    assert any("order #123-456" in t for t in texts)
+    (held,) = result.quarantined
+    assert held.reason.startswith("redaction failed") and "poison" not in str(held.raw)
+    pair = result.preference_pairs[0]
+    email = re.search(r"\[EMAIL_[0-9a-f]{6}\]", pair.rejected).group()
+    assert email in pair.chosen and email in pair.prompt[-1].content  # consistent within conversation
+    assert result.counts["redactions"] >= 7
