@@ -1,0 +1,172 @@
+"""Render a report dict (see :func:`sdk.eval.report.build_report`) as one self-contained HTML page.
+
+Inline CSS, plots as ``data:`` PNG URIs from :mod:`sdk.eval.plots`, no script and no external
+URL: the page works offline and from an e-mail attachment. Every value from the run is escaped.
+Sections carry stable ids (``summary``, ``domains``, ``regressions``, ``tasks``, ``training``,
+``flags``, ``cost``, ``cost-benefit``) so tests and readers can find them.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any, Iterable, Mapping, Sequence
+
+from sdk.eval import plots
+from sdk.eval.report import fmt_est
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
+h1{font-size:1.6rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}th,td{border:1px solid #ddd;padding:.25rem .6rem;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.muted{color:#777}
+.pass{color:#137333;font-weight:600}.fail{color:#b3261e;font-weight:600}
+.rec{background:#eef4fb;border-left:4px solid #1f77b4;padding:.6rem 1rem}
+figure{margin:.5rem 0}img{max-width:100%}code{font-size:.85rem}
+"""
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The whole page as a string (UTF-8, no external resources)."""
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<title>tuneloop report</title>", f"<style>{CSS}</style></head><body>",
+        "<h1>tuneloop report</h1>", _meta(report),
+        _summary(report), _domains(report), _regressions(report), _tasks(report),
+        _training(report), _flags(report), _cost(report), _cost_benefit(report),
+        "</body></html>",
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def _table(tid: str, head: Sequence[str], rows: Iterable[Sequence[Any]], empty: str = "none") -> str:
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    if not body:
+        return f'<p class="muted" id="{tid}-empty">{escape(empty)}</p>'
+    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    return f'<table id="{tid}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _figure(name: str, uri: str | None, alt: str) -> str:
+    if uri is None:
+        return f'<p class="muted">{escape(alt)}: nothing to plot.</p>'
+    return f'<figure><img data-plot="{name}" alt="{escape(alt)}" src="{uri}"></figure>'
+
+
+def _section(sid: str, title: str, *body: str) -> str:
+    return f'<section id="{sid}"><h2>{escape(title)}</h2>' + "".join(body) + "</section>"
+
+
+def _meta(r: Mapping[str, Any]) -> str:
+    rows = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in r["meta"].items()]
+    rows.append(("created", r["created"]))
+    rows.append(("samples per task", r["n_samples"]))
+    return _table("meta", ("", ""), rows)
+
+
+def _est_cells(sl: Mapping[str, Any], k: str) -> list[str]:
+    if k not in sl["base"]:
+        return ["-", "-", "-"]
+    return [fmt_est(sl["base"][k]), fmt_est(sl["tuned"][k]), fmt_est(sl["delta"][k], signed=True)]
+
+
+def _summary(r: Mapping[str, Any]) -> str:
+    cb = r["cost_benefit"]
+    gate = r.get("gate")
+    verdict = ""
+    if gate:
+        cls, word = ("pass", "PASSED") if gate["passed"] else ("fail", "FAILED")
+        word += "" if gate["enabled"] else " (gate disabled)"
+        reasons = "".join(f"<li>{escape(x)}</li>" for x in gate["reasons"] + gate["notes"])
+        verdict = f'<p id="gate">Gate: <span class="{cls}">{word}</span></p><ul>{reasons}</ul>'
+    rows = []
+    for name, sl in {**r["summary"], "all": r["overall"]}.items():
+        for k in map(str, r["ks"]):
+            rows.append([name, f"pass@{k}", sl["n_tasks"], *_est_cells(sl, k)])
+    return _section("summary", "Summary: base vs tuned",
+                    f'<p class="rec" id="recommendation">{escape(cb["recommendation"])}</p>', verdict,
+                    _table("summary-table", ("split", "metric", "tasks", "base [95% CI]", "tuned [95% CI]",
+                                             "tuned - base [95% CI]"), rows),
+                    _figure("summary", plots.summary_bars(r["summary"]), "pass@1 base vs tuned"))
+
+
+def _domains(r: Mapping[str, Any]) -> str:
+    rows = [[d, sl["n_tasks"], *_est_cells(sl, "1")] for d, sl in r["by_domain"].items()]
+    split_rows = [[s, sl["n_tasks"], *_est_cells(sl, "1")] for s, sl in r["by_split"].items()]
+    head = ("", "tasks", "base pass@1", "tuned pass@1", "delta")
+    return _section("domains", "Per split and per domain",
+                    _table("split-table", ("split", *head[1:]), split_rows),
+                    _table("domain-table", ("domain", *head[1:]), rows))
+
+
+def _regressions(r: Mapping[str, Any]) -> str:
+    d = r["diff"]
+    counts = ", ".join(f"{k}: {v}" for k, v in d["counts"].items())
+
+    def rows(items: list[dict]) -> list[list[Any]]:
+        return [[x["task_id"], x["domain"], x["split"], _rate(x["base_pass_rate"]), _rate(x["tuned_pass_rate"])]
+                for x in items]
+    head = ("task", "domain", "split", "base pass rate", "tuned pass rate")
+    return _section("regressions", "Per-task diff",
+                    f'<p>All splits: {escape(counts)}. A model solves a task at a pass rate of at least '
+                    f'{d["solve_threshold"]:.2f}.</p>',
+                    "<h3>Regressions (base solved, tuned does not)</h3>",
+                    _table("regressions-table", head, rows(d["regressions"]), "no regressions"),
+                    "<h3>Gains</h3>", _table("gains-table", head, rows(d["gains"]), "no gains"),
+                    "<h3>Not judged (infrastructure failures)</h3>",
+                    _table("unjudged-table", head, rows(d["unjudged"]), "every task was judged"))
+
+
+def _tasks(r: Mapping[str, Any]) -> str:
+    t = r["tasks"]
+    rows = [[s, dom, n] for s, doms in t["by_split"].items() for dom, n in sorted(doms.items())]
+    q = [[reason, n] for reason, n in t["quarantined"].items()]
+    return _section("tasks", "Task set",
+                    _table("taskset-table", ("split", "domain", "tasks"), rows, "no task-set counts given"),
+                    f"<p>Quarantined: {t['quarantined_total']}</p>",
+                    _table("quarantine-table", ("reason", "count"), q, "nothing quarantined"))
+
+
+def _training(r: Mapping[str, Any]) -> str:
+    figs = [_figure(f"training-{stage}", plots.curves(series, f"{stage} per step"), f"{stage} curves")
+            for stage, series in r["training"].items()]
+    return _section("training", "Training curves", *(figs or ['<p class="muted">no training logs given</p>']))
+
+
+def _flags(r: Mapping[str, Any]) -> str:
+    names = sorted({f for fl in r["flags"].values() for f in fl})
+    rows = [[label, *(fl.get(n, 0) for n in names)] for label, fl in r["flags"].items()] if names else []
+    return _section("flags", "Reward-hacking flags per checkpoint (samples flagged)",
+                    _table("flags-table", ("checkpoint", *names), rows, "no flags raised"))
+
+
+def _cost(r: Mapping[str, Any]) -> str:
+    c = r["cost"]
+    rows = [[s["stage"], s["kind"], f"{s['wall_s']:.1f}", f"{s['cpu_s']:.1f}", f"{s['gpu_s']:.1f}",
+             s["tokens_generated"], s["tokens_trained"]] for s in c["stages"]]
+    t = c["totals"]
+    if rows:
+        rows.append(["total", "", f"{t['wall_s']:.1f}", f"{t['cpu_s']:.1f}", f"{t['gpu_s']:.1f}",
+                     t["tokens_generated"], t["tokens_trained"]])
+    return _section("cost", "Cost per stage",
+                    _table("cost-table", ("stage", "kind", "wall s", "CPU s", "GPU s", "tokens generated",
+                                          "tokens trained"), rows, "no costs recorded"))
+
+
+def _cost_benefit(r: Mapping[str, Any]) -> str:
+    cb = r["cost_benefit"]
+    pts = [[p["label"], f"{p['compute_s']:.0f}", _rate(p["heldout_pass_at_1"])] for p in cb["points"]]
+    segs = [[s["from"], s["to"], f"{s['gain_pp']:+.1f}", f"{s['compute_s']:.0f}",
+             "-" if s["pp_per_hour"] is None else f"{s['pp_per_hour']:+.1f}"] for s in cb["segments"]]
+    fall = cb["falloff_at"]
+    note = f"Returns fall off at <b>{escape(fall)}</b>." if fall else "Returns did not fall off in this run."
+    return _section("cost-benefit", "Cost and benefit",
+                    _figure("benefit", plots.benefit(cb["points"]), "held-out pass@1 vs training compute"),
+                    _table("checkpoint-table", ("checkpoint", "training compute s", "held-out pass@1"), pts),
+                    _table("marginal-table", ("from", "to", "gain pp", "compute s", "pp per compute-hour"), segs,
+                           "fewer than two evaluated checkpoints"),
+                    f"<p>{note}</p>", f'<p class="rec">{escape(cb["recommendation"])}</p>')
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"

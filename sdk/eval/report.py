@@ -1,0 +1,176 @@
+"""The run report: one JSON document for machines, one self-contained HTML page, a terminal summary.
+
+:func:`build_report` turns plain data (the :class:`~sdk.eval.records.Comparison`, the gate
+verdict, task-set counts, TRL log histories, stage costs) into one JSON-serialisable dict;
+:func:`write_report` writes ``report.json`` and ``report.html`` (plots embedded as base64 PNG, no
+external URL, works offline; rendering in :mod:`sdk.eval.html`); :func:`print_summary` prints
+the decision-relevant lines with rich. The report never reads a model or the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from sdk.eval.cost import Checkpoint, StageCost, default_checkpoints, falloff, marginal_returns, recommendation
+from sdk.eval.gate import GATED_SPLITS, GateResult
+from sdk.eval.metrics import flag_counts
+from sdk.eval.records import Comparison, EvalRow
+
+SCHEMA = "tuneloop.report/1"
+SUMMARY_SPLITS = ("heldout", "ood")
+# TRL log-history keys that are run summaries, not per-step curves
+_NOT_CURVES = {"step", "epoch", "total_flos"}
+_CURVE_ORDER = ("loss", "reward", "reward_std", "kl", "entropy", "grad_norm", "learning_rate")
+
+
+def build_report(comparison: Comparison, *, gate: GateResult | None = None,
+                 task_counts: Mapping[str, Mapping[str, int]] | None = None,
+                 train_logs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+                 costs: Sequence[StageCost] = (), checkpoints: Sequence[Checkpoint] | None = None,
+                 rows: Sequence[EvalRow] = (), meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Assemble the report as a JSON-serialisable dict.
+
+    Args:
+        comparison: base vs tuned, from :func:`sdk.eval.run.compare`.
+        gate: the gate verdict, from :func:`sdk.eval.gate.check_gate` (omitted: no gate section).
+        task_counts: :meth:`sdk.tasks.taskset.TaskSet.counts` — ``{split: {domain: n},
+            "quarantined": {reason: n}}``.
+        train_logs: ``{stage: trainer.state.log_history}`` e.g. ``{"sft": [...], "grpo": [...]}``;
+            every numeric per-step key becomes a curve ``[[step, value], ...]``.
+        costs: one :class:`StageCost` per stage.
+        checkpoints: points of the benefit curve; default: base at 0 and tuned at all training
+            compute, with held-out pass@1 from ``comparison``.
+        rows: the evaluation rows of any models; their reward-hacking flags are counted per
+            ``EvalRow.model`` label.
+        meta: run facts shown at the top (run dir, model, task-set version, config ...).
+    Returns:
+        A dict with keys ``schema, created, meta, summary, by_split, by_domain, diff, gate, tasks,
+        training, flags, cost, cost_benefit`` (see ``report.json`` of any run).
+    """
+    row_flags = _flags_by_model(rows)
+    points = list(checkpoints) if checkpoints else default_checkpoints(comparison, costs, row_flags)
+    flags = {**row_flags, **{p.label: dict(p.flags) for p in points if p.flags}}
+    segments = marginal_returns(points)
+    held = comparison.by_split.get("heldout")
+    regressions = comparison.regressions(GATED_SPLITS)
+    falls = falloff(segments)
+    slices = lambda d: {k: v.model_dump(mode="json") for k, v in d.items()}  # noqa: E731
+    return {
+        "schema": SCHEMA,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "meta": _jsonable(dict(meta or {})),
+        "summary": {s: comparison.by_split[s].model_dump(mode="json") for s in SUMMARY_SPLITS
+                    if s in comparison.by_split},
+        "overall": comparison.overall.model_dump(mode="json"),
+        "n_samples": comparison.n_samples, "ks": list(comparison.ks),
+        "by_split": slices(comparison.by_split), "by_domain": slices(comparison.by_domain),
+        "diff": {"counts": comparison.outcome_counts(), "gated_counts": comparison.outcome_counts(GATED_SPLITS),
+                 "solve_threshold": comparison.solve_threshold,
+                 "regressions": [d.model_dump(mode="json") for d in comparison.diffs if d.outcome == "regression"],
+                 "gains": [d.model_dump(mode="json") for d in comparison.diffs if d.outcome == "gain"],
+                 "unjudged": [d.model_dump(mode="json") for d in comparison.diffs if d.outcome == "unjudged"],
+                 "unpaired": list(comparison.unpaired)},
+        "gate": gate.model_dump(mode="json") if gate else None,
+        "tasks": _task_section(task_counts),
+        "training": {stage: _curves(hist) for stage, hist in (train_logs or {}).items()},
+        "flags": flags,
+        "cost": _cost_section(costs),
+        "cost_benefit": {"points": [p.model_dump(mode="json") for p in points], "segments": segments,
+                         "falloff_at": falls,
+                         "recommendation": recommendation(held.delta.get(1) if held else None,
+                                                          len(regressions), segments, falls)},
+    }
+
+
+def write_report(run_dir: str | Path, report: Mapping[str, Any]) -> tuple[Path, Path]:
+    """Write ``report.json`` and ``report.html`` into ``run_dir`` (created if missing).
+
+    Returns:
+        ``(json_path, html_path)``.
+    """
+    from sdk.eval.html import render_html  # matplotlib is imported only when writing
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = run_dir / "report.json", run_dir / "report.html"
+    json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    html_path.write_text(render_html(report), encoding="utf-8")
+    return json_path, html_path
+
+
+def print_summary(report: Mapping[str, Any], console: Console | None = None) -> None:
+    """Print pass@1 per split (base, tuned, delta with CIs), regressions, gate and recommendation."""
+    console = console or Console()
+    table = Table(title="tuneloop: base vs tuned (pass@1, 95% CI)")
+    for col in ("split", "tasks", "base", "tuned", "delta"):
+        table.add_column(col, justify="left" if col == "split" else "right")
+    for name, sl in report["by_split"].items():
+        if "1" not in sl["base"]:
+            table.add_row(name, str(sl["n_tasks"]), "-", "-", "-")
+            continue
+        table.add_row(name, str(sl["n_tasks"]), fmt_est(sl["base"]["1"]), fmt_est(sl["tuned"]["1"]),
+                      fmt_est(sl["delta"]["1"], signed=True))
+    console.print(table)
+    counts = report["diff"]["gated_counts"]
+    console.print(f"held-out/OOD tasks: {counts['gain']} gained, {counts['regression']} regressed, "
+                  f"{counts['both']} solved by both, {counts['neither']} by neither, {counts['unjudged']} unjudged")
+    gate = report.get("gate")
+    if gate:
+        verdict = "[green]PASSED[/]" if gate["passed"] else "[red]FAILED[/]"
+        state = "" if gate["enabled"] else " (disabled)"
+        console.print(f"gate{state}: {verdict}" + "".join(f"\n  - {r}" for r in gate["reasons"]))
+    totals = report["cost"]["totals"]
+    console.print(f"cost: {totals['wall_s']:.0f} s wall, {totals['cpu_s']:.0f} s CPU, {totals['gpu_s']:.0f} s GPU, "
+                  f"{totals['tokens_generated']} tokens generated, {totals['tokens_trained']} trained")
+    console.print(f"[bold]{report['cost_benefit']['recommendation']}[/]")
+
+
+def fmt_est(est: Mapping[str, float], signed: bool = False) -> str:
+    """``0.40 [0.25, 0.55]`` (signed: ``+0.10 [-0.05, +0.25]``)."""
+    f = "{:+.2f}" if signed else "{:.2f}"
+    return f"{f.format(est['value'])} [{f.format(est['low'])}, {f.format(est['high'])}]"
+
+
+def _flags_by_model(rows: Sequence[EvalRow]) -> dict[str, dict[str, int]]:
+    models = sorted({r.model for r in rows})
+    return {m: flag_counts([r for r in rows if r.model == m]) for m in models}
+
+
+def _task_section(counts: Mapping[str, Mapping[str, int]] | None) -> dict[str, Any]:
+    counts = {k: dict(v) for k, v in (counts or {}).items()}
+    quarantined = counts.pop("quarantined", {})
+    return {"by_split": counts, "totals": {s: sum(d.values()) for s, d in counts.items()},
+            "quarantined": dict(sorted(quarantined.items(), key=lambda kv: -kv[1])),
+            "quarantined_total": sum(quarantined.values())}
+
+
+def _curves(history: Sequence[Mapping[str, Any]]) -> dict[str, list[list[float]]]:
+    """``{metric: [[step, value], ...]}`` from a TRL ``log_history``; run summaries are skipped."""
+    out: dict[str, list[list[float]]] = {}
+    for i, entry in enumerate(history):
+        step = entry.get("step", i)
+        for key, val in entry.items():
+            if key in _NOT_CURVES or key.startswith("train_") or isinstance(val, bool):
+                continue
+            if isinstance(val, (int, float)) and math.isfinite(val):
+                out.setdefault(key, []).append([float(step), float(val)])
+    rank = {k: i for i, k in enumerate(_CURVE_ORDER)}
+    return dict(sorted(out.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+
+
+def _cost_section(costs: Sequence[StageCost]) -> dict[str, Any]:
+    stages = [c.model_dump(mode="json") | {"compute_s": c.compute_s} for c in costs]
+    keys = ("wall_s", "cpu_s", "gpu_s", "tokens_generated", "tokens_trained")
+    return {"stages": stages, "totals": {k: sum(getattr(c, k) for c in costs) for k in keys}}
+
+
+def _jsonable(value: Any) -> Any:
+    """Round-trip through JSON so paths, enums and dates become strings."""
+    return json.loads(json.dumps(value, default=str))

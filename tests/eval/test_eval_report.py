@@ -1,0 +1,104 @@
+"""build_report / write_report / print_summary, and the cost-benefit rules."""
+
+import io
+import json
+import re
+
+import pytest
+from rich.console import Console
+
+from sdk.eval.cost import Checkpoint, falloff, marginal_returns, recommendation
+from sdk.eval.records import Estimate
+from sdk.eval.report import build_report, print_summary, write_report
+
+
+def test_build_report_sections(report_inputs):
+    rep = build_report(**report_inputs)
+    assert rep["schema"] == "tuneloop.report/1"
+    assert set(rep["summary"]) == {"heldout", "ood"}
+    held = rep["summary"]["heldout"]
+    assert held["n_tasks"] == 11
+    assert held["base"]["1"]["value"] == pytest.approx(3 / 11)
+    assert held["tuned"]["1"]["value"] == pytest.approx(7 / 11)
+    assert [d["task_id"] for d in rep["diff"]["regressions"]] == ["heldout-8"]
+    assert rep["diff"]["gated_counts"]["unjudged"] == 1
+    assert rep["gate"]["passed"] is False and rep["gate"]["regressions"] == 1
+    assert rep["tasks"]["quarantined_total"] == 3 and rep["tasks"]["totals"]["heldout"] == 11
+    sft = rep["training"]["sft"]
+    assert list(sft)[0] == "loss" and len(sft["loss"]) == 10 and "train_loss" not in sft
+    assert rep["training"]["grpo"]["reward"][0] == [1.0, 0.25] and "kl" not in rep["training"]["grpo"]
+    assert rep["flags"]["tuned"] == {"exit_zero": 1} and rep["flags"]["base"] == {}
+    assert rep["cost"]["totals"]["wall_s"] == pytest.approx(284.0)
+    assert rep["cost"]["totals"]["tokens_trained"] == 49_000
+    pts = rep["cost_benefit"]["points"]
+    assert [p["label"] for p in pts] == ["base", "tuned"] and pts[1]["compute_s"] == pytest.approx(420.0)
+    assert rep["meta"]["<script>"] == "x<y"
+    json.dumps(rep, allow_nan=False)  # strictly serialisable
+
+
+def test_write_report_is_self_contained_and_escaped(tmp_path, report_inputs):
+    rep = build_report(**report_inputs)
+    jpath, hpath = write_report(tmp_path / "run", rep)
+    assert json.loads(jpath.read_text()) == rep
+    page = hpath.read_text()
+    assert not re.search(r"(src|href)=\"(https?:)?//", page) and "http://" not in page and "https://" not in page
+    assert "<script" not in page and "&lt;script&gt;" in page
+    for sid in ("summary", "domains", "regressions", "tasks", "training", "flags", "cost", "cost-benefit"):
+        assert f'<section id="{sid}">' in page
+    plots = re.findall(r'data-plot="([\w-]+)"[^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert {name for name, _ in plots} == {"summary", "training-sft", "training-grpo", "benefit"}
+    assert all(len(b64) > 1000 for _, b64 in plots)
+    assert "heldout-8" in page  # the regression is listed
+    assert "reference fails its tests" in page
+
+
+def test_report_without_optional_inputs_still_renders(tmp_path, report_inputs):
+    rep = build_report(report_inputs["comparison"])
+    assert rep["gate"] is None and rep["training"] == {} and rep["cost"]["stages"] == []
+    _, hpath = write_report(tmp_path, rep)
+    page = hpath.read_text()
+    assert "no training logs given" in page and "no costs recorded" in page
+
+
+def test_print_summary_mentions_decision(report_inputs):
+    buf = io.StringIO()
+    print_summary(build_report(**report_inputs), Console(file=buf, width=140, color_system=None))
+    out = buf.getvalue()
+    assert "heldout" in out and "0.27 [" in out and "+0.36 [" in out
+    assert "FAILED" in out and "1 regressed" in out
+    assert "Review before shipping" in out or "Not proven" in out
+
+
+def pts(*vals):
+    return [Checkpoint(label=l, compute_s=c, heldout_pass_at_1=p) for l, c, p in vals]
+
+
+def test_marginal_returns_and_falloff():
+    segs = marginal_returns(pts(("base", 0, 0.10), ("sft", 3600, 0.30), ("grpo", 7200, 0.32),
+                                ("skipped", 9000, None)))
+    assert [(s["from"], s["to"]) for s in segs] == [("base", "sft"), ("sft", "grpo")]
+    assert segs[0]["pp_per_hour"] == pytest.approx(20.0) and segs[1]["gain_pp"] == pytest.approx(2.0)
+    assert falloff(segs) == "grpo"                                   # 2 pp/h <= 25% of 20 pp/h
+    assert falloff(marginal_returns(pts(("a", 0, 0.1), ("b", 10, 0.2), ("c", 20, 0.28)))) is None
+    assert falloff(marginal_returns(pts(("a", 0, 0.1), ("b", 10, 0.2), ("c", 20, 0.19)))) == "c"
+
+
+def est(v, lo, hi, n=40):
+    return Estimate(value=v, low=lo, high=hi, n=n)
+
+
+@pytest.mark.parametrize("gain,regs,start", [
+    (est(0.2, 0.05, 0.35), 0, "Ship"),
+    (est(0.2, 0.05, 0.35), 2, "Review before shipping"),
+    (est(0.05, -0.05, 0.15), 0, "Not proven"),
+    (est(-0.05, -0.15, 0.05), 0, "Do not ship"),
+    (None, 0, "No held-out task"),
+])
+def test_recommendation_sentences(gain, regs, start):
+    assert recommendation(gain, regs, [], None).startswith(start)
+
+
+def test_recommendation_names_the_falloff_point():
+    segs = marginal_returns(pts(("base", 0, 0.1), ("sft", 100, 0.3), ("grpo", 300, 0.3)))
+    text = recommendation(est(0.2, 0.1, 0.3), 0, segs, falloff(segs))
+    assert "fall off at 'grpo'" in text and "stop at 'sft'" in text
