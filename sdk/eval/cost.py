@@ -120,7 +120,7 @@ def recommendation(gain: Estimate | None, regressions: int, segments: Sequence[d
     elif gain.low > 0:
         text = f"Review before shipping: held-out pass@1 rose {ci} but {regressions} held-out/OOD tasks regressed."
     elif gain.value > 0:
-        text = (f"Not proven: held-out pass@1 changed {ci}; the interval includes no gain. "
+        text = (f"Not proven: held-out pass@1 changed {ci}; its interval reaches zero. "
                 "Evaluate more held-out tasks or sample more per task.")
     else:
         text = f"Do not ship: held-out pass@1 changed {ci}."

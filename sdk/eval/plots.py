@@ -58,7 +58,7 @@ def curves(series: dict[str, list[list[float]]], title: str) -> str | None:
         ax.plot(steps, vals, marker="." if len(steps) < 40 else None, color=TUNED)
         ax.set_title(key, fontsize=9)
         ax.set_xlabel("step")
-    fig.suptitle(title)
+    fig.suptitle(title, y=1.04)
     return _to_uri(fig)
 
 

@@ -110,7 +110,7 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None) -> 
     console = console or Console()
     table = Table(title="tuneloop: base vs tuned (pass@1, 95% CI)")
     for col in ("split", "tasks", "base", "tuned", "delta"):
-        table.add_column(col, justify="left" if col == "split" else "right")
+        table.add_column(col, justify="left" if col == "split" else "right", no_wrap=True)
     for name, sl in report["by_split"].items():
         if "1" not in sl["base"]:
             table.add_row(name, str(sl["n_tasks"]), "-", "-", "-")
