@@ -1,0 +1,273 @@
+"""The tiered reward: how good a completion's code really is, from sandboxed test runs.
+
+Tiers (weights in :class:`sdk.config.RewardConfig`, normalised by ``parses + runs + tests`` so
+full marks are exactly 1.0):
+
+- ``parses``: the extracted code parses (Python: :func:`ast.parse` here, in the parent;
+  other languages: the sandbox did not report a compile error);
+- ``runs``: the run reached the tests (no crash at import, no timeout, no resource limit);
+- ``tests``: the fraction of tests passed. Visible tests alone when a task has no hidden
+  tests, else the mean of the visible and hidden fractions (an over-fitted solution loses
+  half). Denominators count the tests the pristine files define, so a missing result is a
+  failure (R3);
+- minus ``regression_penalty`` x the fraction of the baseline's passing tests now failing;
+- minus ``side_effect_penalty`` when the solution writes files, deletes, spawns processes or
+  opens sockets (static detector, :mod:`sdk.rewards.integrity`).
+
+Any hacking detector forces the score to 0 with status ``suspected_hacking``; static ones
+short-circuit before the sandbox runs. An infrastructure failure (sandbox error, missing
+toolchain) gives ``score=None`` after one retry, never 0 (R2). Every component is logged,
+including weight-0 metrics (``hidden_gap``, ``visible_passed``...).
+
+The tiers follow the two source articles behind issue 6 (compile / run / visible / hidden /
+regression tiers, as in SWE-style RL rewards) and CodeRL-style partial credit for compiling.
+Deviation: partial credit goes only to code that the tests actually judged; a crash keeps
+``parses`` only.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from sdk.config import RewardConfig
+from sdk.errors import RewardError
+from sdk.rewards import integrity
+from sdk.rewards.answers import score_answer
+from sdk.rewards.extract import ExtractStatus, extract_code
+from sdk.rewards.result import RewardResult, RewardStatus
+from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
+from sdk.tasks.records import AnswerVerifier, Language, ReferenceOnly, Task, UnitTestVerifier
+
+_NOT_REACHED = (ExecStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT,
+                ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT)
+_STATUS = {ExecStatus.COMPILE_ERROR: RewardStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR: RewardStatus.RUNTIME_ERROR,
+           ExecStatus.TIMEOUT: RewardStatus.TIMEOUT, ExecStatus.MEMORY_LIMIT: RewardStatus.RESOURCE_LIMIT,
+           ExecStatus.OUTPUT_LIMIT: RewardStatus.RESOURCE_LIMIT}
+
+
+def build_request(verifier: UnitTestVerifier, code: str, hidden: bool = False,
+                  limits: Limits | None = None) -> ExecRequest:
+    """The sandbox request for ``code`` against the verifier's visible (or ``hidden``) tests.
+
+    ``limits`` (e.g. the sandbox config's) is used with its ``timeout_s`` replaced by the
+    verifier's ``timeout_s``.
+    """
+    base = limits or Limits()
+    return ExecRequest(
+        language=verifier.language, framework=verifier.framework, solution=code,
+        tests=dict(verifier.hidden_tests if hidden else verifier.tests), files=dict(verifier.files),
+        target_path=verifier.target_path, entry_point=verifier.entry_point, prelude=verifier.prelude,
+        limits=base.model_copy(update={"timeout_s": verifier.timeout_s}),
+    )
+
+
+@dataclass
+class _Plan:
+    """One sample between preparation and scoring."""
+
+    task: Task
+    done: RewardResult | None = None
+    requests: list[ExecRequest] = field(default_factory=list)
+    components: dict[str, float] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    side_effect: bool = False
+    baseline: ExecResult | None = None
+
+
+def score_completion(task: Task, completion: str, sandbox: Sandbox, weights: RewardConfig,
+                     baseline: ExecResult | None = None) -> RewardResult:
+    """Score one completion; see :func:`score_batch` (this is a batch of one)."""
+    return score_batch([task], [completion], sandbox, weights, [baseline])[0]
+
+
+def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sandbox, weights: RewardConfig,
+                baselines: Sequence[ExecResult | None] | None = None, limits: Limits | None = None,
+                retries: int = 1) -> list[RewardResult]:
+    """Score ``completions[i]`` against ``tasks[i]``, every sandbox request in one ``sandbox.run``.
+
+    Args:
+        tasks, completions: aligned, length B.
+        sandbox: runs the requests (concurrently, when the backend can).
+        weights: tier weights.
+        baselines: optional per-sample baseline run of the visible tests (regression penalty).
+        limits: base resource limits (``timeout_s`` comes from each verifier).
+        retries: how many times infrastructure failures are re-run before ``score=None``.
+    Returns:
+        B :class:`RewardResult`; a sample whose scoring raised gets ``status=error, score=None``
+        (one exception costs one sample, never the batch).
+    Raises:
+        RewardError: lengths differ or the weights are all zero (a configuration error).
+    """
+    if len(tasks) != len(completions) or (baselines is not None and len(baselines) != len(tasks)):
+        raise RewardError(f"{len(tasks)} tasks, {len(completions)} completions, "
+                          f"{None if baselines is None else len(baselines)} baselines",
+                          "pass one completion (and one baseline, or none) per task")
+    if weights.parses + weights.runs + weights.tests <= 0:
+        raise RewardError("reward weights parses + runs + tests sum to 0", "give `reward.tests` a positive weight")
+    plans = [_safe_prepare(t, c, b, limits) for t, c, b in zip(tasks, completions, baselines or [None] * len(tasks))]
+    flat = [r for p in plans for r in p.requests]
+    results = run_with_retries(sandbox, flat, retries)
+    out, i = [], 0
+    for plan in plans:
+        got, i = results[i:i + len(plan.requests)], i + len(plan.requests)
+        out.append(plan.done or _safe_finish(plan, got, weights))
+    return out
+
+
+def run_with_retries(sandbox: Sandbox, requests: list[ExecRequest], retries: int = 1) -> list[ExecResult]:
+    """``sandbox.run(requests)``; infrastructure results are re-run up to ``retries`` times.
+
+    A batch call that raises falls back to one ``run_one`` per request, so one broken request
+    costs only itself (its result becomes ``SANDBOX_ERROR``).
+    """
+    if not requests:
+        return []
+    try:
+        results = list(sandbox.run(requests))
+        if len(results) != len(requests):
+            raise RuntimeError(f"sandbox returned {len(results)} results for {len(requests)} requests")
+    except Exception:  # noqa: BLE001 - degrade to per-request runs
+        results = [_run_one(sandbox, r) for r in requests]
+    for _ in range(retries):
+        again = [i for i, r in enumerate(results) if r.status.is_infrastructure
+                 and r.status != ExecStatus.TOOLCHAIN_UNAVAILABLE]
+        if not again:
+            break
+        for i, res in zip(again, run_with_retries(sandbox, [requests[i] for i in again], 0)):
+            results[i] = res
+    return results
+
+
+def _run_one(sandbox: Sandbox, request: ExecRequest) -> ExecResult:
+    try:
+        return sandbox.run_one(request)
+    except Exception as exc:  # noqa: BLE001 - a sandbox fault is data
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"{type(exc).__name__}: {exc}")
+
+
+def _safe_prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None) -> _Plan:
+    try:
+        return _prepare(task, completion, baseline, limits)
+    except RewardError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one sample, not the batch
+        return _Plan(task, done=RewardResult.not_judged(RewardStatus.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+def _safe_finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> RewardResult:
+    try:
+        return _finish(plan, results, weights)
+    except Exception as exc:  # noqa: BLE001
+        return RewardResult.not_judged(RewardStatus.ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None) -> _Plan:
+    verifier = task.verifier
+    if isinstance(verifier, ReferenceOnly):
+        return _Plan(task, done=RewardResult.not_judged(RewardStatus.NOT_VERIFIABLE,
+                                                        "task carries no automatic verifier (reference only)"))
+    if isinstance(verifier, AnswerVerifier):
+        return _Plan(task, done=score_answer(verifier, completion))
+    assert isinstance(verifier, UnitTestVerifier)
+    ext = extract_code(completion, verifier.entry_point, verifier.language)
+    if ext.status == ExtractStatus.NO_CODE or ext.code is None:
+        return _Plan(task, done=RewardResult(score=0.0, status=RewardStatus.NO_CODE, components={"parses": 0.0},
+                                             detail="no code in the completion"))
+    code = ext.code
+    plan = _Plan(task, baseline=baseline)
+    plan.components["parses"] = 1.0
+    if verifier.language == Language.PYTHON:
+        try:
+            ast.parse(verifier.prelude + "\n" + code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            plan.done = RewardResult(score=0.0, status=RewardStatus.COMPILE_ERROR, components={"parses": 0.0},
+                                     detail=f"does not parse: {exc}")
+            return plan
+    prompt_text = "\n".join(m.content for m in task.prompt)
+    findings = integrity.scan_solution(code, verifier.language, verifier.tests, prompt_text)
+    for f in findings:
+        plan.components[f"flag_{f.flag}"] = float(f.metric)
+    hacks = [f for f in findings if f.hacking]
+    if hacks:
+        plan.done = _hacking(plan.components, hacks, None)
+        return plan
+    plan.side_effect = any(f.flag == "side_effect" for f in findings)
+    plan.flags += [f.flag for f in findings]
+    plan.requests.append(build_request(verifier, code, hidden=False, limits=limits))
+    if verifier.hidden_tests:
+        plan.requests.append(build_request(verifier, code, hidden=True, limits=limits))
+    return plan
+
+
+def _hacking(components: dict[str, float], findings: list, exec_status: ExecStatus | None) -> RewardResult:
+    flags = tuple(dict.fromkeys(f.flag for f in findings))
+    return RewardResult(score=0.0, components=components, status=RewardStatus.SUSPECTED_HACKING, flags=flags,
+                        exec_status=exec_status, detail="; ".join(f"{f.flag}: {f.detail}" for f in findings))
+
+
+def _fraction(result: ExecResult, expected: set[str] | None) -> tuple[float, int, int]:
+    """(fraction passed, passed, denominator); missing expected tests count as failed."""
+    passed = result.passed if result.status not in _NOT_REACHED else 0
+    total = max(result.total, len(expected or ()))
+    return (passed / total if total else 0.0), passed, total
+
+
+def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> RewardResult:
+    verifier = plan.task.verifier
+    assert isinstance(verifier, UnitTestVerifier)
+    main = results[0]
+    infra = next((r for r in results if r.status.is_infrastructure), None)
+    if infra is not None:
+        return RewardResult.not_judged(RewardStatus.INFRASTRUCTURE, f"{infra.status.value}: {infra.detail}",
+                                       exec_status=infra.status)
+    comp = plan.components
+    expected = integrity.expected_test_names(verifier.tests, verifier.framework)
+    findings = integrity.check_results(main, expected)
+    vis, comp["visible_passed"], comp["visible_total"] = _fraction(main, expected)
+    comp["visible_frac"] = vis
+    frac = vis
+    if len(results) > 1:
+        hidden_expected = integrity.expected_test_names(verifier.hidden_tests, verifier.framework)
+        findings += integrity.check_results(results[1], hidden_expected)
+        hid, comp["hidden_passed"], comp["hidden_total"] = _fraction(results[1], hidden_expected)
+        comp["hidden_frac"], comp["hidden_gap"] = hid, vis - hid
+        findings += integrity.hidden_gap(vis, hid)
+        frac = (vis + hid) / 2
+    if main.status == ExecStatus.COMPILE_ERROR:
+        comp["parses"] = 0.0
+    comp["runs"] = 0.0 if main.status in _NOT_REACHED or not main.tests else 1.0
+    comp["tests"] = frac if comp["runs"] else 0.0
+    comp["all_passed"] = float(all(r.all_passed for r in results) and frac == 1.0)
+    for f in findings:
+        comp[f"flag_{f.flag}"] = float(f.metric)
+    hacks = [f for f in findings if f.hacking]
+    if hacks:
+        return _hacking(comp, hacks, main.status)
+    total_w = weights.parses + weights.runs + weights.tests
+    score = (weights.parses * comp["parses"] + weights.runs * comp["runs"] + weights.tests * comp["tests"]) / total_w
+    score -= _regression(comp, plan.baseline, main, weights)
+    if plan.side_effect:
+        comp["side_effect_penalty"] = weights.side_effect_penalty
+        score -= weights.side_effect_penalty
+    status = RewardStatus.OK if comp["all_passed"] else _STATUS.get(main.status, RewardStatus.FAILED)
+    return RewardResult(score=score, components=comp, status=status, flags=tuple(dict.fromkeys(plan.flags)),
+                        exec_status=main.status, detail=main.detail)
+
+
+def _regression(comp: dict[str, float], baseline: ExecResult | None, now: ExecResult, weights: RewardConfig) -> float:
+    """Penalty for tests that passed in ``baseline`` and do not pass now (missing = failing)."""
+    if baseline is None or baseline.status.is_infrastructure:
+        return 0.0
+    before = {t.name for t in baseline.tests if t.outcome == "passed"}
+    if not before:
+        comp["regressions"] = 0.0
+        return 0.0
+    reached = now.status not in _NOT_REACHED
+    after = {t.name for t in now.tests if t.outcome == "passed"} if reached else set()
+    broken = len(before - after)
+    comp["regressions"] = float(broken)
+    penalty = weights.regression_penalty * broken / len(before)
+    comp["regression_penalty"] = penalty
+    return penalty

@@ -1,0 +1,192 @@
+"""The sandboxed reward as a TRL ``GRPOTrainer`` reward function.
+
+:class:`SandboxReward` is a plain picklable callable (TRL's ``trl/rewards`` shape): pass it in
+``reward_funcs``. TRL calls it with ``prompts``, ``completions``, ``completion_ids`` and every
+dataset column as a keyword list; our dataset (``TaskSet.to_dataset``) carries ``task_json``,
+the full :class:`~sdk.tasks.records.Task`. All sandbox requests of a call (a whole GRPO group,
+visible and hidden tests) go to one ``sandbox.run`` so they execute concurrently.
+
+What TRL 1.16 does with ``None`` (read in ``trl/trainer/grpo_trainer.py``):
+``_calculate_rewards`` turns each ``None`` into NaN in ``rewards_per_func``; a row where *every*
+reward function returned ``None`` is logged with a warning ("All reward functions returned
+None..."). In ``_generate_and_score_completions`` such a row is *unscorable*: its weighted
+reward (``nansum``) is set back to NaN, it is left out of the group's ``nanmean``/``nanstd``
+baseline, and ``nan_to_num`` sets its advantage to 0, so it does not move the policy; it is also
+excluded from the logged reward mean. A sample only *some* functions judged gets the
+``nansum`` of the others. So ``None`` here (infrastructure failure, a task with no verifier, an
+exception while scoring) masks the sample instead of teaching the model that it failed (R1, R2).
+TRL does *not* catch exceptions raised by a reward function (the step fails), which is why
+``__call__`` contains every per-sample error and never raises for one bad sample.
+
+Every :class:`~sdk.rewards.result.RewardResult` is appended to a JSONL log (one line per sample:
+step, task id, score, status, components, flags, completion) for the report's per-checkpoint
+hacking flags, and flag counts go to TRL's ``log_metric`` (``hacking/<flag>``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from sdk.config import RewardConfig, SandboxConfig
+from sdk.rewards.result import RewardResult, RewardStatus
+from sdk.rewards.tiered import score_batch
+from sdk.sandbox.contract import Sandbox
+from sdk.tasks.records import Task
+
+log = logging.getLogger(__name__)
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a TRL completion: a string, or chat messages (the assistant turns joined).
+
+    Content given as a list of parts (``[{"type": "text", "text": ...}]``) is flattened.
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        completion = [completion]
+    parts: list[str] = []
+    for msg in completion or []:
+        if not isinstance(msg, dict) or msg.get("role", "assistant") != "assistant":
+            continue
+        content = msg.get("content") or ""
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        parts.append(str(content))
+    return "\n".join(parts)
+
+
+class SandboxReward:
+    """TRL reward function: run each completion's code against its task's tests in the sandbox.
+
+    Args:
+        weights: tier weights (``RunConfig.reward``).
+        sandbox_config: how to build the sandbox (``RunConfig.sandbox``); used by the default factory.
+        log_path: JSONL file that every scored sample is appended to (created with its folder);
+            ``None`` logs nothing.
+        sandbox_factory: a picklable zero-argument callable building the sandbox (default:
+            ``sdk.sandbox.make_sandbox(sandbox_config)``); called lazily on first use, in the
+            process that scores.
+        retries: re-runs of infrastructure failures before ``None``.
+    Call:
+        ``reward(prompts, completions, completion_ids=None, task_json=[...], trainer_state=..., log_metric=...)``
+        -> B floats or ``None`` (not judged). Raises only ``RewardError`` for a missing ``task_json``
+        column (a wiring error, not a sample's fault).
+    """
+
+    __name__ = "sandbox_reward"  # TRL names the reward column after it
+
+    def __init__(self, weights: RewardConfig | None = None, sandbox_config: SandboxConfig | None = None,
+                 log_path: str | Path | None = None, sandbox_factory: Callable[[], Sandbox] | None = None,
+                 retries: int = 1) -> None:
+        self.weights = weights or RewardConfig()
+        self.sandbox_config = sandbox_config or SandboxConfig()
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.sandbox_factory = sandbox_factory
+        self.retries = retries
+        self.calls = 0
+        self._sandbox: Sandbox | None = None
+        self._lock = threading.Lock()
+
+    # ----- pickling: no live sandbox or lock crosses a process boundary ------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_sandbox"] = None
+        state["_lock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox, built on first use."""
+        if self._sandbox is None:
+            if self.sandbox_factory is not None:
+                self._sandbox = self.sandbox_factory()
+            else:
+                from sdk.sandbox import make_sandbox
+
+                self._sandbox = make_sandbox(self.sandbox_config)
+        return self._sandbox
+
+    def close(self) -> None:
+        """Release the sandbox's workers (a new one is built if called again)."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+    def __call__(self, prompts: list[Any], completions: list[Any], completion_ids: Any = None,
+                 **kwargs: Any) -> list[float | None]:
+        results, ids = self._score(completions, kwargs)
+        self._report(results, ids, completions, kwargs)
+        return [r.score for r in results]
+
+    def score(self, completions: list[Any], **kwargs: Any) -> list[RewardResult]:
+        """The full :class:`RewardResult` per completion (what ``__call__`` reduces to scores)."""
+        return self._score(completions, kwargs)[0]
+
+    def _score(self, completions: list[Any], kwargs: dict[str, Any]) -> tuple[list[RewardResult], list[str | None]]:
+        from sdk.errors import RewardError
+
+        raw = kwargs.get("task_json")
+        if raw is None or len(raw) != len(completions):
+            raise RewardError("the reward function needs a `task_json` column with one task per completion",
+                              "build the GRPO dataset with TaskSet.to_dataset() (it adds `task_json`)")
+        results: list[RewardResult | None] = [None] * len(completions)
+        tasks, texts, index = [], [], []
+        ids: list[str | None] = [None] * len(completions)
+        for i, (row, comp) in enumerate(zip(raw, completions)):
+            try:
+                task = row if isinstance(row, Task) else Task.model_validate_json(row)
+                tasks.append(task)
+                ids[i] = task.id
+                texts.append(completion_text(comp))
+                index.append(i)
+            except Exception as exc:  # noqa: BLE001 - a bad row costs one sample
+                results[i] = RewardResult.not_judged(RewardStatus.ERROR, f"bad task_json: {type(exc).__name__}: {exc}")
+        try:
+            scored = score_batch(tasks, texts, self.sandbox, self.weights, retries=self.retries)
+        except RewardError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. the sandbox cannot start: nothing judged
+            log.warning("sandbox reward failed for the whole batch: %s", exc)
+            scored = [RewardResult.not_judged(RewardStatus.INFRASTRUCTURE, f"{type(exc).__name__}: {exc}")] * len(tasks)
+        for i, res in zip(index, scored):
+            results[i] = res
+        return [r for r in results if r is not None], ids
+
+    def _report(self, results: list[RewardResult], ids: list[str | None], completions: list[Any], kwargs: dict[str, Any]) -> None:
+        state = kwargs.get("trainer_state")
+        step = getattr(state, "global_step", None)
+        with self._lock:
+            self.calls += 1
+            call = self.calls
+        counts: dict[str, int] = {}
+        for r in results:
+            for flag in r.flags if r.status == RewardStatus.SUSPECTED_HACKING else ():
+                counts[flag] = counts.get(flag, 0) + 1
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):
+            for flag, n in counts.items():
+                log_metric(f"hacking/{flag}", n / max(len(results), 1))
+            log_metric("reward/unjudged_frac", sum(r.score is None for r in results) / max(len(results), 1))
+        if self.log_path is None:
+            return
+        lines = []
+        for i, (r, comp) in enumerate(zip(results, completions)):
+            lines.append(json.dumps({
+                "time": time.time(), "step": step, "call": call, "task_id": ids[i],
+                "score": r.score, "status": r.status.value, "components": r.components, "flags": list(r.flags),
+                "exec_status": r.exec_status.value if r.exec_status else None, "detail": r.detail[:500],
+                "completion": completion_text(comp),
+            }, ensure_ascii=False))
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
