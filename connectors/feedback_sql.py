@@ -136,7 +136,7 @@ class Database:
         with self._connect() as conn:
             rel = self.relation(conn, table, query)
             available = set(rel.c.keys())
-            missing = [c for c in columns + [a for a in (after or (None,))[:1] if a] if c not in available]
+            missing = [c for c in columns if c not in available]
             if missing:
                 raise SourceError(f"columns {missing} are not in {table or 'the query result'} "
                                   f"(it has {sorted(available)})", "fix `columns:` / `json_paths:` of the sql_feedback source")
@@ -144,9 +144,6 @@ class Database:
             if where:
                 stmt = stmt.where(sa.text(f"({where})"))
             if after is not None:
-                if after[0] is None:
-                    raise SourceError("incremental reads need the cursor field mapped in `columns`",
-                                      "map `row_id` (an increasing primary key) in `columns:`")
                 stmt = stmt.where(rel.c[after[0]] > after[1])
             stmt = stmt.order_by(*[rel.c[c] for c in dict.fromkeys(order_by + then_by)])
             try:

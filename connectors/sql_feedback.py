@@ -32,25 +32,27 @@ import itertools
 import logging
 import os
 import warnings
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Union
+from typing import Any, Iterable, Iterator, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from connectors.feedback_mapping import (FIELDS, ColumnMap, JsonPath, RatingScale, RowError,
                                          normalise_rating, parse_timestamp, resolve_json, zone)
+from connectors.feedback_records import Record, RecordBuilder, Row
 from connectors.feedback_sql import Database
 from feedback.redact import RedactionError, Redactor
+from sdk.errors import SourceError
 from sdk.sources import PreferencePair, SftExample, SourceOptions, SourceResult, TaskSource
-from sdk.tasks.records import AnswerVerifier, Message, Quarantined, Source, Task, UnitTestVerifier
+from sdk.tasks.records import Quarantined, Task
 
 log = logging.getLogger(__name__)
 
 TEXT_FIELDS = ("prompt", "response", "correction", "system_prompt", "tests", "expected")
 _ALIASES = {"row_id": ("id",)}
-Record = Union[SftExample, PreferencePair, Task, Quarantined]
+COUNTS = ("rows_read", "duplicates_dropped", "unlabelled", "negative_unused", "before_since", "naive_timestamps",
+          "redactions", "sft_examples", "preference_pairs", "tasks", "quarantined")
 
 
 class SqlFeedbackOptions(SourceOptions):
@@ -75,6 +77,9 @@ class SqlFeedbackOptions(SourceOptions):
         batch_size: rows fetched per round trip.
         auto_columns: map each field left unmapped to a column of the same name when the table
             has one (``row_id`` also to ``id``); set false to use only explicit mappings.
+        state_dir: when set, reads are incremental: only rows above the persisted watermark
+            are read and appended to an event log there (see
+            :mod:`connectors.feedback_incremental`); records come from the whole log.
     """
 
     url: str = "sqlite:///feedback.db"
@@ -94,6 +99,7 @@ class SqlFeedbackOptions(SourceOptions):
     test_framework: str = "pytest"
     batch_size: int = Field(1000, gt=0)
     auto_columns: bool = True
+    state_dir: str | None = None
 
     @field_validator("rating", mode="before")
     @classmethod
@@ -136,18 +142,7 @@ class SqlFeedbackOptions(SourceOptions):
         return self
 
 
-@dataclass
-class Row:
-    """One feedback row after mapping, value parsing and redaction (internal)."""
-
-    values: dict[str, Any]
-    rating: float | None  # normalised to [0, 1]
-    raw_rating: float | None  # in scale units
-    created_at: datetime | None
-    seq: int
-
-
-class SqlFeedbackSource(TaskSource):
+class SqlFeedbackSource(RecordBuilder, TaskSource):
     """Read a SQL feedback table into SFT examples, preference pairs and tasks.
 
     ``read()`` returns a :class:`SourceResult`; :meth:`iter_records` streams the same records
@@ -174,6 +169,14 @@ class SqlFeedbackSource(TaskSource):
         self._threshold = opts.good_threshold if opts.good_threshold is not None else opts.rating.default_threshold()
 
     def _load(self) -> SourceResult:
+        if self.options.state_dir:
+            from connectors.feedback_incremental import IncrementalIngest
+
+            ingest = IncrementalIngest(self, self.resolve(self.options.state_dir))
+            new = ingest.run()
+            result = ingest.records()
+            result.counts["new_rows"] = new["new_rows"]
+            return result
         result = SourceResult()
         buckets = {SftExample: result.sft_examples, PreferencePair: result.preference_pairs,
                    Task: result.tasks, Quarantined: result.quarantined}
@@ -183,40 +186,67 @@ class SqlFeedbackSource(TaskSource):
         result.counts["preference_pairs"] = len(result.preference_pairs)
         return result
 
-    def iter_records(self, after: Any = None, cursor_field: str = "row_id") -> Iterator[Record]:
-        """Stream records in a deterministic order.
+    def iter_records(self) -> Iterator[Record]:
+        """Stream deduplicated records (and :class:`Quarantined` rows) in a deterministic order.
 
-        Args:
-            after: when given, only rows whose ``cursor_field`` column is greater (incremental
-                reads; see :mod:`connectors.feedback_incremental`).
-            cursor_field: the mapped field used with ``after``.
         Raises:
             SourceError: the database or the mapping cannot be used.
         """
-        opts = self.options
-        self.counts = dict.fromkeys(("rows_read", "duplicates_dropped", "unlabelled", "negative_unused",
-                                     "before_since", "naive_timestamps", "redactions", "sft_examples",
-                                     "preference_pairs", "tasks", "quarantined"), 0)
-        db = Database(opts.url, self.resolve)
+        db = self._open()
+        key_fields = self._key_fields()
+        in_db_order = all(f in self._cols for f in key_fields)
+        rows = db.stream(self.options.table, self.options.query, self._columns(), self.options.filter,
+                         order_by=[self._cols[f] for f in key_fields] if in_db_order else [],
+                         then_by=[self._cols[f] for f in ("created_at", "row_id") if f in self._cols],
+                         after=None, batch_size=self.options.batch_size)
         try:
-            self._cols = self._effective_columns(db.columns(opts.table, opts.query))
+            yield from self.records_from_rows(self._parse_all(rows, key_fields), grouped=in_db_order)
+        finally:
+            db.close()
+        self._warn_naive()
+
+    def iter_rows(self, after: Any = None) -> Iterator[tuple[tuple, Row | Quarantined]]:
+        """Parsed, redacted rows in ``row_id`` order, not deduplicated: ``(dedup key, Row or Quarantined)``.
+
+        The primitive of incremental ingestion (:mod:`connectors.feedback_incremental`).
+        Args:
+            after: only rows whose ``row_id`` is greater than this value.
+        Raises:
+            SourceError: ``row_id`` is not mapped, or the database cannot be used.
+        """
+        db = self._open()
+        if "row_id" not in self._cols:
+            db.close()
+            raise SourceError("incremental reads need an increasing key", "map `row_id` in `columns:` "
+                              "(the table's integer primary key, or any column that only grows)")
+        rows = db.stream(self.options.table, self.options.query, self._columns(), self.options.filter,
+                         order_by=[self._cols["row_id"]], then_by=[],
+                         after=(self._cols["row_id"], after) if after is not None else None,
+                         batch_size=self.options.batch_size)
+        try:
+            yield from self._parse_all(rows, self._key_fields())
+        finally:
+            db.close()
+        self._warn_naive()
+
+    def reset_counts(self) -> None:
+        """Zero ``self.counts`` (done at the start of every read)."""
+        self.counts = dict.fromkeys(COUNTS, 0)
+
+    def _open(self) -> Database:
+        self.reset_counts()
+        db = Database(self.options.url, self.resolve)
+        try:
+            self._cols = self._effective_columns(db.columns(self.options.table, self.options.query))
         except BaseException:
             db.close()
             raise
-        key_fields = self._key_fields()
-        in_db_order = all(f in self._column_fields() for f in key_fields)
-        rows = db.stream(opts.table, opts.query, self._columns(), opts.filter,
-                         order_by=[self._cols[f] for f in key_fields] if in_db_order else [],
-                         then_by=[self._cols[f] for f in ("created_at", "row_id") if f in self._cols],
-                         after=(self._cols.get(cursor_field), after) if after is not None else None,
-                         batch_size=opts.batch_size)
-        try:
-            yield from self._records(rows, key_fields, in_db_order)
-        finally:
-            db.close()
-        if self.counts["naive_timestamps"] and opts.timezone is None:
+        return db
+
+    def _warn_naive(self) -> None:
+        if self.counts["naive_timestamps"] and self.options.timezone is None:
             warnings.warn(f"{self.counts['naive_timestamps']} naive timestamps read as UTC; set "
-                          "`timezone:` in the sql_feedback options if they are local times", stacklevel=2)
+                          "`timezone:` in the sql_feedback options if they are local times", stacklevel=3)
 
     # -- mapping --------------------------------------------------------------------------
 
@@ -257,9 +287,15 @@ class SqlFeedbackSource(TaskSource):
 
     # -- rows -----------------------------------------------------------------------------
 
-    def _records(self, rows: Iterable[dict[str, Any]], key_fields: list[str], in_db_order: bool) -> Iterator[Record]:
-        parsed = self._parse_all(rows, key_fields)
-        if in_db_order:
+    def records_from_rows(self, parsed: Iterable[tuple[tuple, Row | Quarantined]], grouped: bool) -> Iterator[Record]:
+        """Deduplicate parsed rows (latest per key wins) and build records.
+
+        Args:
+            parsed: ``(key, Row or Quarantined)`` pairs.
+            grouped: rows of one key are adjacent (the database sorted them); otherwise they
+                are grouped in memory and emitted in key order.
+        """
+        if grouped:
             groups: Iterable[list] = (list(g) for _, g in itertools.groupby(parsed, key=lambda p: p[0]))
         else:
             table: dict[tuple, list] = {}
@@ -281,8 +317,10 @@ class SqlFeedbackSource(TaskSource):
             yield from self._build(latest)
 
     def _parse_all(self, rows: Iterable[dict[str, Any]], key_fields: list[str]) -> Iterator[tuple[tuple, Any]]:
-        for seq, raw in enumerate(rows):
+        row_col = self._cols.get("row_id")
+        for index, raw in enumerate(rows):
             self.counts["rows_read"] += 1
+            seq = raw[row_col] if row_col and isinstance(raw.get(row_col), int) else index
             ids = {c: raw.get(c) for f in ("row_id", "message_id", "conversation_id") if (c := self._cols.get(f))}
             try:
                 values = self._extract(raw)
@@ -328,86 +366,3 @@ class SqlFeedbackSource(TaskSource):
         text, n = self._redactor.redact(value, scope)  # type: ignore[union-attr]
         self.counts["redactions"] += n
         return text
-
-    # -- records --------------------------------------------------------------------------
-
-    def _build(self, row: Row) -> Iterator[Record]:
-        since = self.options.since
-        if since is not None and (row.created_at is None or row.created_at < since):
-            self.counts["before_since"] += 1
-            return
-        v = row.values
-        source = self._source(v)
-        try:
-            prompt = self._prompt(v)
-        except RowError as exc:
-            self.counts["quarantined"] += 1
-            yield self._quarantine(str(exc), {"locator": source.locator})
-            return
-        correction = v.get("correction") if isinstance(v.get("correction"), str) and v["correction"].strip() else None
-        good = row.raw_rating is not None and row.raw_rating >= self._threshold
-        if correction:
-            self.counts["sft_examples"] += 1
-            yield SftExample(messages=prompt + (Message(role="assistant", content=correction),),
-                             source=source, domain=self.domain)
-            if correction.strip() != str(v["response"]).strip():
-                self.counts["preference_pairs"] += 1
-                yield PreferencePair(prompt=prompt, chosen=correction, rejected=str(v["response"]),
-                                     source=source, domain=self.domain)
-        elif good:
-            self.counts["sft_examples"] += 1
-            yield SftExample(messages=prompt + (Message(role="assistant", content=str(v["response"])),),
-                             source=source, domain=self.domain)
-        failed = row.raw_rating is not None and not good
-        task = self._task(v, prompt, correction, source, row) if (failed or correction) else None
-        if task is not None:
-            yield task
-        elif row.rating is None and not correction:
-            self.counts["unlabelled"] += 1
-        elif failed and not correction:
-            self.counts["negative_unused"] += 1
-
-    def _prompt(self, v: dict[str, Any]) -> tuple[Message, ...]:
-        msgs: list[Message] = []
-        if isinstance(v.get("system_prompt"), str) and v["system_prompt"].strip():
-            msgs.append(Message(role="system", content=v["system_prompt"]))
-        prompt = v["prompt"]
-        if isinstance(prompt, list):
-            try:
-                msgs += [Message(role=m.get("role"), content=m.get("content")) for m in prompt]
-            except Exception as exc:  # noqa: BLE001 - pydantic error on a bad role
-                raise RowError(f"prompt messages are malformed: {str(exc).splitlines()[0]}") from None
-            if not msgs or msgs[-1].role == "assistant":
-                raise RowError("prompt messages must end with a user (or tool) turn")
-        else:
-            msgs.append(Message(role="user", content=str(prompt)))
-        return tuple(msgs)
-
-    def _task(self, v: dict[str, Any], prompt: tuple[Message, ...], correction: str | None,
-              source: Source, row: Row) -> Task | Quarantined | None:
-        tests, expected = v.get("tests"), v.get("expected")
-        if not (isinstance(tests, str) and tests.strip()) and not (isinstance(expected, str) and expected.strip()):
-            return None
-        try:
-            if isinstance(tests, str) and tests.strip():
-                verifier: Any = UnitTestVerifier(tests={"test_feedback.py": tests}, framework=self.options.test_framework)
-            else:
-                verifier = AnswerVerifier(mode=self.options.answer_mode, expected=expected)
-            task = Task(domain=self.domain, prompt=prompt, verifier=verifier, reference=correction, source=source,
-                        metadata={"rating": row.rating, "rejected": str(v["response"]),
-                                  "created_at": row.created_at.isoformat() if row.created_at else None})
-        except Exception as exc:  # noqa: BLE001 - pydantic validation of one row
-            self.counts["quarantined"] += 1
-            return self._quarantine(f"task cannot be built: {str(exc).splitlines()[0]}", {"locator": source.locator})
-        self.counts["tasks"] += 1
-        return task
-
-    def _source(self, v: dict[str, Any]) -> Source:
-        parts = [f"{f}={v[f]}" for f in ("row_id", "message_id", "user_id") if v.get(f) is not None]
-        return Source(connector=self.name, uri=Database.safe_url(self.options.url, self.options.table),
-                      locator=";".join(parts))
-
-    def _quarantine(self, reason: str, ids: dict[str, Any]) -> Quarantined:
-        raw = {k: (v if isinstance(v, (int, float, str, type(None))) else str(v)) for k, v in ids.items()}
-        return Quarantined(reason=reason, raw=raw or None,
-                           source=Source(connector=self.name, uri=Database.safe_url(self.options.url, self.options.table)))
