@@ -1,15 +1,21 @@
 """Evaluation: pass@k with bootstrap intervals, base-vs-tuned comparison, regression gate, report.
 
-Loads no model: :func:`evaluate` takes ``generate`` and ``score`` callables.
+Loads no model: :func:`evaluate` takes ``generate`` and ``score`` callables. matplotlib is
+imported only when a report is written (:func:`write_report`).
 """
 
+from sdk.eval.cost import Checkpoint, StageCost, checkpoint_from_rows, stage_cost
+from sdk.eval.gate import GateResult, check_gate
 from sdk.eval.metrics import bootstrap_ci, flag_counts, paired_bootstrap_ci, pass_at_k, pass_at_k_per_task
 from sdk.eval.records import (Comparison, EvalError, EvalRow, Estimate, SliceComparison, TaskDiff, load_rows,
                               save_rows)
+from sdk.eval.report import build_report, print_summary, write_report
 from sdk.eval.run import RewardLike, compare, evaluate, is_pass
 
 __all__ = [
-    "Comparison", "EvalError", "EvalRow", "Estimate", "RewardLike", "SliceComparison", "TaskDiff",
-    "bootstrap_ci", "compare", "evaluate", "flag_counts", "is_pass", "load_rows", "paired_bootstrap_ci",
-    "pass_at_k", "pass_at_k_per_task", "save_rows",
+    "Checkpoint", "Comparison", "EvalError", "EvalRow", "Estimate", "GateResult", "RewardLike",
+    "SliceComparison", "StageCost", "TaskDiff", "bootstrap_ci", "build_report", "check_gate",
+    "checkpoint_from_rows", "compare", "evaluate", "flag_counts", "is_pass", "load_rows",
+    "paired_bootstrap_ci", "pass_at_k", "pass_at_k_per_task", "print_summary", "save_rows", "stage_cost",
+    "write_report",
 ]

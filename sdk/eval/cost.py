@@ -9,14 +9,16 @@ statistic: the report prints the numbers next to it.
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import Field
 
-from sdk.eval.records import Comparison, Estimate
+from sdk.eval.metrics import flag_counts
+from sdk.eval.records import Comparison, Estimate, EvalRow
 from sdk.tasks.records import Frozen
 
 FALLOFF_RATIO = 0.25
+_KIND_BY_STAGE = {"tasks": "data", "sft": "train", "rl": "train", "grpo": "train", "dpo": "train"}
 
 
 class StageCost(Frozen):
@@ -60,6 +62,27 @@ class Checkpoint(Frozen):
     compute_s: float = Field(0.0, ge=0)
     heldout_pass_at_1: float | None = None
     flags: dict[str, int] = Field(default_factory=dict)
+
+
+def stage_cost(stats: Mapping[str, Any], kind: str | None = None) -> StageCost:
+    """A :class:`StageCost` from a plain mapping (e.g. the pipeline's ``StageStats`` as a dict).
+
+    Keys used: ``stage`` (required), ``wall_s``, ``cpu_s``, ``gpu_s``, ``tokens_generated``,
+    ``tokens_trained``; others are ignored. ``kind`` defaults from the stage name: ``tasks`` is
+    data, ``sft``/``rl``/``grpo``/``dpo`` are training, anything else is evaluation.
+    """
+    keys = ("wall_s", "cpu_s", "gpu_s", "tokens_generated", "tokens_trained")
+    name = str(stats["stage"])
+    return StageCost(stage=name, kind=kind or _KIND_BY_STAGE.get(name, "eval"),
+                     **{k: stats[k] for k in keys if stats.get(k) is not None})
+
+
+def checkpoint_from_rows(label: str, rows: Sequence[EvalRow], compute_s: float) -> Checkpoint:
+    """A checkpoint from one model's eval rows: held-out pass@1 (mean judged pass rate over
+    held-out tasks with a judged sample) and its flag counts; ``compute_s`` as in :class:`Checkpoint`."""
+    rates = [r.pass_rate for r in rows if r.split.value == "heldout" and r.pass_rate is not None]
+    return Checkpoint(label=label, compute_s=compute_s, heldout_pass_at_1=sum(rates) / len(rates) if rates else None,
+                      flags=flag_counts(rows))
 
 
 def default_checkpoints(comparison: Comparison, costs: Sequence[StageCost],

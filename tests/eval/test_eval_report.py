@@ -102,3 +102,20 @@ def test_recommendation_names_the_falloff_point():
     segs = marginal_returns(pts(("base", 0, 0.1), ("sft", 100, 0.3), ("grpo", 300, 0.3)))
     text = recommendation(est(0.2, 0.1, 0.3), 0, segs, falloff(segs))
     assert "fall off at 'grpo'" in text and "stop at 'sft'" in text
+
+
+def test_stage_cost_from_pipeline_stats_infers_kind():
+    from sdk.eval.cost import stage_cost
+    c = stage_cost({"stage": "rl", "wall_s": 10.0, "cpu_s": 18.5, "tokens_trained": 7, "extra": {"x": 1}})
+    assert (c.kind, c.compute_s, c.tokens_trained) == ("train", 18.5, 7)
+    assert stage_cost({"stage": "tasks"}).kind == "data" and stage_cost({"stage": "eval"}).kind == "eval"
+    assert stage_cost({"stage": "sft", "cpu_s": 5.0, "gpu_s": 2.0}).compute_s == 2.0
+
+
+def test_checkpoint_from_rows_counts_heldout_and_flags():
+    from eval_rows import make_rows
+    from sdk.eval.cost import checkpoint_from_rows
+    from sdk.tasks.records import Split
+    rows = make_rows("sft", ["11", "10", "--", "H0"]) + make_rows("sft", ["00"], Split.OOD)
+    cp = checkpoint_from_rows("sft", rows, 120.0)
+    assert cp.heldout_pass_at_1 == pytest.approx((1 + 0.5 + 0) / 3) and cp.flags == {"exit_zero": 1}
