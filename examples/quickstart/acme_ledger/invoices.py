@@ -12,7 +12,7 @@ def line_total(line: Line) -> Result:
 
 def invoice_total(inv: Invoice) -> Result:
     """Sum of qty * price over all lines of inv."""
-    return ok(Money(sum(l.qty * l.price.cents for l in inv.lines)))
+    return ok(Money(sum(line.qty * line.price.cents for line in inv.lines)))
 
 
 def make_line(sku: str, qty: int, price: Money) -> Result:
@@ -43,15 +43,15 @@ def line_count(inv: Invoice) -> Result:
 
 def find_line(inv: Invoice, sku: str) -> Result:
     """The first line with that sku; NOT_FOUND if there is none."""
-    for l in inv.lines:
-        if l.sku == sku:
-            return ok(l)
+    for line in inv.lines:
+        if line.sku == sku:
+            return ok(line)
     return err(ErrorCode.NOT_FOUND)
 
 
 def remove_sku(inv: Invoice, sku: str) -> Result:
     """inv without lines of that sku; NOT_FOUND if none has it."""
-    kept = tuple(l for l in inv.lines if l.sku != sku)
+    kept = tuple(line for line in inv.lines if line.sku != sku)
     if len(kept) == len(inv.lines):
         return err(ErrorCode.NOT_FOUND)
     return ok(replace(inv, lines=kept))
@@ -59,7 +59,7 @@ def remove_sku(inv: Invoice, sku: str) -> Result:
 
 def total_quantity(inv: Invoice) -> Result:
     """Sum of the quantities of all lines."""
-    return ok(sum(l.qty for l in inv.lines))
+    return ok(sum(line.qty for line in inv.lines))
 
 
 def is_empty_invoice(inv: Invoice) -> Result:
@@ -71,7 +71,7 @@ def largest_line(inv: Invoice) -> Result:
     """The line with the highest qty * price; EMPTY if inv has no lines."""
     if not inv.lines:
         return err(ErrorCode.EMPTY)
-    return ok(max(inv.lines, key=lambda l: l.qty * l.price.cents))
+    return ok(max(inv.lines, key=lambda line: line.qty * line.price.cents))
 
 
 def unpaid_invoices(invs: list[Invoice]) -> Result:
