@@ -1,0 +1,148 @@
+"""The local sandbox: bounded concurrency over slots, a result cache, language dispatch.
+
+Each slot owns one leased uid (:mod:`sdk.sandbox.uids`) when the caller is root, so per-uid limits
+(RLIMIT_NPROC) and the clean-up sweep cover exactly one execution at a time. Identical
+requests (same code, tests, language, limits: :meth:`ExecRequest.cache_key`) run once per
+batch and once per cache lifetime, so a GRPO group of identical completions costs one run.
+Infrastructure statuses (``sandbox_error``, ``toolchain_unavailable``) are never cached.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from sdk.errors import SandboxError
+from sdk.sandbox import python_lang
+from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
+from sdk.sandbox.launch import RawRun
+from sdk.sandbox.pyruntime import runtime_dir
+from sdk.sandbox.uids import lease_uids
+from sdk.sandbox.workspace import Workspace
+from sdk.tasks.records import Language
+
+CACHE_ENTRIES = 65536
+
+
+class Backend(Protocol):
+    """How a command is isolated. ``name``: ``process``/``bubblewrap``; ``isolated``: namespaces."""
+
+    name: str
+    isolated: bool
+
+    def python(self, uid: int | None) -> str | None:
+        """Interpreter path usable in this backend, or None when there is none."""
+
+    def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
+            timeout_s: float | None = None) -> RawRun:
+        """Run ``argv`` in ``ws`` (cwd = ``ws.work``) with a report pipe (``{report_fd}``)."""
+
+
+def sandbox_env(home: str) -> dict[str, str]:
+    """The complete environment of a sandboxed process (nothing inherited from the caller)."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "USER": "sandbox",
+            "LOGNAME": "sandbox", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "MALLOC_ARENA_MAX": "2",
+            "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+class LocalSandbox(Sandbox):
+    """Runs requests on this machine through ``backend``.
+
+    Args:
+        backend: a :class:`Backend` (process or bubblewrap).
+        concurrency: parallel executions (>= 1).
+        cache: keep results by :meth:`ExecRequest.cache_key`.
+    """
+
+    def __init__(self, backend: Backend, concurrency: int, cache: bool = True) -> None:
+        if concurrency < 1:
+            raise SandboxError(f"concurrency must be >= 1, got {concurrency}", "set sandbox.concurrency to 0 (= cores) or more")
+        self.backend, self.concurrency = backend, concurrency
+        self._leases = lease_uids(concurrency) if os.geteuid() == 0 else []
+        self._slots: queue.Queue[int | None] = queue.Queue()
+        for slot in range(concurrency):
+            self._slots.put(self._leases[slot].uid if self._leases else None)
+        self._cache: OrderedDict[str, ExecResult] | None = OrderedDict() if cache else None
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tl-sandbox")
+
+    # -- public -------------------------------------------------------------------------------
+    def run_one(self, request: ExecRequest) -> ExecResult:
+        """Run one request (or serve it from the cache). Never raises for bad code."""
+        key = request.cache_key()
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
+        uid = self._slots.get()
+        try:
+            result = self._execute(request, uid)
+        finally:
+            self._slots.put(uid)
+        self._store(key, result)
+        return result
+
+    def run(self, requests: list[ExecRequest]) -> list[ExecResult]:
+        """Run ``requests`` with at most ``concurrency`` at once; duplicates run once.
+        Results align with ``requests``; duplicates after the first come back ``cached=True``."""
+        keys = [r.cache_key() for r in requests]
+        first: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        futures = {k: self._pool.submit(self.run_one, requests[i]) for k, i in first.items()}
+        out = []
+        for i, k in enumerate(keys):
+            res = futures[k].result()
+            out.append(res if first[k] == i or res.status.is_infrastructure else res.model_copy(update={"cached": True}))
+        return out
+
+    def close(self) -> None:
+        """Wait for running executions, then give the uids back."""
+        self._pool.shutdown(wait=True)
+        for lease in self._leases:
+            lease.release()
+        self._leases = []
+
+    # -- internals ----------------------------------------------------------------------------
+    def _cached(self, key: str) -> ExecResult | None:
+        if self._cache is None:
+            return None
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit.model_copy(update={"cached": True})
+        return None
+
+    def _store(self, key: str, result: ExecResult) -> None:
+        if self._cache is None or result.status.is_infrastructure:
+            return
+        with self._lock:
+            self._cache[key] = result
+            while len(self._cache) > CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+
+    def _execute(self, req: ExecRequest, uid: int | None) -> ExecResult:
+        try:
+            if req.language == Language.PYTHON:
+                return self._python(req, uid)
+            from sdk.sandbox import languages  # noqa: PLC0415 - optional, heavier module
+            return languages.execute(self.backend, req, uid)
+        except SandboxError as exc:
+            return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=str(exc))
+
+    def _python(self, req: ExecRequest, uid: int | None) -> ExecResult:
+        p = python_lang.plan(req)
+        if isinstance(p, ExecResult):
+            return p
+        python = self.backend.python(uid)
+        if python is None:
+            return ExecResult(status=ExecStatus.TOOLCHAIN_UNAVAILABLE,
+                              detail=f"no Python interpreter usable by the {self.backend.name} backend")
+        argv = [python, "-I", "-S", "-B", str(runtime_dir() / "tl_runner.py"), "--fd", "{report_fd}", *p.argv]
+        with Workspace(p.files, uid) as ws:
+            raw = self.backend.run(argv, ws, req.limits, uid, (p.nonce + "\n").encode())
+        return python_lang.verdict(req, raw, p.nonce)

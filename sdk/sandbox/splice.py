@@ -1,0 +1,96 @@
+"""Put a solution's definition of the entry point into an existing source file.
+
+When ``ExecRequest.target_path`` names one of ``ExecRequest.files``, the task is "rewrite this
+function of this module": the solution's top-level ``def``/``async def``/``class`` named
+``entry_point`` (decorators included, located with ``ast`` line ranges) replaces the one in the
+file. The solution's top-level imports that the file lacks are added after the file's
+docstring and ``__future__`` imports; helper functions/classes the solution defines under names
+the file does not define are inserted just before the spliced definition. Nothing of the
+solution is executed here: this only parses.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+class SpliceError(ValueError):
+    """The solution cannot be spliced: it does not parse, or lacks the entry point."""
+
+    def __init__(self, message: str, syntax: bool = False) -> None:
+        super().__init__(message)
+        self.syntax = syntax
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _span(node: ast.stmt) -> tuple[int, int]:
+    """0-based [start, end) line range of a statement, decorators included."""
+    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    return start - 1, node.end_lineno
+
+
+def parse_solution(source: str, filename: str = "solution.py") -> ast.Module:
+    """``ast.parse`` that turns every parser failure into :class:`SpliceError` (syntax=True)."""
+    try:
+        return ast.parse(source, filename=filename)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise SpliceError(f"{type(exc).__name__}: {exc}", syntax=True) from exc
+
+
+def splice(original: str, solution: str, entry_point: str, filename: str = "target.py") -> str:
+    """Return ``original`` with ``entry_point``'s definition taken from ``solution``.
+
+    Args:
+        original: source of the file being edited (trusted, from the task).
+        solution: the model's code; may hold imports, helpers and the definition.
+        entry_point: the top-level name to replace.
+    Raises:
+        SpliceError: the solution does not parse (``syntax=True``) or does not define
+            ``entry_point`` at top level; or ``original`` does not parse.
+    """
+    sol_tree = parse_solution(solution)
+    try:
+        orig_tree = ast.parse(original, filename=filename)
+    except SyntaxError as exc:
+        raise SpliceError(f"{filename} does not parse: {exc}") from exc
+    sol_lines, orig_lines = solution.splitlines(), original.splitlines()
+    defs = [n for n in sol_tree.body if isinstance(n, _DEFS) and n.name == entry_point]
+    if not defs:
+        raise SpliceError(f"the solution does not define `{entry_point}` at top level")
+    s0, s1 = _span(defs[-1])
+    new_def = sol_lines[s0:s1]
+
+    orig_names = {n.name for n in orig_tree.body if isinstance(n, _DEFS)}
+    helpers: list[str] = []
+    for node in sol_tree.body:
+        if isinstance(node, _DEFS) and node.name != entry_point and node.name not in orig_names:
+            a, b = _span(node)
+            helpers += sol_lines[a:b] + [""]
+    present = {ast.unparse(n) for n in orig_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    imports = [ast.unparse(n) for n in sol_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+               and ast.unparse(n) not in present and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
+
+    targets = [n for n in orig_tree.body if isinstance(n, _DEFS) and n.name == entry_point]
+    if targets:
+        o0, o1 = _span(targets[-1])
+        body = orig_lines[:o0] + helpers + new_def + orig_lines[o1:]
+    else:
+        body = orig_lines + [""] + helpers + new_def
+    at = _import_insertion_line(orig_tree)
+    return "\n".join(body[:at] + imports + body[at:]) + "\n"
+
+
+def _import_insertion_line(tree: ast.Module) -> int:
+    """Line index after the module docstring and any ``from __future__`` imports."""
+    at = 0
+    for node in tree.body:
+        is_doc = (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                  and isinstance(node.value.value, str) and at == 0 and node is tree.body[0])
+        is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if is_doc or is_future:
+            at = node.end_lineno
+        else:
+            break
+    return at

@@ -1,0 +1,38 @@
+"""Pool behaviour: ordering, de-duplication, the cache, configuration errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdk.config import SandboxConfig
+from sdk.errors import SandboxError
+from sdk.sandbox import ExecStatus, make_sandbox
+from sdk.sandbox.contract import ExecRequest
+
+from .conftest import ADD_OK, py
+
+
+def test_results_align_and_duplicates_run_once():
+    sb = make_sandbox(SandboxConfig(backend="process", allow_unisolated=True, concurrency=2))
+    try:
+        bad = py("def add(a, b):\n    return 0\n")
+        out = sb.run([py(ADD_OK), bad, py(ADD_OK), bad])
+        assert [r.status for r in out] == [ExecStatus.OK, ExecStatus.FAILED, ExecStatus.OK, ExecStatus.FAILED]
+        assert [r.cached for r in out] == [False, False, True, True]
+        again = sb.run_one(py(ADD_OK))
+        assert again.cached and again.status == ExecStatus.OK
+    finally:
+        sb.close()
+
+
+def test_process_backend_needs_opt_in():
+    with pytest.raises(SandboxError) as err:
+        make_sandbox(SandboxConfig(backend="process"))
+    assert "allow_unisolated" in err.value.fix
+
+
+def test_unknown_framework_and_bad_paths_are_infrastructure(process_sandbox):
+    weird = process_sandbox.run_one(ExecRequest(solution=ADD_OK, framework="nose", tests={"t.py": ""}))
+    escape = process_sandbox.run_one(ExecRequest(solution=ADD_OK, tests={"../evil.py": "x"}))
+    assert weird.status == ExecStatus.SANDBOX_ERROR and escape.status == ExecStatus.SANDBOX_ERROR
+    assert weird.status.is_infrastructure
