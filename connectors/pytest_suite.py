@@ -43,6 +43,8 @@ from sdk.tasks.records import Message, Quarantined, Source, Task, UnitTestVerifi
 Unit = tuple[str, str | None, str]  # (test file, class or None, test function)
 _USABLE = {"passed"}
 _DATA_LIMIT = 64 * 1024
+_SRC_CONFTEST = ("import os as _tl_os, sys as _tl_sys  # added by tuneloop: the package lives under {parent}/\n"
+                 "_tl_sys.path.insert(0, _tl_os.path.join(_tl_os.path.dirname(_tl_os.path.abspath(__file__)), {parent!r}))\n")
 
 
 class PytestSuiteOptions(SourceOptions):
@@ -59,7 +61,9 @@ class PytestSuiteOptions(SourceOptions):
         context: ``signature`` (imports + header + docstring) or ``module`` (whole module, body removed).
         flaky_reruns: extra runs of the suite to find flaky tests (0: none).
         exclude: globs over module paths (``pkg/_vendor/*``) or locators (``pkg/mod.py::func``).
-        methods: also make tasks of methods (``Class.method``).
+        methods: also make tasks of methods (``entry_point = "Class.method"``). Off by default:
+            the sandbox's splicer replaces top-level definitions only, so method tasks need a
+            splicer that re-indents a ``def`` into its class before they can validate.
         timeout_s: wall-clock limit of one run of the whole suite, seconds.
         test_timeout_s: the verifier's limit for one run of a task's tests, seconds.
         python: interpreter that runs the suite (default: tuneloop's own).
@@ -74,7 +78,7 @@ class PytestSuiteOptions(SourceOptions):
     context: Literal["signature", "module"] = "signature"
     flaky_reruns: int = Field(0, ge=0)
     exclude: list[str] = Field(default_factory=list)
-    methods: bool = True
+    methods: bool = False
     timeout_s: float = Field(900.0, gt=0)
     test_timeout_s: float = Field(10.0, gt=0)
     python: str | None = None
@@ -94,7 +98,7 @@ class PytestSuiteSource(TaskSource):
         opts: PytestSuiteOptions = self.options  # type: ignore[assignment]
         repo, package_dir = self._locate(opts)
         modules, files = _read_package(repo, package_dir)
-        files.update(_support_files(repo, opts.tests))
+        files.update(_support_files(repo, opts.tests, package_dir))
         run = run_suite(repo, opts.tests, package_dir, reruns=opts.flaky_reruns,
                         timeout_s=opts.timeout_s, python=opts.python)
         items = [i for i in run.items if i.kind == "Function"]
@@ -258,12 +262,21 @@ def _read_package(repo: Path, package_dir: Path) -> tuple[list[ModuleInfo], dict
     return modules, files
 
 
-def _support_files(repo: Path, tests: str) -> dict[str, str]:
+def _support_files(repo: Path, tests: str, package_dir: Path) -> dict[str, str]:
     """conftest.py files, ``__init__.py`` and helper modules of the tests folder, the root
-    conftest.py, and small text data files the tests may read (each under 64 KiB)."""
+    conftest.py, and small text data files the tests may read (each under 64 KiB).
+
+    For a ``src/`` layout the root conftest.py (the repository's own, if any, after our two
+    lines) puts the package's parent folder on ``sys.path``: the sandbox runs pytest with the
+    task folder as rootdir and only that folder importable.
+    """
     out: dict[str, str] = {}
-    if (repo / "conftest.py").is_file():
-        out["conftest.py"] = (repo / "conftest.py").read_text(encoding="utf-8")
+    root = (repo / "conftest.py").read_text(encoding="utf-8") if (repo / "conftest.py").is_file() else ""
+    parent = package_dir.resolve().parent.relative_to(repo.resolve()).as_posix()
+    if parent != ".":
+        root = _SRC_CONFTEST.format(parent=parent) + root
+    if root:
+        out["conftest.py"] = root
     for path in sorted((repo / tests).rglob("*")):
         rel = path.relative_to(repo).as_posix()
         if not path.is_file() or "__pycache__" in path.parts or any(p.startswith(".") for p in path.relative_to(repo).parts):

@@ -30,7 +30,7 @@ def repo(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def result(repo):
-    return _read(repo, flaky_reruns=1)
+    return _read(repo, flaky_reruns=1, methods=True)
 
 
 def _task(result, entry_point):
@@ -103,7 +103,7 @@ def test_decorated_function_keeps_its_decorator(result):
 
 
 def test_same_source_gives_same_ids(result, repo):
-    again = _read(repo, flaky_reruns=1)
+    again = _read(repo, flaky_reruns=1, methods=True)
     assert [t.id for t in again.tasks] == [t.id for t in result.tasks]
 
 
@@ -129,6 +129,7 @@ def test_src_layout(tmp_path):
     res = PytestSuiteSource({"path": str(repo), "package": "pkg"}, tmp_path, "d").read()
     assert [t.verifier.target_path for t in res.tasks] == ["src/pkg/__init__.py"]
     assert res.tasks[0].domain == "d/pkg"
+    assert "'src'" in res.tasks[0].verifier.files["conftest.py"]  # makes src/ importable in the sandbox
 
 
 def test_empty_suite_is_one_clear_error(tmp_path):

@@ -1,0 +1,84 @@
+"""Connector tasks through the real sandbox: references pass, broken bodies fail.
+
+Broken bodies are the reference with its body replaced by ``return None`` or
+``raise NotImplementedError`` (issue 4's "done when").
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+
+from connectors.jsonl_bench import HumanEvalSource
+from connectors.pytest_suite import PytestSuiteSource
+from sdk.config import SandboxConfig
+from sdk.sandbox.contract import ExecRequest, ExecStatus
+
+sandbox_mod = pytest.importorskip("sdk.sandbox")
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pyrepo"
+
+
+def broken(reference: str, entry_point: str, body: str) -> str:
+    """``reference`` with the entry point's body replaced by ``body`` (decorators kept)."""
+    tree = ast.parse(reference)
+    name = entry_point.rsplit(".", 1)[-1]
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            node.body = ast.parse(body).body
+    return ast.unparse(tree)
+
+
+def request(task, solution: str, hidden: bool = False) -> ExecRequest:
+    v = task.verifier
+    return ExecRequest(framework=v.framework, solution=solution, tests=v.hidden_tests if hidden else v.tests,
+                       files=v.files, target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    box = sandbox_mod.make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=2, cache=False))
+    yield box
+    box.close()
+
+
+def _check(sandbox, tasks) -> None:
+    reqs, labels = [], []
+    for task in tasks:
+        ep = task.verifier.entry_point
+        reqs.append(request(task, task.reference))
+        labels.append((ep, "reference", True))
+        if task.verifier.hidden_tests:
+            reqs.append(request(task, task.reference, hidden=True))
+            labels.append((ep, "reference/hidden", True))
+        for body in ("return None", "raise NotImplementedError"):
+            reqs.append(request(task, broken(task.reference, ep, body)))
+            labels.append((ep, body, False))
+    results = sandbox.run(reqs)
+    wrong = [(label, r.status.value, r.detail[:200]) for label, r in zip(labels, results)
+             if r.all_passed != label[2] or (not label[2] and r.status == ExecStatus.OK)]
+    assert not wrong
+
+
+def test_pytest_tasks_validate_in_the_sandbox(sandbox, tmp_path):
+    repo = shutil.copytree(FIXTURE, tmp_path / "repo", ignore=shutil.ignore_patterns("__pycache__", ".flaky_state"))
+    result = PytestSuiteSource({"path": str(repo), "package": "minimath", "flaky_reruns": 1}, repo, "fix").read()
+    assert {t.verifier.entry_point for t in result.tasks} == {"add", "mul", "_times", "safe_div", "hypot", "fib", "clamp"}
+    _check(sandbox, result.tasks)
+
+
+def test_src_layout_task_validates(sandbox, tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "src/pkg/__init__.py").write_text("def twice(x):\n    return 2 * x\n")
+    (repo / "tests/test_pkg.py").write_text("from pkg import twice\n\ndef test_twice():\n    assert twice(2) == 4\n")
+    result = PytestSuiteSource({"path": str(repo), "package": "pkg"}, tmp_path, "d").read()
+    _check(sandbox, result.tasks)
+
+
+def test_humaneval_sample_validates(sandbox):
+    tasks = HumanEvalSource({}, Path("."), "ood").read().tasks
+    _check(sandbox, [tasks[i] for i in (0, 10, 32, 38)])  # 10, 32 and 38 need the prelude's helpers
