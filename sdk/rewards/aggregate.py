@@ -10,11 +10,12 @@ Pure functions, no model and no torch (NumPy only), so every rule has a hand-com
 - :func:`check_rewards` checks length and finiteness before rewards reach advantages.
 - :func:`group_advantages` follows verl's ``compute_grpo_outcome_advantage``
   (``trainer/ppo/core_algos.py``): per-group mean, unbiased std, ``(r - mean) / (std + eps)``;
-  a group of one gets mean 0 and std 1. Deviations: masked samples (``None``) get advantage 0
-  and are left out of their group's statistics (as TRL 1.16 does for unscorable rows); a
-  group whose judged rewards are all equal gets *exactly* zero advantages and is counted
-  (R4) — verl computes ``(r - mean)`` in float32, where ``mean`` of equal values can differ
-  from them by one ulp; statistics here are computed in float64 and cast to float32 last.
+  a group of one gets mean 0 and std 1 (verl). Deviations: masked samples (``None``) get
+  advantage 0 and are left out of their group's statistics (as TRL 1.16 does for unscorable
+  rows), and a group left with a single judged sample by masking gets 0 (no baseline); a group
+  whose judged rewards are all equal gets *exactly* zero advantages and is counted (R4).
+  verl computes ``r - mean`` in float32, where the mean of equal values can miss them by an
+  ulp; here statistics are computed in float64 and cast to float32 last.
 """
 
 from __future__ import annotations
@@ -168,8 +169,10 @@ def group_advantages(rewards: Sequence[float | None], group_ids: Sequence[Hashab
         if not judged:
             continue
         vals = values[judged]
-        if len(judged) == 1:
-            mean, std = 0.0, 1.0  # verl: a lone sample is compared with 0
+        if len(idx) == 1:
+            mean, std = 0.0, 1.0  # verl: a group of one is compared with 0
+        elif len(judged) == 1:
+            continue  # the others were masked: no baseline, no signal (as TRL's nanstd gives)
         elif np.all(vals == vals[0]):
             zero_std += 1
             continue  # exactly zero: no signal in this group

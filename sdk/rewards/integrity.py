@@ -306,8 +306,8 @@ def _pattern_scan(code: str) -> list[Finding]:
 
 
 # ----- runtime checks, on the sandbox result ------------------------------------------------
-_COLLECT_FAIL = re.compile(r"ImportError|ModuleNotFoundError|no tests ran|collected 0 items|error during collection"
-                           r"|errors? during collection", re.I)
+_COLLECT_FAIL = re.compile(r"ImportError|ModuleNotFoundError|no tests ran|collected 0 items|no tests were collected",
+                           re.I)
 
 
 def expected_test_names(tests: dict[str, str], framework: str) -> set[str] | None:
@@ -355,20 +355,22 @@ def check_results(result: ExecResult, expected: set[str] | None) -> list[Finding
     reported = {base_test_name(t.name) for t in result.tests}
     output = f"{result.stdout}\n{result.stderr}\n{result.detail}"
     if not result.tests:
-        if _COLLECT_FAIL.search(output) or result.exit_code in (0, 5):
-            found.append(Finding(flag="collection_failed", detail=f"no test results (exit code {result.exit_code})"))
-    elif expected:
+        if _COLLECT_FAIL.search(output) or result.exit_code == 5:
+            found.append(Finding(flag="collection_failed", detail=f"no test results: {result.detail[:200]}"))
+        elif result.exit_code == 0 and result.status == ExecStatus.FAILED:
+            found.append(Finding(flag="exit_trick", detail="the process exited 0 without reporting any test"))
+        return found
+    if expected:
         missing = expected - reported
         if missing:
             found.append(Finding(flag="missing_test_results", metric=len(missing) / len(expected),
                                  detail="no result for " + ", ".join(sorted(missing)[:5])))
+            if result.exit_code == 0:
+                found.append(Finding(flag="exit_trick", detail="the process exited 0 before every test reported"))
         forged = reported - expected
         if forged:
             found.append(Finding(flag="forged_results", metric=len(forged),
                                  detail="results for unknown tests " + ", ".join(sorted(forged)[:5])))
-    incomplete = not result.tests or result.passed < result.total or bool(expected and expected - reported)
-    if result.exit_code == 0 and incomplete:
-        found.append(Finding(flag="exit_trick", detail="exit code 0 while tests failed or are missing"))
     return found
 
 
