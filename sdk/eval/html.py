@@ -70,6 +70,13 @@ def _est_cells(sl: Mapping[str, Any], k: str) -> list[str]:
     return [fmt_est(sl["base"][k]), fmt_est(sl["tuned"][k]), fmt_est(sl["delta"][k], signed=True)]
 
 
+def _reward_cells(sl: Mapping[str, Any]) -> list[str]:
+    mr = sl.get("mean_reward") or {}
+    if not mr:
+        return ["-", "-", "-"]
+    return [fmt_est(mr["base"]), fmt_est(mr["tuned"]), fmt_est(mr["delta"], signed=True)]
+
+
 def _summary(r: Mapping[str, Any]) -> str:
     cb = r["cost_benefit"]
     gate = r.get("gate")
@@ -92,10 +99,11 @@ def _summary(r: Mapping[str, Any]) -> str:
 
 def _domains(r: Mapping[str, Any]) -> str:
     rows = [[d, sl["n_tasks"], *_est_cells(sl, "1")] for d, sl in r["by_domain"].items()]
-    split_rows = [[s, sl["n_tasks"], *_est_cells(sl, "1")] for s, sl in r["by_split"].items()]
+    split_rows = [[s, sl["n_tasks"], *_est_cells(sl, "1"), *_reward_cells(sl)] for s, sl in r["by_split"].items()]
     head = ("", "tasks", "base pass@1", "tuned pass@1", "delta")
     return _section("domains", "Per split and per domain",
-                    _table("split-table", ("split", *head[1:]), split_rows),
+                    _table("split-table", ("split", *head[1:], "base mean reward", "tuned mean reward",
+                                           "reward delta"), split_rows),
                     _table("domain-table", ("domain", *head[1:]), rows))
 
 

@@ -83,6 +83,12 @@ class EvalRow(Frozen):
         return len(self.rewards) - self.n
 
     @property
+    def mean_reward(self) -> float | None:
+        """Mean reward over judged samples, ``None`` when none was judged."""
+        judged = [r for r in self.rewards if r is not None]
+        return sum(judged) / len(judged) if judged else None
+
+    @property
     def pass_rate(self) -> float | None:
         """``c / n``, or ``None`` when no sample was judged."""
         return self.c / self.n if self.n else None
@@ -110,7 +116,9 @@ class SliceComparison(Frozen):
 
     ``delta[k]`` is tuned minus base over the same tasks, with a paired bootstrap interval.
     ``n_tasks`` counts the paired tasks of the slice; a k is missing when no task had k judged
-    samples for both models.
+    samples for both models. ``mean_reward`` (keys ``base``, ``tuned``, ``delta``) is the mean
+    judged reward per task, averaged over tasks: partial credit (tests passed, steps completed)
+    that pass@k hides; empty when no task was judged on both sides.
     """
 
     name: str
@@ -118,6 +126,7 @@ class SliceComparison(Frozen):
     base: dict[int, Estimate]
     tuned: dict[int, Estimate]
     delta: dict[int, Estimate]
+    mean_reward: dict[str, Estimate] = Field(default_factory=dict)
 
 
 Outcome = Literal["regression", "gain", "both", "neither", "unjudged"]

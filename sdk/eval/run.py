@@ -177,7 +177,13 @@ def _slice(name: str, pairs: list[tuple[EvalRow, EvalRow]], ks: list[int], opts:
         base[k] = bootstrap_ci(pb, **opts)
         tuned[k] = bootstrap_ci(pt, **opts)
         delta[k] = paired_bootstrap_ci(pb, pt, **opts)
-    return SliceComparison(name=name, n_tasks=len(pairs), base=base, tuned=tuned, delta=delta)
+    judged = [(b.mean_reward, t.mean_reward) for b, t in pairs if b.n and t.n]
+    reward = {}
+    if judged:
+        rb, rt = [b for b, _ in judged], [t for _, t in judged]
+        reward = {"base": bootstrap_ci(rb, **opts), "tuned": bootstrap_ci(rt, **opts),
+                  "delta": paired_bootstrap_ci(rb, rt, **opts)}
+    return SliceComparison(name=name, n_tasks=len(pairs), base=base, tuned=tuned, delta=delta, mean_reward=reward)
 
 
 def _diff(b: EvalRow, t: EvalRow, threshold: float) -> TaskDiff:

@@ -153,3 +153,25 @@ def test_compare_unpaired_duplicates_and_empty():
         compare(base + base[:1], tuned)
     with pytest.raises(EvalError, match="no task was evaluated for both"):
         compare(base, _rows("tuned", ["1"], start=10))
+
+
+def test_compare_mean_reward_gives_partial_credit():
+    base = _rows("base", ["0", "0"])
+    tuned = [r.model_copy(update={"rewards": (0.5,)}) for r in _rows("tuned", ["0", "0"])]
+    sl = compare(base, tuned).by_split["heldout"]
+    assert sl.delta[1].value == 0.0                        # pass@1 sees nothing
+    assert sl.mean_reward["delta"].value == pytest.approx(0.5)
+    assert sl.mean_reward["tuned"].n == 2
+
+
+def test_reward_result_from_sdk_rewards_fits_the_protocol():
+    result = pytest.importorskip("sdk.rewards.result")
+    ok = result.RewardResult(score=1.0, status=result.RewardStatus.OK)
+    hack = result.RewardResult(score=0.0, status=result.RewardStatus.SUSPECTED_HACKING, flags=("exit_zero",))
+    infra = result.RewardResult.not_judged(result.RewardStatus.INFRASTRUCTURE, "bwrap died")
+    assert isinstance(ok, RewardLike) and is_pass(ok)
+    assert not is_pass(hack) and not is_pass(infra)
+    rows = evaluate([make_task(0)], echo_generate(lambda q, j: "x"), lambda t, c: [hack, infra, ok][: len(c)],
+                    "tuned", 3, progress=False)
+    assert rows[0].statuses == ("suspected_hacking", "infrastructure", "ok")
+    assert (rows[0].n, rows[0].c, rows[0].flags[0]) == (2, 1, ("exit_zero",))
