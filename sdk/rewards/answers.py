@@ -89,6 +89,7 @@ def score_answer(verifier: AnswerVerifier, completion: str) -> RewardResult:
     from sdk.errors import RewardError
 
     if verifier.mode == "json":
+        expected = _json_expected(verifier)
         ok_json, value = parse_json(_THINK.sub("", completion or ""))
         answer_found = ok_json
     else:
@@ -115,13 +116,14 @@ def score_answer(verifier: AnswerVerifier, completion: str) -> RewardResult:
                               "set `expected` to a number, e.g. '42' or '3.5'")
         match = got is not None and abs(got - want) <= verifier.tolerance
     else:
-        match = _json_match(verifier, value)
+        match = _json_match(verifier, expected, value)
     detail = "" if match else f"answer does not match ({mode})"
     return RewardResult(score=1.0 if match else 0.0, components={"match": float(match), "answer_found": 1.0},
                         status=RewardStatus.OK if match else RewardStatus.FAILED, detail=detail)
 
 
-def _json_match(verifier: AnswerVerifier, value: Any) -> bool:
+def _json_expected(verifier: AnswerVerifier) -> Any:
+    """The expected JSON value (or schema, checked), before any completion is read."""
     from sdk.errors import RewardError
 
     try:
@@ -129,15 +131,22 @@ def _json_match(verifier: AnswerVerifier, value: Any) -> bool:
     except json.JSONDecodeError as exc:
         raise RewardError(f"json answer verifier's `expected` is not JSON: {exc.msg}",
                           "store the expected value (or the schema) as a JSON string") from exc
+    if verifier.json_schema:
+        import jsonschema
+
+        try:
+            jsonschema.validators.validator_for(expected).check_schema(expected)
+        except (jsonschema.SchemaError, TypeError) as exc:
+            raise RewardError(f"json answer verifier's schema is invalid: {getattr(exc, 'message', exc)}",
+                              "fix the JSON schema in `expected`") from exc
+    return expected
+
+
+def _json_match(verifier: AnswerVerifier, expected: Any, value: Any) -> bool:
     if not verifier.json_schema:
         return value == expected and _same_types(value, expected)
     import jsonschema
 
-    try:
-        jsonschema.validators.validator_for(expected).check_schema(expected)
-    except jsonschema.SchemaError as exc:
-        raise RewardError(f"json answer verifier's schema is invalid: {exc.message}",
-                          "fix the JSON schema in `expected`") from exc
     return jsonschema.validators.validator_for(expected)(expected).is_valid(value)
 
 

@@ -28,6 +28,7 @@ Deviation: partial credit goes only to code that the tests actually judged; a cr
 from __future__ import annotations
 
 import ast
+import logging
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -40,6 +41,7 @@ from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
 from sdk.tasks.records import AnswerVerifier, Language, ReferenceOnly, Task, UnitTestVerifier
 
+log = logging.getLogger(__name__)
 _NOT_REACHED = (ExecStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT,
                 ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT)
 _STATUS = {ExecStatus.COMPILE_ERROR: RewardStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR: RewardStatus.RUNTIME_ERROR,
@@ -95,7 +97,8 @@ def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sand
         limits: base resource limits (``timeout_s`` comes from each verifier).
         retries: how many times infrastructure failures are re-run before ``score=None``.
     Returns:
-        B :class:`RewardResult`; a sample whose scoring raised gets ``status=error, score=None``
+        B :class:`RewardResult`; a sample whose scoring raised (including a task whose answer
+        verifier is broken: ``RewardError``) gets ``status=error, score=None`` and a warning
         (one exception costs one sample, never the batch).
     Raises:
         RewardError: lengths differ or the weights are all zero (a configuration error).
@@ -150,9 +153,8 @@ def _run_one(sandbox: Sandbox, request: ExecRequest) -> ExecResult:
 def _safe_prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None) -> _Plan:
     try:
         return _prepare(task, completion, baseline, limits)
-    except RewardError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - one sample, not the batch
+    except Exception as exc:  # noqa: BLE001 - one sample (or one broken task), not the batch
+        log.warning("scoring a completion for task %s raised: %s", task.id, exc)
         return _Plan(task, done=RewardResult.not_judged(RewardStatus.ERROR, f"{type(exc).__name__}: {exc}"))
 
 

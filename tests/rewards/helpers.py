@@ -49,3 +49,13 @@ class FakeSandbox(Sandbox):
     def run(self, requests: list[ExecRequest]) -> list[ExecResult]:
         self.batches.append(list(requests))
         return [self.respond(r) for r in requests]
+
+
+def fake_factory() -> FakeSandbox:
+    """A picklable sandbox factory for :class:`~sdk.rewards.trl.SandboxReward` tests."""
+    return FakeSandbox()
+
+
+def flaky_factory() -> FakeSandbox:
+    """Every request is an infrastructure failure."""
+    return FakeSandbox(lambda req: ExecResult(status=ExecStatus.SANDBOX_ERROR, detail="worker lost"))

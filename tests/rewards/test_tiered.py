@@ -1,0 +1,166 @@
+"""The tiered reward against a scripted sandbox: tiers, batching, infrastructure (R2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdk.config import RewardConfig
+from sdk.errors import RewardError
+from sdk.rewards import tiered
+from sdk.rewards.result import RewardStatus
+from sdk.rewards.tiered import build_request, score_batch, score_completion
+from sdk.sandbox.contract import ExecResult, ExecStatus
+from sdk.tasks.records import Message, ReferenceOnly, Source, Task
+
+from .helpers import FakeSandbox, add_task, outcome, passing
+
+HONEST = "```python\ndef add(a, b):\n    return a + b\n```"
+W = RewardConfig()
+
+
+def test_honest_solution_gets_full_marks_and_every_component(fake):
+    r = score_completion(add_task(), HONEST, fake, W)
+    assert r.score == 1.0 and r.status == RewardStatus.OK
+    for key in ("parses", "runs", "tests", "visible_frac", "hidden_frac", "hidden_gap", "all_passed"):
+        assert key in r.components
+    assert r.components["visible_total"] == 2 and r.components["hidden_total"] == 1
+
+
+def test_batch_goes_to_the_sandbox_in_one_call(fake):
+    tasks = [add_task()] * 4 + [add_task(hidden=False)]
+    results = score_batch(tasks, [HONEST] * 5, fake, W)
+    assert [r.score for r in results] == [1.0] * 5
+    assert len(fake.batches) == 1 and len(fake.batches[0]) == 4 * 2 + 1
+
+
+def test_request_is_built_from_the_verifier():
+    task = add_task(files={"pkg/util.py": "X = 1\n"}, target_path="pkg/add.py", prelude="import math\n")
+    req = build_request(task.verifier, "def add(a, b):\n    return a + b\n")
+    v = task.verifier
+    assert (req.language, req.framework, req.tests, req.files) == (v.language, v.framework, v.tests, v.files)
+    assert (req.target_path, req.entry_point, req.prelude) == ("pkg/add.py", "add", "import math\n")
+    assert req.limits.timeout_s == v.timeout_s
+    assert build_request(v, "x", hidden=True).tests == v.hidden_tests
+
+
+def test_partial_credit_by_tier():
+    def one_visible_fails(req):
+        res = passing(req)
+        tests = tuple(outcome(t.name, "negative" not in t.name) for t in res.tests)
+        return ExecResult(status=ExecStatus.FAILED if len(tests) == 2 else ExecStatus.OK, tests=tests, exit_code=0)
+
+    r = score_completion(add_task(), HONEST, FakeSandbox(one_visible_fails), W)
+    # visible 1/2, hidden 1/1 -> tests (0.5 + 1) / 2 = 0.75
+    assert r.components["tests"] == 0.75
+    assert r.score == pytest.approx(0.05 + 0.05 + 0.9 * 0.75)
+    assert r.status == RewardStatus.FAILED
+
+
+def test_r2_infrastructure_is_none_and_genuine_failure_is_a_number():
+    def respond(req):
+        if "conn" in req.solution:
+            raise ConnectionError("sandbox worker unreachable")
+        if "slow" in req.solution:
+            return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail="verifier timed out")
+        return ExecResult(status=ExecStatus.FAILED, exit_code=0,
+                          tests=(outcome("test_add.py::test_small", False), outcome("test_add.py::test_negative", False)))
+
+    sandbox = FakeSandbox(respond)
+    comps = [f"```python\ndef add(a, b):\n    # {tag}\n    return a * b\n```" for tag in ("conn", "slow", "wrong")]
+    res = score_batch([add_task(hidden=False)] * 3, comps, sandbox, W)
+    assert [r.score for r in res[:2]] == [None, None]
+    assert all(r.status == RewardStatus.INFRASTRUCTURE for r in res[:2])
+    assert res[2].score == pytest.approx(0.1) and res[2].components["tests"] == 0.0
+    zero_credit = RewardConfig(parses=0, runs=0, tests=1)
+    assert score_batch([add_task(hidden=False)], comps[2:], sandbox, zero_credit)[0].score == 0.0
+
+
+def test_infrastructure_failures_are_retried():
+    calls = []
+
+    def flaky(req):
+        calls.append(req)
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR) if len(calls) == 1 else passing(req)
+
+    r = score_completion(add_task(hidden=False), HONEST, FakeSandbox(flaky), W)
+    assert r.score == 1.0 and len(calls) == 2
+
+
+def test_toolchain_unavailable_is_not_retried_and_not_zero():
+    sandbox = FakeSandbox(lambda req: ExecResult(status=ExecStatus.TOOLCHAIN_UNAVAILABLE, detail="no go"))
+    r = score_completion(add_task(hidden=False), HONEST, sandbox, W)
+    assert r.score is None and r.exec_status == ExecStatus.TOOLCHAIN_UNAVAILABLE
+    assert len(sandbox.batches) == 1
+
+
+@pytest.mark.parametrize("status, want", [(ExecStatus.TIMEOUT, RewardStatus.TIMEOUT),
+                                          (ExecStatus.MEMORY_LIMIT, RewardStatus.RESOURCE_LIMIT),
+                                          (ExecStatus.RUNTIME_ERROR, RewardStatus.RUNTIME_ERROR)])
+def test_runs_that_never_reach_the_tests_keep_only_the_parse_tier(status, want):
+    r = score_completion(add_task(hidden=False), HONEST, FakeSandbox(lambda req: ExecResult(status=status)), W)
+    assert r.status == want and r.score == pytest.approx(0.05)
+
+
+def test_truncated_output_is_never_scored_as_complete():
+    def flood(req):
+        return passing(req).model_copy(update={"status": ExecStatus.OUTPUT_LIMIT, "stdout_truncated": True})
+
+    r = score_completion(add_task(hidden=False), HONEST, FakeSandbox(flood), W)
+    assert r.components["tests"] == 0.0 and r.status == RewardStatus.RESOURCE_LIMIT
+
+
+def test_syntax_error_and_no_code_never_reach_the_sandbox(fake):
+    bad = score_completion(add_task(), "```python\ndef add(a, b)\n    return a + b\n```", fake, W)
+    none = score_completion(add_task(), "I don't know.", fake, W)
+    assert (bad.status, bad.score) == (RewardStatus.COMPILE_ERROR, 0.0)
+    assert (none.status, none.score) == (RewardStatus.NO_CODE, 0.0)
+    assert fake.batches == [] or all(b == [] for b in fake.batches)
+
+
+def test_regression_penalty_for_tests_that_passed_in_the_baseline():
+    baseline = ExecResult(status=ExecStatus.OK, tests=(outcome("test_add.py::test_small", True),
+                                                       outcome("test_add.py::test_negative", True)))
+
+    def now(req):
+        return ExecResult(status=ExecStatus.FAILED, tests=(outcome("test_add.py::test_small", True),
+                                                           outcome("test_add.py::test_negative", False)))
+
+    r = score_completion(add_task(hidden=False), HONEST, FakeSandbox(now), W, baseline=baseline)
+    assert r.components["regressions"] == 1.0
+    assert r.components["regression_penalty"] == pytest.approx(0.25)  # 0.5 * 1/2
+    assert r.score == pytest.approx(0.05 + 0.05 + 0.9 * 0.5 - 0.25)
+
+
+def test_side_effect_penalty(fake):
+    code = "```python\ndef add(a, b):\n    open('/tmp/marker', 'w').write('x')\n    return a + b\n```"
+    r = score_completion(add_task(), code, fake, W)
+    assert "side_effect" in r.flags and r.status == RewardStatus.OK
+    assert r.score == pytest.approx(1.0 - W.side_effect_penalty)
+
+
+def test_reference_only_task_is_not_verifiable(fake):
+    task = Task(domain="feedback/bot", prompt=(Message(role="user", content="hi"),), verifier=ReferenceOnly(),
+                source=Source(connector="t"))
+    r = score_completion(task, "hello", fake, W)
+    assert r.score is None and r.status == RewardStatus.NOT_VERIFIABLE
+
+
+def test_one_sample_that_breaks_the_scorer_costs_only_itself(fake, monkeypatch):
+    real = tiered.extract_code
+
+    def boom(completion, *a, **k):
+        if "boom" in completion:
+            raise RuntimeError("parser bug")
+        return real(completion, *a, **k)
+
+    monkeypatch.setattr(tiered, "extract_code", boom)
+    res = score_batch([add_task()] * 2, ["boom", HONEST], fake, W)
+    assert res[0].score is None and res[0].status == RewardStatus.ERROR and "parser bug" in res[0].detail
+    assert res[1].score == 1.0
+
+
+def test_configuration_errors_raise(fake):
+    with pytest.raises(RewardError):
+        score_batch([add_task()], [], fake, W)
+    with pytest.raises(RewardError):
+        score_batch([add_task()], [HONEST], fake, RewardConfig(parses=0, runs=0, tests=0))

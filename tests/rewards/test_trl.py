@@ -1,0 +1,91 @@
+"""SandboxReward as a TRL reward function: picklable, chat completions, None, the JSONL log."""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from types import SimpleNamespace
+
+import pytest
+
+from sdk.errors import RewardError
+from sdk.rewards.trl import SandboxReward, completion_text
+
+from .helpers import add_task, fake_factory, flaky_factory
+
+HONEST = "```python\ndef add(a, b):\n    return a + b\n```"
+WRONG = "```python\ndef add(a, b):\n    return a - b\n```"
+
+
+def test_name_seen_by_trl():
+    # TRL 1.16 names a reward column getattr(func, "__name__", type(func).__name__)
+    assert getattr(SandboxReward(sandbox_factory=fake_factory), "__name__") == "sandbox_reward"
+
+
+def test_picklable_before_and_after_use(tmp_path):
+    reward = SandboxReward(sandbox_factory=fake_factory, log_path=tmp_path / "r.jsonl")
+    clone = pickle.loads(pickle.dumps(reward))
+    task_json = [add_task().model_dump_json()]
+    assert clone(prompts=["p"], completions=[HONEST], task_json=task_json) == [1.0]
+    assert reward._sandbox is None  # lazily built, and only in the process that scores
+    reward(prompts=["p"], completions=[HONEST], task_json=task_json)
+    assert reward._sandbox is not None
+    again = pickle.loads(pickle.dumps(reward))  # a live sandbox never crosses the pickle
+    assert again._sandbox is None
+    assert again(prompts=["p"], completions=[HONEST], task_json=task_json) == [1.0]
+    assert again._sandbox is not None and again._sandbox is not reward._sandbox
+
+
+def test_chat_completions_and_log(tmp_path):
+    log = tmp_path / "logs" / "rewards.jsonl"
+    reward = SandboxReward(sandbox_factory=fake_factory, log_path=log)
+    task = add_task()
+    completions = [[{"role": "assistant", "content": HONEST}], [{"role": "assistant", "content": "no idea"}]]
+    metrics = {}
+    scores = reward(prompts=[[{"role": "user", "content": "q"}]] * 2, completions=completions, completion_ids=None,
+                    task_json=[task.model_dump_json()] * 2, trainer_state=SimpleNamespace(global_step=7),
+                    log_metric=lambda name, value: metrics.setdefault(name, value))
+    assert scores == [1.0, 0.0]
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["step"] for r in rows] == [7, 7] and rows[0]["task_id"] == task.id
+    assert rows[0]["components"]["tests"] == 1.0 and rows[1]["status"] == "no_code"
+    assert rows[0]["completion"] == HONEST
+    assert metrics["reward/unjudged_frac"] == 0.0
+
+
+def test_hacking_flags_reach_metrics_and_log(tmp_path):
+    log = tmp_path / "r.jsonl"
+    reward = SandboxReward(sandbox_factory=fake_factory, log_path=log)
+    cheat = "```python\nimport sys\ndef add(a, b):\n    sys.exit(0)\n```"
+    metrics = {}
+    scores = reward(["p"], [cheat], task_json=[add_task().model_dump_json()], log_metric=metrics.__setitem__)
+    assert scores == [0.0]
+    assert metrics["hacking/exit_trick"] == 1.0
+    assert json.loads(log.read_text())["flags"] == ["exit_trick"]
+
+
+def test_infrastructure_failure_is_none_which_trl_masks(tmp_path):
+    reward = SandboxReward(sandbox_factory=flaky_factory)
+    scores = reward(["p", "p"], [HONEST, WRONG], task_json=[add_task().model_dump_json()] * 2)
+    assert scores == [None, None]
+    # what TRL 1.16's _calculate_rewards does with them: NaN, then masked as unscorable
+    as_trl = [s if s is not None else math.nan for s in scores]
+    assert all(math.isnan(x) for x in as_trl)
+
+
+def test_bad_task_row_costs_one_sample():
+    reward = SandboxReward(sandbox_factory=fake_factory)
+    scores = reward(["p", "p"], [HONEST, HONEST], task_json=["{not a task", add_task().model_dump_json()])
+    assert scores == [None, 1.0]
+
+
+def test_missing_task_column_is_a_wiring_error():
+    with pytest.raises(RewardError, match="task_json"):
+        SandboxReward(sandbox_factory=fake_factory)(["p"], [HONEST])
+
+
+def test_completion_text_shapes():
+    assert completion_text("x") == "x"
+    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]) == "ab"
+    assert completion_text([{"role": "tool", "content": "t"}, {"role": "assistant", "content": "y"}]) == "y"
