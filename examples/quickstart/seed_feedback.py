@@ -27,6 +27,7 @@ What is in it (the shapes of shared/cases/CASES.md F1-F4):
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import sqlite3
@@ -34,7 +35,8 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 from feedback_data import HELPERS, OFF_TOPIC, PII_NOTES  # noqa: E402
 
 SEED = 20260302
@@ -96,9 +98,36 @@ def fenced(code: str) -> str:
     return f"```python\n{code}\n```"
 
 
-def make_prompt(rng: random.Random, name: str, params: str, doc: str) -> str:
-    """A user request in one of three styles: pasted stub, direct ask, casual."""
-    style = rng.choice(("stub", "ask", "casual"))
+def module_imports(module: str) -> str:
+    """The import block of ``acme_ledger/<module>.py``, one statement a line, as the IDE shows it."""
+    source = (HERE / "acme_ledger" / f"{module}.py").read_text(encoding="utf-8")
+    nodes = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return "".join(ast.get_source_segment(source, n) + "\n" for n in nodes)
+
+
+def ide_prompt(module: str, name: str, params: str, doc: str) -> str:
+    """The IDE plug-in's "write this function in this file" template.
+
+    It mirrors the task prompt of tuneloop's pytest connector (``connectors/pytest_suite.py``,
+    ``context: signature``), so SFT rows from feedback and evaluation prompts share one format;
+    ``tests/examples/test_quickstart_content.py`` checks that the two stay identical.
+    """
+    stub = f'def {name}({params}) -> Result:\n    """{doc}"""\n    ...'
+    return (
+        f"Write the function `{name}` of `acme_ledger/{module}.py`. Reply with the complete `def {name}` "
+        f"definition in one ```python block.\n\n{fenced(module_imports(module) + chr(10) + chr(10) + stub)}"
+    )
+
+
+def make_prompt(rng: random.Random, module: str, name: str, params: str, doc: str) -> str:
+    """A user request in one of four styles.
+
+    ``ide``: :func:`ide_prompt`; ``stub``: a pasted stub; ``ask``: a direct request;
+    ``casual``: a one-liner.
+    """
+    style = rng.choice(("ide", "ide", "stub", "ask", "casual"))
+    if style == "ide":
+        return ide_prompt(module, name, params, doc)
     if style == "stub":
         stub = f'def {name}({params}) -> Result:\n    """{doc}"""'
         return f"Implement this acme_ledger helper:\n{fenced(stub)}"
@@ -156,7 +185,7 @@ def _requests(rng: random.Random, users: list[dict]) -> list[dict]:
     """One dict per assistant answer: who asked, when, what, and the kind of feedback."""
     asks = []
     kinds, weights = zip(*KINDS)
-    for name, params, doc, body in HELPERS:
+    for module, name, params, doc, body in [(m, *h) for m, helpers in HELPERS.items() for h in helpers]:
         for _ in range(rng.choice((2, 3, 3, 4))):
             kind = rng.choices(kinds, weights)[0]
             code = (
@@ -171,7 +200,7 @@ def _requests(rng: random.Random, users: list[dict]) -> list[dict]:
                     "helper": name,
                     "user": rng.choice(users),
                     "app": APP,
-                    "prompt": make_prompt(rng, name, params, doc),
+                    "prompt": make_prompt(rng, module, name, params, doc),
                     "response": intro + fenced(code),
                     "correction": fenced(good_version(name, params, doc, body)),
                     "when": START + timedelta(seconds=rng.randint(0, 20 * 86400), milliseconds=rng.randint(0, 999)),
@@ -266,7 +295,7 @@ def write_db(path: Path, rows: list[dict]) -> None:
 
 def main(argv: list[str]) -> int:
     """Entry point: ``seed_feedback.py [PATH]``; prints the row count and the path."""
-    path = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent / "feedback.db"
+    path = Path(argv[1]) if len(argv) > 1 else HERE / "feedback.db"
     rows = build_rows()
     write_db(path, rows)
     print(f"wrote {len(rows)} rows of chat_feedback to {path}")

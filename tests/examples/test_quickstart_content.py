@@ -266,3 +266,22 @@ def test_feedback_has_personal_data_and_nested_ratings(feedback):
     assert len(nested) >= 10
     assert all(m["rating"] == r["rating"] and 0 <= m["details"]["rating"] <= 10 for m, r in nested)
     assert any("rating" in m and m["rating"] is None for m in metas)
+
+
+def test_ide_style_feedback_prompts_match_the_task_prompt_format():
+    """Train and evaluation prompts must share one format (shared/DESIGN.md): the seed's IDE
+    template must render a package function exactly as the pytest connector's task prompt."""
+    pytest.importorskip("connectors.pytest_suite")
+    from connectors.pytest_suite import PytestSuiteSource
+
+    sys.path.insert(0, str(QS))
+    try:
+        import seed_feedback
+    finally:
+        sys.path.remove(str(QS))
+    result = PytestSuiteSource({"path": ".", "package": "acme_ledger", "tests": "tests"}, QS, "acme").read()
+    assert len(result.tasks) == len(public_functions()) and not result.quarantined
+    by_name = {t.verifier.entry_point: t for t in result.tasks}
+    for module, name, params, doc in [("money", "add_cents", "a: Money, b: Money", "Sum of two amounts."),
+                                      ("dates", "add_days", "d: date, n: int", "The date n days after d; NEGATIVE if n < 0.")]:
+        assert seed_feedback.ide_prompt(module, name, params, doc) == by_name[name].prompt[-1].content
