@@ -1,0 +1,178 @@
+"""The feedback collector: a FastAPI service over the store (issue 5, part 3).
+
+Endpoints (all need an application's API key in ``X-API-Key`` or ``Authorization: Bearer``):
+
+- ``POST /v1/interactions``: record an LLM call (messages, model, latency, ids) → 201 ``{id}``;
+- ``POST /v1/feedback``: rate an interaction (by our id or the caller's ``external_id``);
+- ``POST /v1/corrections``: attach a corrected response;
+- ``GET /v1/feedback?after=&limit=``: the application's feedback, keyset-paginated by id;
+- ``GET /healthz``: liveness (no key).
+
+Every write needs an ``Idempotency-Key`` header (after Stripe's API): the first response is
+stored with the write in one transaction; a retry with the same key and body replays it
+(``replayed: true``) and writes nothing; the same key with another body is ``409``. Two
+concurrent requests with one key are resolved by the unique constraint: one commits, the
+other rolls back and replays. Errors are JSON ``{"error", "fix"}`` with 400/401/404/409/422.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable
+
+import sqlalchemy as sa
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from feedback.schemas import CorrectionIn, Created, FeedbackIn, FeedbackOut, InteractionIn, Page
+from feedback.store import (ApiKey, ChatMessage, Correction, FeedbackEvent, IdempotencyRecord, Interaction,
+                            hash_key, sessions)
+
+
+class ApiError(Exception):
+    """An HTTP error with a ``fix`` hint, rendered as ``{"error", "fix"}``."""
+
+    def __init__(self, status: int, error: str, fix: str) -> None:
+        super().__init__(error)
+        self.status, self.error, self.fix = status, error, fix
+
+
+def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -> FastAPI:
+    """The collector app over the store at ``url`` (migrated to the latest schema when ``upgrade``).
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the database cannot be reached at start-up.
+    """
+    factory = sessions(url, upgrade=upgrade)
+    app = FastAPI(title="tuneloop feedback collector", version="1")
+    app.state.sessions = factory
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"error": exc.error, "fix": exc.fix}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or 'body'}: {e['msg']}" for e in exc.errors())
+        return JSONResponse({"error": f"invalid request: {problems}", "fix": "see the API schema at /docs"},
+                            status_code=422)
+
+    def db() -> Any:
+        with factory() as session:
+            yield session
+
+    def application(session: Session = Depends(db), x_api_key: str | None = Header(None),
+                    authorization: str | None = Header(None)) -> int:
+        key = x_api_key or (authorization[7:] if authorization and authorization.lower().startswith("bearer ") else None)
+        if not key:
+            raise ApiError(401, "missing API key", "send it in the X-API-Key header")
+        row = session.scalars(sa.select(ApiKey).where(ApiKey.key_hash == hash_key(key))).one_or_none()
+        if row is None or row.revoked_at is not None:
+            raise ApiError(401, "unknown or revoked API key", "create a key with feedback.store.create_api_key")
+        return row.application_id
+
+    def idem_key(idempotency_key: str | None = Header(None)) -> str:
+        if not idempotency_key or len(idempotency_key) > 200:
+            raise ApiError(400, "missing or over-long Idempotency-Key header",
+                           "send a unique Idempotency-Key (<= 200 chars) with every write; reuse it on retries")
+        return idempotency_key
+
+    def write(session: Session, app_id: int, key: str, body: Any, do: Callable[[], int]) -> JSONResponse:
+        digest = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+        replay = _replay(session, app_id, key, digest)
+        if replay is not None:
+            return replay
+        try:
+            new_id = do()
+            payload = Created(id=new_id).model_dump()
+            session.add(IdempotencyRecord(application_id=app_id, key=key, request_hash=digest, status_code=201,
+                                          response=json.dumps(payload)))
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            replay = _replay(session, app_id, key, digest)
+            if replay is None:
+                raise ApiError(409, "the write conflicts with existing data (duplicate external_id?)",
+                               "use a new external_id, or the same Idempotency-Key to retry") from None
+            return replay
+        return JSONResponse(payload, status_code=201)
+
+    def target(session: Session, app_id: int, body: Any) -> int:
+        cond = Interaction.id == body.interaction_id if body.interaction_id is not None else Interaction.external_id == body.external_id
+        found = session.scalars(sa.select(Interaction.id).where(cond, Interaction.application_id == app_id)).one_or_none()
+        if found is None:
+            raise ApiError(404, "no such interaction for this application", "record it with POST /v1/interactions first")
+        return found
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/v1/interactions", status_code=201, response_model=Created)
+    def post_interaction(body: InteractionIn, session: Session = Depends(db), app_id: int = Depends(application),
+                         key: str = Depends(idem_key)) -> JSONResponse:
+        def do() -> int:
+            row = Interaction(application_id=app_id, external_id=body.external_id, conversation_id=body.conversation_id,
+                              user_id=body.user_id, model=body.model, latency_ms=body.latency_ms)
+            session.add(row)
+            session.flush()
+            session.add_all(ChatMessage(interaction_id=row.id, position=i, role=m.role, content=m.content,
+                                        tool_calls=json.dumps(m.tool_calls) if m.tool_calls is not None else None)
+                            for i, m in enumerate(body.messages))
+            return row.id
+        return write(session, app_id, key, body, do)
+
+    @app.post("/v1/feedback", status_code=201, response_model=Created)
+    def post_feedback(body: FeedbackIn, session: Session = Depends(db), app_id: int = Depends(application),
+                      key: str = Depends(idem_key)) -> JSONResponse:
+        def do() -> int:
+            row = FeedbackEvent(application_id=app_id, interaction_id=target(session, app_id, body), user_id=body.user_id,
+                                rating=body.rating, scale=body.scale, comment=body.comment)
+            session.add(row)
+            session.flush()
+            return row.id
+        return write(session, app_id, key, body, do)
+
+    @app.post("/v1/corrections", status_code=201, response_model=Created)
+    def post_correction(body: CorrectionIn, session: Session = Depends(db), app_id: int = Depends(application),
+                        key: str = Depends(idem_key)) -> JSONResponse:
+        def do() -> int:
+            row = Correction(application_id=app_id, interaction_id=target(session, app_id, body), user_id=body.user_id,
+                             content=body.content)
+            session.add(row)
+            session.flush()
+            return row.id
+        return write(session, app_id, key, body, do)
+
+    @app.get("/v1/feedback", response_model=Page)
+    def list_feedback(after: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
+                      session: Session = Depends(db), app_id: int = Depends(application)) -> Page:
+        rows = session.scalars(sa.select(FeedbackEvent).where(FeedbackEvent.application_id == app_id,
+                                                              FeedbackEvent.id > after)
+                               .order_by(FeedbackEvent.id).limit(limit + 1)).all()
+        items = [FeedbackOut.model_validate(r, from_attributes=True) for r in rows[:limit]]
+        return Page(items=items, next_after=items[-1].id if len(rows) > limit else None)
+
+    return app
+
+
+def _replay(session: Session, app_id: int, key: str, digest: str) -> JSONResponse | None:
+    rec = session.scalars(sa.select(IdempotencyRecord).where(IdempotencyRecord.application_id == app_id,
+                                                             IdempotencyRecord.key == key)).one_or_none()
+    if rec is None:
+        return None
+    if rec.request_hash != digest:
+        raise ApiError(409, "this Idempotency-Key was used with a different request body",
+                       "use a new Idempotency-Key for a new write")
+    return JSONResponse({**json.loads(rec.response), "replayed": True}, status_code=rec.status_code)
+
+
+def serve(url: str = "sqlite:///feedback_store.db", host: str = "127.0.0.1", port: int = 8700) -> None:
+    """Run the collector with uvicorn until interrupted (``tuneloop feedback serve``)."""
+    import uvicorn
+
+    uvicorn.run(create_app(url), host=host, port=port, log_level="info")

@@ -1,0 +1,212 @@
+"""tuneloop's own feedback store: SQLAlchemy 2.0 typed ORM (issue 5, part 2).
+
+Tables: applications and their API keys (only a SHA-256 hash and an 8-char prefix are kept),
+interactions (one LLM call: model, latency, conversation, user) with their messages, feedback
+events (ratings on a declared scale), corrections, idempotency records for every write,
+ingestion cursors (watermarks of incremental readers), and training runs and adapters with
+lineage (task-set hash, config, base model, parent adapter, evaluation).
+
+The schema is created and upgraded by the Alembic migrations shipped in
+``feedback/migrations`` (:func:`migrate`); SQLite by default (WAL mode, busy timeout),
+PostgreSQL in production. ORM objects stay in ``feedback``; the service turns them into
+pydantic records (:mod:`feedback.schemas`) before they leave.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, event
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+
+
+def utcnow() -> datetime:
+    """Aware current UTC time."""
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the store."""
+
+
+class Application(Base):
+    """An application that sends feedback (one per product/assistant)."""
+
+    __tablename__ = "applications"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    keys: Mapped[list["ApiKey"]] = relationship(back_populates="application")
+
+
+class ApiKey(Base):
+    """An API key of an application; the key itself is never stored, only its SHA-256."""
+
+    __tablename__ = "api_keys"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    application_id: Mapped[int] = mapped_column(ForeignKey("applications.id"), index=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    application: Mapped[Application] = relationship(back_populates="keys")
+
+
+class Interaction(Base):
+    """One production LLM call. ``external_id`` is the caller's id (e.g. a LangChain run id)."""
+
+    __tablename__ = "interactions"
+    __table_args__ = (UniqueConstraint("application_id", "external_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    application_id: Mapped[int] = mapped_column(ForeignKey("applications.id"), index=True)
+    external_id: Mapped[str | None] = mapped_column(String(200))
+    conversation_id: Mapped[str | None] = mapped_column(String(200), index=True)
+    user_id: Mapped[str | None] = mapped_column(String(200))
+    model: Mapped[str | None] = mapped_column(String(200))
+    latency_ms: Mapped[float | None]
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow, index=True)
+    messages: Mapped[list["ChatMessage"]] = relationship(back_populates="interaction", order_by="ChatMessage.position")
+
+
+class ChatMessage(Base):
+    """A message of an interaction; ``tool_calls`` is JSON text or NULL."""
+
+    __tablename__ = "messages"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    interaction_id: Mapped[int] = mapped_column(ForeignKey("interactions.id"), index=True)
+    position: Mapped[int]
+    role: Mapped[str] = mapped_column(String(20))
+    content: Mapped[str] = mapped_column(Text)
+    tool_calls: Mapped[str | None] = mapped_column(Text)
+    interaction: Mapped[Interaction] = relationship(back_populates="messages")
+
+
+class FeedbackEvent(Base):
+    """A rating of an interaction by a user; ``rating`` in the units of ``scale``."""
+
+    __tablename__ = "feedback_events"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    application_id: Mapped[int] = mapped_column(ForeignKey("applications.id"), index=True)
+    interaction_id: Mapped[int] = mapped_column(ForeignKey("interactions.id"), index=True)
+    user_id: Mapped[str | None] = mapped_column(String(200))
+    rating: Mapped[float | None]
+    scale: Mapped[str] = mapped_column(String(20))
+    comment: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow, index=True)
+
+
+class Correction(Base):
+    """A user's corrected response for an interaction."""
+
+    __tablename__ = "corrections"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    application_id: Mapped[int] = mapped_column(ForeignKey("applications.id"), index=True)
+    interaction_id: Mapped[int] = mapped_column(ForeignKey("interactions.id"), index=True)
+    user_id: Mapped[str | None] = mapped_column(String(200))
+    content: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+
+
+class IdempotencyRecord(Base):
+    """The first response to a write with this key; a retry with the same key replays it."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("application_id", "key"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    application_id: Mapped[int] = mapped_column(ForeignKey("applications.id"))
+    key: Mapped[str] = mapped_column(String(200))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    status_code: Mapped[int]
+    response: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+
+
+class IngestionCursor(Base):
+    """Watermark of an incremental reader, by name."""
+
+    __tablename__ = "ingestion_cursors"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    watermark: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class TrainingRun(Base):
+    """One training run: the task set and config behind it."""
+
+    __tablename__ = "training_runs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    taskset_hash: Mapped[str] = mapped_column(String(64), index=True)
+    base_model: Mapped[str] = mapped_column(String(300))
+    config_json: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="running")
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    adapters: Mapped[list["Adapter"]] = relationship(back_populates="run")
+
+
+class Adapter(Base):
+    """A LoRA adapter produced by a run, with its parent adapter (lineage) and evaluation."""
+
+    __tablename__ = "adapters"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    training_run_id: Mapped[int] = mapped_column(ForeignKey("training_runs.id"), index=True)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("adapters.id"))
+    path: Mapped[str] = mapped_column(Text)
+    eval_json: Mapped[str | None] = mapped_column(Text)
+    promoted: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    run: Mapped[TrainingRun] = relationship(back_populates="adapters")
+
+
+def make_engine(url: str) -> sa.Engine:
+    """An engine; SQLite gets WAL, a 30 s busy timeout and foreign keys on."""
+    engine = sa.create_engine(url, connect_args={"timeout": 30} if url.startswith("sqlite") else {})
+    if engine.dialect.name == "sqlite":
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+    return engine
+
+
+def migrate(url: str, revision: str = "head") -> None:
+    """Bring the database at ``url`` to ``revision`` with the shipped Alembic migrations."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    cfg.attributes["url"] = url
+    command.upgrade(cfg, revision)
+
+
+def sessions(url: str, upgrade: bool = True) -> sessionmaker[Session]:
+    """A session factory for ``url``, migrating the schema first when ``upgrade``."""
+    if upgrade:
+        migrate(url)
+    return sessionmaker(make_engine(url), expire_on_commit=False)
+
+
+def hash_key(key: str) -> str:
+    """SHA-256 hex of an API key (keys are 256-bit random, so no salt or slow hash is needed)."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def create_api_key(session: Session, app_name: str) -> str:
+    """Create (or reuse) application ``app_name`` and a new API key for it; returns the key once."""
+    app = session.scalars(sa.select(Application).where(Application.name == app_name)).one_or_none()
+    if app is None:
+        app = Application(name=app_name)
+        session.add(app)
+        session.flush()
+    key = "tl_" + secrets.token_urlsafe(32)
+    session.add(ApiKey(application_id=app.id, prefix=key[:8], key_hash=hash_key(key)))
+    session.commit()
+    return key
