@@ -96,7 +96,8 @@ def prlimit_args(limits: Limits, with_nproc: bool) -> list[str]:
 
 
 def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, uid: int | None,
-           stdin: bytes = b"", report: bool = False, timeout_s: float | None = None) -> RawRun:
+           stdin: bytes = b"", report: bool = False, timeout_s: float | None = None,
+           pass_fds: tuple[int, ...] = ()) -> RawRun:
     """Run ``argv`` under ``limits`` and return what happened.
 
     Args:
@@ -106,6 +107,7 @@ def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, ui
         limits: see :class:`~sdk.sandbox.contract.Limits`; ``timeout_s`` overrides its timeout.
         uid: run as this uid/gid (caller must be root), or None to keep the caller's.
         stdin: bytes written to the command's stdin, which is then closed.
+        pass_fds: extra descriptors the command inherits (e.g. bwrap's seccomp program).
     Raises:
         SandboxError: the command could not be started at all.
     """
@@ -117,7 +119,7 @@ def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, ui
     try:
         proc = subprocess.Popen(prlimit_args(limits, uid is not None) + argv, cwd=cwd, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                pass_fds=(wfd,) if report else (), start_new_session=True,
+                                pass_fds=((wfd,) if report else ()) + tuple(pass_fds), start_new_session=True,
                                 close_fds=True, **ids)
     except OSError as exc:
         for fd in (rfd, wfd):

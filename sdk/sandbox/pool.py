@@ -20,7 +20,6 @@ from sdk.errors import SandboxError
 from sdk.sandbox import python_lang
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
 from sdk.sandbox.launch import RawRun
-from sdk.sandbox.pyruntime import runtime_dir
 from sdk.sandbox.uids import lease_uids
 from sdk.sandbox.workspace import Workspace
 from sdk.tasks.records import Language
@@ -36,6 +35,9 @@ class Backend(Protocol):
 
     def python(self, uid: int | None) -> str | None:
         """Interpreter path usable in this backend, or None when there is none."""
+
+    def runtime(self) -> str:
+        """Where the runtime folder (runner + pytest) is seen by the sandboxed process."""
 
     def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
             timeout_s: float | None = None) -> RawRun:
@@ -142,7 +144,7 @@ class LocalSandbox(Sandbox):
         if python is None:
             return ExecResult(status=ExecStatus.TOOLCHAIN_UNAVAILABLE,
                               detail=f"no Python interpreter usable by the {self.backend.name} backend")
-        argv = [python, "-I", "-S", "-B", str(runtime_dir() / "tl_runner.py"), "--fd", "{report_fd}", *p.argv]
+        argv = [python, "-I", "-S", "-B", self.backend.runtime() + "/tl_runner.py", "--fd", "{report_fd}", *p.argv]
         with Workspace(p.files, uid) as ws:
             raw = self.backend.run(argv, ws, req.limits, uid, (p.nonce + "\n").encode())
         return python_lang.verdict(req, raw, p.nonce)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sdk.sandbox.contract import Limits
 from sdk.sandbox.launch import RawRun, launch
 from sdk.sandbox.pool import sandbox_env
-from sdk.sandbox.pyruntime import process_interpreter
+from sdk.sandbox.pyruntime import process_interpreter, runtime_dir
 from sdk.sandbox.workspace import Workspace
 
 
@@ -20,6 +20,9 @@ class ProcessBackend:
 
     def python(self, uid: int | None) -> str | None:
         return process_interpreter(unprivileged=uid is not None)
+
+    def runtime(self) -> str:
+        return str(runtime_dir())
 
     def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
             timeout_s: float | None = None) -> RawRun:

@@ -15,6 +15,7 @@ The verdict only comes from nonce-tagged events written by the runner; an exit c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import signal
@@ -89,6 +90,8 @@ def verdict(req: ExecRequest, raw: RawRun, nonce: str) -> ExecResult:
     events = _events(raw.report, nonce)
     tests = tuple(TestOutcome(name=e.get("name", "?"), outcome=e.get("outcome", "error"),
                               message=str(e.get("message", ""))) for e in events if e.get("event") == "test")
+    reported = max([float(e.get("cpu_s") or 0) for e in events if e.get("event") == "usage"] + [0.0])
+    raw = dataclasses.replace(raw, cpu_s=max(raw.cpu_s, reported))
     status, detail = _status(req, raw, events, tests)
     return ExecResult(status=status, tests=tests, exit_code=raw.exit_code,
                       stdout=raw.stdout.decode("utf-8", "replace"), stderr=raw.stderr.decode("utf-8", "replace"),

@@ -27,7 +27,17 @@ def process_sandbox():
     sb.close()
 
 
-@pytest.fixture(params=["process"])
+@pytest.fixture(params=["process", "bubblewrap"])
 def sandbox(request):
     """Every backend that works here (bubblewrap joins when available)."""
     return request.getfixturevalue(f"{request.param}_sandbox")
+
+
+@pytest.fixture(scope="session")
+def bubblewrap_sandbox():
+    try:
+        sb = make_sandbox(SandboxConfig(backend="bubblewrap", concurrency=2, cache=False))
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"bubblewrap unavailable here: {exc}")
+    yield sb
+    sb.close()

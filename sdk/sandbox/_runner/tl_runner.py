@@ -130,12 +130,29 @@ def main():
     sys.path[:0] = [here, os.getcwd()]
     sys.dont_write_bytecode = True
     chan.emit(event="start", python=sys.version.split()[0])
-    if opts["mode"] == "pytest":
-        run_pytest(chan, tests)
-    else:
-        run_script(chan, opts["target"], tests[0], opts["entry"])
+    try:
+        if opts["mode"] == "pytest":
+            run_pytest(chan, tests)
+        else:
+            run_script(chan, opts["target"], tests[0], opts["entry"])
+    finally:
+        _usage(chan)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def _usage(chan):
+    """CPU seconds of this process and its reaped children (informational: bwrap's pid
+    namespace hides them from the parent's wait4)."""
+    try:
+        import resource
+        total = 0.0
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+            ru = resource.getrusage(who)
+            total += ru.ru_utime + ru.ru_stime
+        chan.emit(event="usage", cpu_s=round(total, 4))
+    except Exception:  # noqa: BLE001 - best effort only
+        pass
 
 
 if __name__ == "__main__":

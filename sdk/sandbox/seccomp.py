@@ -1,0 +1,65 @@
+"""The seccomp filter bubblewrap installs (``--seccomp FD``), built with ``pyseccomp``.
+
+Default action: allow. Denied with ``EPERM`` (the program sees an ordinary error, so a
+language runtime that probes a feature keeps working): ptrace, process_vm_readv/writev,
+mount/umount2/pivot_root/chroot, unshare/setns, keyctl/add_key/request_key, bpf,
+perf_event_open, userfaultfd, io_uring_* (io_uring can open sockets past seccomp), module and
+kexec loading, reboot, swapon/off, open_by_handle_at. ``socket()`` is denied with ``EACCES``
+for every address family except ``AF_UNIX`` (runtimes use Unix socketpairs internally; the
+network namespace has no route anyway). Compiled once per process into a private file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import os
+import shutil
+import socket
+import tempfile
+import threading
+
+from sdk.errors import SandboxError
+
+DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
+          "unshare", "setns", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+          "io_uring_setup", "io_uring_enter", "io_uring_register", "init_module", "finit_module",
+          "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "open_by_handle_at",
+          "fanotify_init", "name_to_handle_at")
+_lock = threading.Lock()
+_path: str | None = None
+
+
+def build_filter():
+    """The ``pyseccomp.SyscallFilter`` described in the module docstring.
+
+    Raises:
+        SandboxError: pyseccomp or libseccomp is missing.
+    """
+    try:
+        import pyseccomp as sc  # noqa: PLC0415
+        filt = sc.SyscallFilter(defaction=sc.ALLOW)
+    except Exception as exc:  # noqa: BLE001 - ImportError or OSError from loading libseccomp
+        raise SandboxError(f"seccomp is unavailable: {exc}",
+                           "pip install pyseccomp and apt-get install libseccomp2") from exc
+    for name in DENIED:
+        try:
+            filt.add_rule(sc.ERRNO(errno.EPERM), name)
+        except Exception:  # noqa: BLE001 - a syscall this architecture does not have
+            continue
+    filt.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    return filt
+
+
+def seccomp_bpf_path() -> str:
+    """Path of the compiled BPF program (0600, in a private 0700 folder; built once)."""
+    global _path
+    with _lock:
+        if _path is None or not os.path.exists(_path):
+            folder = tempfile.mkdtemp(prefix="tuneloop-seccomp-")
+            atexit.register(shutil.rmtree, folder, True)
+            path = os.path.join(folder, "filter.bpf")
+            with open(path, "wb") as fh:
+                build_filter().export_bpf(fh)
+            _path = path
+        return _path
