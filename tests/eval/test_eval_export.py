@@ -10,8 +10,8 @@ from sdk.errors import ModelError
 from sdk.eval.export import export_merged, lora_serve_command
 
 
-@pytest.fixture
-def base_and_adapter(tmp_path):
+@pytest.fixture(scope="module")
+def base_and_adapter(tmp_path_factory):
     from peft import LoraConfig, get_peft_model
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -25,7 +25,8 @@ def base_and_adapter(tmp_path):
                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
                       pad_token_id=0, eos_token_id=1, bos_token_id=None)
     base = LlamaForCausalLM(cfg)
-    base_dir, adapter_dir = tmp_path / "base", tmp_path / "adapter"
+    root = tmp_path_factory.mktemp("export")
+    base_dir, adapter_dir = root / "base", root / "adapter"
     base.save_pretrained(base_dir)
     fast.save_pretrained(base_dir)
     peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))

@@ -1,0 +1,48 @@
+"""report_from_run reads the pipeline's run-folder layout and writes the report there."""
+
+import json
+
+import pytest
+
+from eval_rows import make_rows
+from sdk.config import GateConfig
+from sdk.eval.from_run import report_from_run
+from sdk.eval.records import EvalError, save_rows
+from sdk.tasks.records import Split
+
+
+def write_json(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_report_from_run_folder(tmp_path):
+    save_rows(tmp_path / "eval" / "base.jsonl", make_rows("base", ["0", "0", "1"]) + make_rows("base", ["1"], Split.OOD))
+    save_rows(tmp_path / "eval" / "tuned.jsonl", make_rows("tuned", ["1", "1", "1"]) + make_rows("tuned", ["1"], Split.OOD))
+    write_json(tmp_path / "tasks" / "counts.json", {"version": "abc123", "splits": {
+        "train": {"python/billing": 9}, "heldout": {"python/billing": 3}, "quarantined": {"reference fails": 2}}})
+    write_json(tmp_path / "sft" / "log_history.json", [{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2}])
+    write_json(tmp_path / "state" / "sft.json", {"fingerprint": "f", "stats": {
+        "stage": "sft", "wall_s": 50.0, "cpu_s": 90.0, "tokens_trained": 1000, "tokens_generated": 0, "rows": 9}})
+    write_json(tmp_path / "state" / "eval.json", {"fingerprint": "f", "stats": {
+        "stage": "eval", "wall_s": 20.0, "cpu_s": 30.0, "tokens_generated": 400, "tasks": 4}})
+    report, gate, jpath, hpath = report_from_run(tmp_path, GateConfig(enabled=True, min_heldout_gain=0.5),
+                                                 meta={"model": "tiny"}, n_resamples=100)
+    assert jpath == tmp_path / "report.json" and hpath.is_file()
+    assert report["meta"] == {"run_dir": str(tmp_path), "task_set": "abc123", "model": "tiny"}
+    assert [s["stage"] for s in report["cost"]["stages"]] == ["sft", "eval"]
+    assert report["cost_benefit"]["points"][1]["compute_s"] == 90.0
+    assert report["training"]["sft"]["loss"] == [[1.0, 1.0], [2.0, 0.5]]
+    assert report["tasks"]["quarantined"] == {"reference fails": 2}
+    assert gate.passed and gate.heldout_gain == pytest.approx(2 / 3)
+
+
+def test_report_from_run_needs_both_row_files(tmp_path):
+    save_rows(tmp_path / "eval" / "base.jsonl", make_rows("base", ["0"]))
+    with pytest.raises(EvalError, match="tuned.jsonl is missing"):
+        report_from_run(tmp_path, GateConfig())
+    save_rows(tmp_path / "eval" / "tuned.jsonl", make_rows("tuned", ["0"]))
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "counts.json").write_text("{broken")
+    with pytest.raises(EvalError, match="not valid JSON"):
+        report_from_run(tmp_path, GateConfig())
