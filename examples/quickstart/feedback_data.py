@@ -158,10 +158,10 @@ HELPERS: dict[str, list[tuple[str, str, str, list[str]]]] = {
             ["if not inv.lines:", "    return err(ErrorCode.EMPTY)", "return ok(inv.lines[0])"],
         ),
         (
-            "mark_unpaid",
+            "clear_lines",
             "inv: Invoice",
-            "inv marked unpaid; INVALID if it is not paid.",
-            ["if not inv.paid:", "    return err(ErrorCode.INVALID)", "return ok(replace(inv, paid=False))"],
+            "inv without any lines; CLOSED if it is paid.",
+            ["if inv.paid:", "    return err(ErrorCode.CLOSED)", "return ok(replace(inv, lines=()))"],
         ),
         (
             "set_quantity",
@@ -182,10 +182,10 @@ HELPERS: dict[str, list[tuple[str, str, str, list[str]]]] = {
             ["return ok(sum(1 for i in invs if i.paid))"],
         ),
         (
-            "invoice_numbers",
+            "total_lines",
             "invs: list[Invoice]",
-            "The numbers of the invoices, in order.",
-            ["return ok([i.number for i in invs])"],
+            "Number of lines over all the invoices.",
+            ["return ok(sum(len(i.lines) for i in invs))"],
         ),
         (
             "has_sku",
@@ -208,8 +208,8 @@ HELPERS: dict[str, list[tuple[str, str, str, list[str]]]] = {
         (
             "shout",
             "text: str",
-            "text trimmed and upper-cased; EMPTY if blank.",
-            ["if not text.strip():", "    return err(ErrorCode.EMPTY)", "return ok(text.strip().upper())"],
+            "text upper-cased with '!' added; EMPTY if text is empty.",
+            ["if not text:", "    return err(ErrorCode.EMPTY)", "return ok(text.upper() + '!')"],
         ),
         (
             "collapse_spaces",
@@ -223,7 +223,12 @@ HELPERS: dict[str, list[tuple[str, str, str, list[str]]]] = {
             "text with its first letter upper-cased; EMPTY if empty.",
             ["if not text:", "    return err(ErrorCode.EMPTY)", "return ok(text[:1].upper() + text[1:])"],
         ),
-        ("count_lines", "text: str", "Number of lines in text.", ["return ok(len(text.splitlines()))"]),
+        (
+            "count_vowels",
+            "text: str",
+            "How many vowels text has.",
+            ["return ok(sum(c in 'aeiou' for c in text.lower()))"],
+        ),
         (
             "strip_digits",
             "text: str",
@@ -256,10 +261,10 @@ HELPERS: dict[str, list[tuple[str, str, str, list[str]]]] = {
             ],
         ),
         (
-            "order_ref",
-            "year: int, n: int",
-            "'ORD2024-017' for (2024, 17); TOO_LARGE if n > 999.",
-            ["if n > 999:", "    return err(ErrorCode.TOO_LARGE)", "return ok(f'ORD{year}-{n:03d}')"],
+            "ref_year",
+            "ref: str",
+            "2024 from 'ORD2024-017'; INVALID unless ref starts with 'ORD'.",
+            ["if not ref.startswith('ORD'):", "    return err(ErrorCode.INVALID)", "return ok(int(ref[3:7]))"],
         ),
         (
             "upper_ident",

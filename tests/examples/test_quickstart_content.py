@@ -214,6 +214,33 @@ def test_feedback_names_no_function_of_the_package(feedback):
     assert len(defined) >= 40 and not defined & all_package_names()
 
 
+class _Rename(ast.NodeTransformer):
+    """Variable names out, everything else (attributes, constants, calls' shape) kept."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.copy_location(ast.Name(id="_", ctx=node.ctx), node)
+
+
+def _logic(fn: ast.FunctionDef) -> str:
+    return ast.dump(ast.Module(body=[_Rename().visit(s) for s in fn.body[1:]], type_ignores=[]))
+
+
+def test_no_feedback_function_is_a_renamed_copy_of_a_package_function(feedback):
+    package = {}
+    for path in PKG.glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name in public_functions():
+                package[_logic(node)] = node.name
+    copies = set()
+    for row in feedback:
+        for text in (row["response"], row["correction"]):
+            for code in re.findall(r"```python\n(.*?)```", text or "", re.S):
+                fn = ast.parse(code).body[0]
+                if isinstance(fn, ast.FunctionDef) and _logic(fn) in package:
+                    copies.add((fn.name, package[_logic(fn)]))
+    assert not copies, f"feedback helpers with the logic of package functions: {sorted(copies)}"
+
+
 def test_feedback_kinds_teach_the_conventions(feedback):
     ledger = [r for r in _latest(feedback) if r["app"] == "ledger-assistant"]
     fixed = [r for r in ledger if r["rating"] == -1 and r["correction"]]
@@ -282,6 +309,7 @@ def test_ide_style_feedback_prompts_match_the_task_prompt_format():
     result = PytestSuiteSource({"path": ".", "package": "acme_ledger", "tests": "tests"}, QS, "acme").read()
     assert len(result.tasks) == len(public_functions()) and not result.quarantined
     by_name = {t.verifier.entry_point: t for t in result.tasks}
-    for module, name, params, doc in [("money", "add_cents", "a: Money, b: Money", "Sum of two amounts."),
-                                      ("dates", "add_days", "d: date, n: int", "The date n days after d; NEGATIVE if n < 0.")]:
+    cases = [("money", "add_cents", "a: Money, b: Money", "Sum of two amounts."),
+             ("dates", "add_days", "d: date, n: int", "The date n days after d; NEGATIVE if n < 0.")]
+    for module, name, params, doc in cases:
         assert seed_feedback.ide_prompt(module, name, params, doc) == by_name[name].prompt[-1].content

@@ -30,9 +30,9 @@ def add_line(inv: Invoice, line: Line) -> Result:
 
 
 def mark_paid(inv: Invoice) -> Result:
-    """inv marked as paid; CLOSED if it is already paid."""
-    if inv.paid:
-        return err(ErrorCode.CLOSED)
+    """inv marked as paid; EMPTY if it has no lines."""
+    if not inv.lines:
+        return err(ErrorCode.EMPTY)
     return ok(replace(inv, paid=True))
 
 
@@ -74,6 +74,6 @@ def largest_line(inv: Invoice) -> Result:
     return ok(max(inv.lines, key=lambda line: line.qty * line.price.cents))
 
 
-def unpaid_invoices(invs: list[Invoice]) -> Result:
-    """Only the invoices that are not paid, in order."""
-    return ok([i for i in invs if not i.paid])
+def paid_numbers(invs: list[Invoice]) -> Result:
+    """The numbers of the paid invoices, in order."""
+    return ok([i.number for i in invs if i.paid])

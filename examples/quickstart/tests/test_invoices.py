@@ -12,7 +12,7 @@ from acme_ledger.invoices import remove_sku
 from acme_ledger.invoices import total_quantity
 from acme_ledger.invoices import is_empty_invoice
 from acme_ledger.invoices import largest_line
-from acme_ledger.invoices import unpaid_invoices
+from acme_ledger.invoices import paid_numbers
 
 
 def test_line_total_two_units():
@@ -87,22 +87,22 @@ def test_add_line_paid():
     assert r.error is ErrorCode.CLOSED
 
 
-def test_mark_paid_empty():
-    r = mark_paid(Invoice('INV-1'))
-    assert isinstance(r, Result) and r.ok
-    assert r.value == Invoice('INV-1', (), True)
-
-
 def test_mark_paid_keeps_lines():
-    r = mark_paid(Invoice('INV-2', (Line('SKU-0001', 2, Money(150)),)))
+    r = mark_paid(Invoice('INV-1', (Line('SKU-0001', 2, Money(150)),)))
     assert isinstance(r, Result) and r.ok
-    assert r.value == Invoice('INV-2', (Line('SKU-0001', 2, Money(150)),), True)
+    assert r.value == Invoice('INV-1', (Line('SKU-0001', 2, Money(150)),), True)
 
 
 def test_mark_paid_already_paid():
-    r = mark_paid(Invoice('INV-3', (), True))
+    r = mark_paid(Invoice('INV-2', (Line('SKU-0002', 1, Money(999)),), True))
+    assert isinstance(r, Result) and r.ok
+    assert r.value == Invoice('INV-2', (Line('SKU-0002', 1, Money(999)),), True)
+
+
+def test_mark_paid_no_lines():
+    r = mark_paid(Invoice('INV-3'))
     assert isinstance(r, Result) and not r.ok
-    assert r.error is ErrorCode.CLOSED
+    assert r.error is ErrorCode.EMPTY
 
 
 def test_line_count_none():
@@ -213,19 +213,19 @@ def test_largest_line_empty():
     assert r.error is ErrorCode.EMPTY
 
 
-def test_unpaid_invoices_filters():
-    r = unpaid_invoices([Invoice('INV-1'), Invoice('INV-2', (), True)])
+def test_paid_numbers_filters():
+    r = paid_numbers([Invoice('INV-1'), Invoice('INV-2', (), True)])
     assert isinstance(r, Result) and r.ok
-    assert r.value == [Invoice('INV-1')]
+    assert r.value == ['INV-2']
 
 
-def test_unpaid_invoices_all_paid():
-    r = unpaid_invoices([Invoice('INV-2', (), True)])
+def test_paid_numbers_none_paid():
+    r = paid_numbers([Invoice('INV-1')])
     assert isinstance(r, Result) and r.ok
     assert r.value == []
 
 
-def test_unpaid_invoices_keeps_order():
-    r = unpaid_invoices([Invoice('INV-9'), Invoice('INV-4')])
+def test_paid_numbers_keeps_order():
+    r = paid_numbers([Invoice('INV-9', (), True), Invoice('INV-4', (), True)])
     assert isinstance(r, Result) and r.ok
-    assert r.value == [Invoice('INV-9'), Invoice('INV-4')]
+    assert r.value == ['INV-9', 'INV-4']
