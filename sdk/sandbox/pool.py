@@ -73,6 +73,11 @@ class LocalSandbox(Sandbox):
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tl-sandbox")
 
     # -- public -------------------------------------------------------------------------------
+    @property
+    def uids(self) -> tuple[int, ...]:
+        """The uids this sandbox's slots run as (empty when the caller is not root)."""
+        return tuple(lease.uid for lease in self._leases)
+
     def run_one(self, request: ExecRequest) -> ExecResult:
         """Run one request (or serve it from the cache). Never raises for bad code."""
         key = request.cache_key()

@@ -1,0 +1,138 @@
+"""The hostile suite (issue 3, part 7): one hostile program per test, on the bubblewrap
+backend. Each asserts the program was contained, that nothing of the sandbox's uids is left
+running afterwards, and that the host is unchanged. Containment is proven by the *test file*
+(trusted code inside the sandbox) asserting what the hostile code managed to do, or by the
+status when the program cannot finish."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from sdk.sandbox import ExecRequest, ExecStatus, Limits
+from sdk.sandbox.launch import processes_of
+
+LIM = Limits(timeout_s=4, cpu_s=4, memory_mb=512, processes=32, scratch_mb=32)
+
+
+@pytest.fixture
+def bw(bubblewrap_sandbox):
+    yield bubblewrap_sandbox
+    for uid in bubblewrap_sandbox.uids:
+        assert processes_of(uid) == [], f"processes of sandbox uid {uid} survived"
+
+
+def probe(body: str, check: str, limits: Limits = LIM) -> ExecRequest:
+    """``probe()`` runs ``body`` and returns something; ``check`` asserts on ``r = candidate()``."""
+    sol = "def probe():\n" + "".join("    " + line + "\n" for line in body.strip("\n").splitlines())
+    test = "def check(candidate):\n    r = candidate()\n" + "".join("    " + l + "\n" for l in check.strip("\n").splitlines())
+    return ExecRequest(framework="script", solution=sol, entry_point="probe", tests={"t.py": test}, limits=limits)
+
+
+def test_fork_bomb(bw):
+    t = time.monotonic()
+    res = bw.run_one(probe("import os\nwhile True:\n    os.fork()", "assert False"))
+    assert res.status in (ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT, ExecStatus.FAILED)
+    assert time.monotonic() - t < LIM.timeout_s + 5
+
+
+def test_thread_bomb(bw):
+    res = bw.run_one(probe("import threading, time\nn = 0\ntry:\n    while True:\n        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n        n += 1\nexcept (RuntimeError, MemoryError):\n    return n",
+                           f"assert r <= {LIM.processes}, r"))
+    assert res.status == ExecStatus.OK, res
+
+
+def test_infinite_loop(bw):
+    assert bw.run_one(probe("while True:\n    pass", "assert False")).status == ExecStatus.TIMEOUT
+
+
+def test_ten_gb_allocation(bw):
+    assert bw.run_one(probe("return bytearray(10 * 1024 ** 3)", "assert False")).status == ExecStatus.MEMORY_LIMIT
+
+
+def test_five_gb_file(bw):
+    body = "import signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\nn = 0\ntry:\n    with open('/tmp/big', 'wb') as f:\n        for _ in range(5 * 1024):\n            n += f.write(b'x' * (1 << 20))\nexcept OSError:\n    pass\nreturn n"
+    res = bw.run_one(probe(body, f"assert r <= {LIM.file_size_mb << 20}, r"))
+    assert res.status == ExecStatus.OK, res
+
+
+@pytest.mark.parametrize("where,cap_mb", [("/tmp", LIM.scratch_mb), ("/dev/shm", 16)])
+def test_filling_tmp_and_shm(bw, where, cap_mb):
+    body = (f"import os, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\ntotal = 0\n"
+            f"for i in range(1000):\n    try:\n        with open('{where}/f%d' % i, 'wb') as f:\n"
+            f"            for _ in range(8):\n                total += f.write(b'x' * (1 << 20))\n"
+            f"    except OSError:\n        break\nreturn total")
+    res = bw.run_one(probe(body, f"assert 0 < r <= {(cap_mb + 1) << 20}, r"))
+    assert res.status == ExecStatus.OK, res
+
+
+@pytest.mark.parametrize("path", ["/etc/shadow", "/root/.ssh/id_rsa", "/root/.ssh", "/work/main/pyproject.toml"])
+def test_host_secrets_are_invisible(bw, path):
+    body = f"import os\ntry:\n    return os.listdir('{path}') if os.path.isdir('{path}') else open('{path}', 'rb').read()[:10]\nexcept OSError as e:\n    return type(e).__name__"
+    res = bw.run_one(probe(body, "assert r in ('FileNotFoundError', 'PermissionError'), r"))
+    assert res.status == ExecStatus.OK, res
+
+
+def test_parent_environment_and_proc(bw):
+    # the caller's pid and environment are outside the sandbox's pid namespace
+    body = (f"import os\nseen = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+            f"env = ''\ntry:\n    env = open('/proc/{os.getpid()}/environ', 'rb').read().decode(errors='replace')\n"
+            f"except OSError:\n    pass\nreturn len(seen), env, dict(os.environ)")
+    check = "n, env, mine = r\nassert n < 10, n\nassert 'PATH=' not in env or 'VIRTUAL_ENV' not in env\nassert set(mine) <= {'PATH','HOME','TMPDIR','USER','LOGNAME','LANG','LC_ALL','MALLOC_ARENA_MAX','PYTHONDONTWRITEBYTECODE','PYTEST_DISABLE_PLUGIN_AUTOLOAD','PWD'}, mine"
+    res = bw.run_one(probe(body, check))
+    assert res.status == ExecStatus.OK, res
+
+
+@pytest.mark.parametrize("addr", [("127.0.0.1", 5432), ("1.1.1.1", 80), ("8.8.8.8", 53)])
+def test_network_is_unreachable(bw, addr):
+    body = f"import socket\ntry:\n    s = socket.create_connection({addr!r}, timeout=2)\n    return 'connected'\nexcept OSError as e:\n    return type(e).__name__"
+    res = bw.run_one(probe(body, "assert r != 'connected', r"))
+    assert res.status == ExecStatus.OK, res
+
+
+@pytest.mark.parametrize("target", [-1, 1])
+def test_kill_minus_one_and_init(bw, target):
+    # a well-behaved job in the other slot must survive the hostile one
+    slow = probe("import time\ntime.sleep(1.0)\nreturn 7", "assert r == 7")
+    hostile = probe(f"import os, signal, time\nos.kill({target}, signal.SIGKILL)\ntime.sleep(0.5)\nreturn 'alive'", "assert True")
+    res_slow, res_hostile = bw.run([slow, hostile])
+    assert res_slow.status == ExecStatus.OK, res_slow
+    assert res_hostile.status != ExecStatus.SANDBOX_ERROR
+    assert os.getppid() > 0  # and we are still here
+
+
+def test_deleting_the_callers_files(bw, tmp_path):
+    canary = tmp_path / "canary.txt"
+    canary.write_text("keep")
+    os.chmod(tmp_path, 0o777)
+    os.chmod(canary, 0o666)
+    body = f"import os, shutil\ntry:\n    os.remove({str(canary)!r})\n    return 'deleted'\nexcept OSError as e:\n    shutil.rmtree({os.getcwd()!r}, ignore_errors=True)\n    return type(e).__name__"
+    res = bw.run_one(probe(body, "assert r != 'deleted'"))
+    assert res.status == ExecStatus.OK, res
+    assert canary.read_text() == "keep" and os.path.exists("pyproject.toml")
+
+
+def test_one_gb_to_stdout(bw):
+    t = time.monotonic()
+    res = bw.run_one(probe("import sys\nfor _ in range(1024):\n    sys.stdout.write('x' * (1 << 20))", "assert False"))
+    assert res.status == ExecStatus.OUTPUT_LIMIT and res.stdout_truncated
+    assert len(res.stdout) <= LIM.output_bytes
+    assert time.monotonic() - t < LIM.timeout_s
+
+
+def test_setsid_grandchild_outliving_the_timeout(bw, tmp_path):
+    body = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n    os._exit(0)\n"
+            "time.sleep(60)")
+    res = bw.run_one(probe(body, "assert False", limits=LIM.model_copy(update={"timeout_s": 1.5})))
+    assert res.status == ExecStatus.TIMEOUT
+    # the fixture asserts that no process of the sandbox uids is left
+
+
+def test_ptrace_is_denied(bw):
+    body = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "pid = os.fork()\nif pid == 0:\n    import time\n    time.sleep(5)\n    os._exit(0)\n"
+            "rc = libc.ptrace(16, pid, 0, 0)\nerr = ctypes.get_errno()\nos.kill(pid, 9)\nreturn rc, err")
+    res = bw.run_one(probe(body, "import errno\nassert r == (-1, errno.EPERM), r"))
+    assert res.status == ExecStatus.OK, res
