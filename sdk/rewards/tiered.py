@@ -86,7 +86,7 @@ def score_completion(task: Task, completion: str, sandbox: Sandbox, weights: Rew
 
 def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sandbox, weights: RewardConfig,
                 baselines: Sequence[ExecResult | None] | None = None, limits: Limits | None = None,
-                retries: int = 1) -> list[RewardResult]:
+                retries: int = 1, static_checks: bool = True) -> list[RewardResult]:
     """Score ``completions[i]`` against ``tasks[i]``, every sandbox request in one ``sandbox.run``.
 
     Args:
@@ -96,6 +96,8 @@ def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sand
         baselines: optional per-sample baseline run of the visible tests (regression penalty).
         limits: base resource limits (``timeout_s`` comes from each verifier).
         retries: how many times infrastructure failures are re-run before ``score=None``.
+        static_checks: run the static detectors first (default); False is for auditing the
+            runtime defences alone (every completion then reaches the sandbox).
     Returns:
         B :class:`RewardResult`; a sample whose scoring raised (including a task whose answer
         verifier is broken: ``RewardError``) gets ``status=error, score=None`` and a warning
@@ -109,7 +111,7 @@ def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sand
                           "pass one completion (and one baseline, or none) per task")
     if weights.parses + weights.runs + weights.tests <= 0:
         raise RewardError("reward weights parses + runs + tests sum to 0", "give `reward.tests` a positive weight")
-    plans = [_safe_prepare(t, c, b, limits) for t, c, b in zip(tasks, completions, baselines or [None] * len(tasks))]
+    plans = [_safe_prepare(t, c, b, limits, static_checks) for t, c, b in zip(tasks, completions, baselines or [None] * len(tasks))]
     flat = [r for p in plans for r in p.requests]
     results = run_with_retries(sandbox, flat, retries)
     out, i = [], 0
@@ -150,9 +152,10 @@ def _run_one(sandbox: Sandbox, request: ExecRequest) -> ExecResult:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"{type(exc).__name__}: {exc}")
 
 
-def _safe_prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None) -> _Plan:
+def _safe_prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None,
+                  static_checks: bool = True) -> _Plan:
     try:
-        return _prepare(task, completion, baseline, limits)
+        return _prepare(task, completion, baseline, limits, static_checks)
     except Exception as exc:  # noqa: BLE001 - one sample (or one broken task), not the batch
         log.warning("scoring a completion for task %s raised: %s", task.id, exc)
         return _Plan(task, done=RewardResult.not_judged(RewardStatus.ERROR, f"{type(exc).__name__}: {exc}"))
@@ -165,7 +168,8 @@ def _safe_finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) 
         return RewardResult.not_judged(RewardStatus.ERROR, f"{type(exc).__name__}: {exc}")
 
 
-def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None) -> _Plan:
+def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None,
+             static_checks: bool) -> _Plan:
     verifier = task.verifier
     if isinstance(verifier, ReferenceOnly):
         return _Plan(task, done=RewardResult.not_judged(RewardStatus.NOT_VERIFIABLE,
@@ -188,7 +192,7 @@ def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: L
                                      detail=f"does not parse: {exc}")
             return plan
     prompt_text = "\n".join(m.content for m in task.prompt)
-    findings = integrity.scan_solution(code, verifier.language, verifier.tests, prompt_text)
+    findings = integrity.scan_solution(code, verifier.language, verifier.tests, prompt_text) if static_checks else []
     for f in findings:
         plan.components[f"flag_{f.flag}"] = float(f.metric)
     hacks = [f for f in findings if f.hacking]
@@ -206,7 +210,7 @@ def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: L
 def _hacking(components: dict[str, float], findings: list, exec_status: ExecStatus | None) -> RewardResult:
     flags = tuple(dict.fromkeys(f.flag for f in findings))
     return RewardResult(score=0.0, components=components, status=RewardStatus.SUSPECTED_HACKING, flags=flags,
-                        exec_status=exec_status, detail="; ".join(f"{f.flag}: {f.detail}" for f in findings))
+                        exec_status=exec_status, detail="; ".join(dict.fromkeys(f"{f.flag}: {f.detail}" for f in findings)))
 
 
 def _fraction(result: ExecResult, expected: set[str] | None) -> tuple[float, int, int]:
