@@ -124,10 +124,15 @@ class RecordBuilder:
 
     def _source(self, v: dict[str, Any]) -> Source:
         parts = [f"{f}={v[f]}" for f in ("row_id", "message_id", "user_id") if v.get(f) is not None]
-        return Source(connector=self.name, uri=Database.safe_url(self.options.url, self.options.table),
-                      locator=";".join(parts))
+        return Source(connector=self.name, uri=self._uri(), locator=";".join(parts))
+
+    def _uri(self) -> str:
+        """The password-free URL of the table (computed once per source)."""
+        uri = self.__dict__.get("_uri_cache")
+        if uri is None:
+            uri = self.__dict__["_uri_cache"] = Database.safe_url(self.options.url, self.options.table)
+        return uri
 
     def _quarantine(self, reason: str, ids: dict[str, Any]) -> Quarantined:
         raw = {k: (v if isinstance(v, (int, float, str, type(None))) else str(v)) for k, v in ids.items()}
-        return Quarantined(reason=reason, raw=raw or None,
-                           source=Source(connector=self.name, uri=Database.safe_url(self.options.url, self.options.table)))
+        return Quarantined(reason=reason, raw=raw or None, source=Source(connector=self.name, uri=self._uri()))

@@ -1,0 +1,166 @@
+"""Benchmark: SQL feedback rows → training records, against ``pandas.read_sql`` (issue 5).
+
+Usage::
+
+    .venv/bin/python bench/ingest.py [--rows 1000000] [--url postgresql+psycopg2://postgres@127.0.0.1:5432/test]
+
+Creates a table of the quickstart's ``chat_feedback`` shape with ``--rows`` deterministic rows
+(5% double clicks, 20% NULL ratings, 15% corrections, mixed time-zone offsets, 2% of prompts
+with personal data) in the database via ``COPY``, then runs, each in a fresh process:
+
+- ``tuneloop``: :class:`SqlFeedbackSource` streaming the table (server-side cursor), dedup,
+  value parsing, PII redaction and record building, each record written as a JSON line;
+- ``pandas``: ``pandas.read_sql`` of the same table into a DataFrame (loading only: no dedup,
+  no redaction, no records; the baseline is favourable to pandas).
+
+Prints rows/s and peak RSS of each, and the ratios (target: >= 2x the rows/s at <= 1/4 of the
+peak memory). The table is dropped at the end. Needs pandas (bench-only dependency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+OFFSETS = ["+00:00", "-03:00", "Z", "", "+05:30"]
+PROMPTS = ["write a helper that returns the balance of account {n} as Money",
+           "why does transfer {n} fail with INSUFFICIENT_FUNDS?",
+           "how do I round {n} cents to the nearest dollar with the ledger API?"]
+PII = "reach me at jane.roe{n}@example.com or +44 20 7946 {n4}"
+
+
+def _rows(n: int, seed: int = 7):
+    rnd = random.Random(seed)
+    i = 0
+    while i < n:
+        conv, mid, user = f"c{i // 4}", f"m{i}", f"u{rnd.randrange(5000)}"
+        prompt = rnd.choice(PROMPTS).format(n=i) + (" " + PII.format(n=i, n4=f"{i % 10000:04d}") if rnd.random() < 0.02 else "")
+        response = f"def helper_{i}(account):\n    return ok(Money(account.cents))"
+        rating = rnd.choice(["1", "-1", "1", "1", ""]) if rnd.random() > 0.2 else ""
+        correction = f"def helper_{i}(account):\n    return ok(account.balance())" if rnd.random() < 0.15 else ""
+        clicks = 2 if rnd.random() < 0.05 else 1
+        for c in range(min(clicks, n - i)):
+            stamp = f"2026-03-01T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}.{c:03d}{rnd.choice(OFFSETS)}"
+            meta = json.dumps({"model": "acme-coder", "details": {"rating": rnd.randrange(11)}})
+            yield (conv, mid, user, stamp, "ledger-assistant", prompt, response, rating, correction, meta)
+            i += 1
+
+
+def setup(url: str, n: int) -> str:
+    """Create and fill the table; returns its name."""
+    import sqlalchemy as sa
+
+    table = f"bench_feedback_{uuid.uuid4().hex[:10]}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE TABLE {table} (id BIGSERIAL PRIMARY KEY, conversation_id TEXT, message_id TEXT, "
+                             "user_id TEXT, created_at TEXT, app TEXT, prompt TEXT, response TEXT, rating INTEGER NULL, "
+                             "correction TEXT NULL, meta TEXT)"))
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        buf = io.StringIO()
+        for k, row in enumerate(_rows(n)):
+            buf.write("\t".join(v.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t") if v else "\\N"
+                                for v in row) + "\n")
+            if k % 100_000 == 99_999:
+                buf.seek(0)
+                cur.copy_expert(f"COPY {table} (conversation_id, message_id, user_id, created_at, app, prompt, "
+                                "response, rating, correction, meta) FROM STDIN", buf)
+                buf = io.StringIO()
+        buf.seek(0)
+        cur.copy_expert(f"COPY {table} (conversation_id, message_id, user_id, created_at, app, prompt, response, "
+                        "rating, correction, meta) FROM STDIN", buf)
+        cur.execute(f"CREATE INDEX ON {table} (message_id, user_id)")
+        cur.execute(f"ANALYZE {table}")
+        raw.commit()
+    finally:
+        raw.close()
+    engine.dispose()
+    return table
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(mode: str, url: str, table: str) -> dict:
+    """Run one reader in this process; returns rows, seconds, peak RSS and RSS after imports."""
+    if mode == "tuneloop":
+        import warnings
+
+        from connectors.sql_feedback import SqlFeedbackSource
+        base = _rss_mb()
+        source = SqlFeedbackSource({"url": url, "table": table, "timezone": "UTC", "batch_size": 5000}, ROOT, "feedback/bench")
+        start = time.perf_counter()
+        with tempfile.TemporaryFile("w") as out, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for record in source.iter_records():
+                out.write(record.model_dump_json() + "\n")
+        seconds = time.perf_counter() - start
+        return {"rows": source.counts["rows_read"], "seconds": seconds, "peak_rss_mb": _rss_mb(), "base_rss_mb": base,
+                "counts": source.counts}
+    import pandas as pd
+    import sqlalchemy as sa
+    engine = sa.create_engine(url)
+    base = _rss_mb()
+    start = time.perf_counter()
+    frame = pd.read_sql(f"SELECT * FROM {table}", engine)
+    seconds = time.perf_counter() - start
+    return {"rows": len(frame), "seconds": seconds, "peak_rss_mb": _rss_mb(), "base_rss_mb": base}
+
+
+def main() -> None:
+    """Parse arguments, set up the table, run both readers in fresh processes, print ratios."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--url", default="postgresql+psycopg2://postgres@127.0.0.1:5432/test")
+    ap.add_argument("--child", choices=["tuneloop", "pandas"])
+    ap.add_argument("--table")
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.url, args.table)))
+        return
+    import sqlalchemy as sa
+
+    t0 = time.perf_counter()
+    table = setup(args.url, args.rows)
+    print(f"table {table}: {args.rows} rows loaded in {time.perf_counter() - t0:.1f} s")
+    results = {}
+    try:
+        for mode in ("pandas", "tuneloop"):
+            out = subprocess.run([sys.executable, __file__, "--child", mode, "--url", args.url, "--table", table],
+                                 capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            results[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+            r = results[mode]
+            print(f"{mode:9s} {r['rows']:>9,d} rows in {r['seconds']:7.1f} s = {r['rows'] / r['seconds']:>9,.0f} rows/s; "
+                  f"peak RSS {r['peak_rss_mb']:7.1f} MB (after imports {r['base_rss_mb']:.1f} MB)")
+    finally:
+        engine = sa.create_engine(args.url)
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE {table}"))
+        engine.dispose()
+    tl, pd_ = results["tuneloop"], results["pandas"]
+    speed = (tl["rows"] / tl["seconds"]) / (pd_["rows"] / pd_["seconds"])
+    mem = tl["peak_rss_mb"] / pd_["peak_rss_mb"]
+    mem_growth = (tl["peak_rss_mb"] - tl["base_rss_mb"]) / max(pd_["peak_rss_mb"] - pd_["base_rss_mb"], 1e-9)
+    print(f"tuneloop counts: {tl['counts']}")
+    print(f"ratio rows/s (tuneloop / pandas): {speed:.2f}x   (target >= 2x)")
+    print(f"ratio peak RSS (tuneloop / pandas): {mem:.2f}   (target <= 0.25); growth over imports: {mem_growth:.2f}")
+
+
+if __name__ == "__main__":
+    main()
