@@ -52,12 +52,39 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
     costs = [stage_cost({**stats, "stage": s}) for s in COST_STAGES
              if (stats := (_read_json(run_dir / "state" / f"{s}.json") or {}).get("stats"))]
     logs = {name: hist for name, rel in LOGS.items() if (hist := _read_json(run_dir / rel))}
+    rl_flags = training_flags(run_dir / "rl" / "rewards.jsonl")
     header = {"run_dir": str(run_dir), **({"task_set": counts["version"]} if "version" in counts else {}),
               **dict(meta or {})}
     report = build_report(comparison, gate=gate, task_counts=counts.get("splits"), train_logs=logs, costs=costs,
-                          rows=rows["base"] + rows["tuned"], meta=header)
+                          rows=rows["base"] + rows["tuned"], training_flags=rl_flags, meta=header)
     json_path, html_path = write_report(run_dir, report)
     return report, gate, json_path, html_path
+
+
+def training_flags(rewards_jsonl: str | Path, prefix: str = "grpo step") -> dict[str, dict[str, int]]:
+    """Flags raised during GRPO, per trainer step, from the reward log (``rl/rewards.jsonl``).
+
+    Each line is one scored completion with ``step`` and ``flags``. Returns
+    ``{"grpo step N": {flag: samples}}`` in step order, only steps that logged samples; a missing
+    file gives ``{}``; unreadable lines are counted under ``unreadable_log_line`` (never dropped
+    silently).
+    """
+    path = Path(rewards_jsonl)
+    if not path.is_file():
+        return {}
+    by_step: dict[int, dict[str, int]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            step, flags = int(rec.get("step") or 0), [str(f) for f in rec.get("flags") or ()]
+        except (ValueError, TypeError, AttributeError):
+            step, flags = -1, ["unreadable_log_line"]
+        counts = by_step.setdefault(step, {})
+        for f in set(flags):
+            counts[f] = counts.get(f, 0) + 1
+    return {(f"{prefix} {s}" if s >= 0 else "grpo log"): dict(sorted(c.items())) for s, c in sorted(by_step.items())}
 
 
 def _read_json(path: Path) -> Any:

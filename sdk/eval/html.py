@@ -3,7 +3,7 @@
 Inline CSS, plots as ``data:`` PNG URIs from :mod:`sdk.eval.plots`, no script and no external
 URL: the page works offline and from an e-mail attachment. Every value from the run is escaped.
 Sections carry stable ids (``summary``, ``domains``, ``regressions``, ``tasks``, ``training``,
-``flags``, ``cost``, ``cost-benefit``) so tests and readers can find them.
+``flags``, ``side-effects``, ``cost``, ``cost-benefit``) so tests and readers can find them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         "<title>tuneloop report</title>", f"<style>{CSS}</style></head><body>",
         "<h1>tuneloop report</h1>", _meta(report),
         _summary(report), _domains(report), _regressions(report), _tasks(report),
-        _training(report), _flags(report), _cost(report), _cost_benefit(report),
+        _training(report), _flags(report), _side_effects(report), _cost(report), _cost_benefit(report),
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p)
@@ -146,6 +146,24 @@ def _flags(r: Mapping[str, Any]) -> str:
     rows = [[label, *(fl.get(n, 0) for n in names)] for label, fl in r["flags"].items()] if names else []
     return _section("flags", "Reward-hacking flags per checkpoint (samples flagged)",
                     _table("flags-table", ("checkpoint", *names), rows, "no flags raised"))
+
+
+def _side_effects(r: Mapping[str, Any]) -> str:
+    se = r.get("side_effects") or {}
+    models = list(se)
+    keys = sorted({k for comp in se.values() for k in comp})
+    rows = [[k, *(_component_cell(se[m].get(k)) for m in models)] for k in keys]
+    return _section("side-effects", "Reward components and side effects (mean over judged samples)",
+                    "<p>regressions: previously passing tests broken; hidden_gap: visible minus hidden pass "
+                    "fraction; side_effect_penalty: files written, processes spawned. Cells: mean (samples "
+                    "non-zero / samples).</p>",
+                    _table("components-table", ("component", *models), rows, "the scorer reported no components"))
+
+
+def _component_cell(stat: Mapping[str, float] | None) -> str:
+    if not stat:
+        return "-"
+    return f"{stat['mean']:.3f} ({stat['nonzero']}/{stat['samples']})"
 
 
 def _cost(r: Mapping[str, Any]) -> str:

@@ -120,6 +120,26 @@ def flag_counts(rows: Sequence[EvalRow]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def component_stats(rows: Sequence[EvalRow]) -> dict[str, dict[str, float]]:
+    """Reward components over the judged samples of ``rows``.
+
+    Returns:
+        ``{component: {"mean": mean value, "nonzero": samples where it is not 0, "samples": samples
+        carrying it}}``, sorted by name. Side effects show here: ``regressions`` (previously
+        passing tests broken), ``hidden_gap`` (visible minus hidden pass fraction),
+        ``side_effect_penalty``, ``flag_*``.
+    """
+    acc: dict[str, list[float]] = {}
+    for row in rows:
+        for reward, comp in zip(row.rewards, row.components):
+            if reward is None:
+                continue
+            for key, val in comp.items():
+                acc.setdefault(key, []).append(val)
+    return {k: {"mean": float(np.mean(v)), "nonzero": int(np.count_nonzero(v)), "samples": len(v)}
+            for k, v in sorted(acc.items())}
+
+
 def _check_nck(n: int, c: int, k: int) -> None:
     if n < 1 or not 0 <= c <= n or not 1 <= k <= n:
         raise EvalError(f"pass@k needs n >= 1, 0 <= c <= n and 1 <= k <= n; got n={n}, c={c}, k={k}",

@@ -40,6 +40,8 @@ class EvalRow(Frozen):
             ``timeout``, ``sandbox_error``, ``score_error``).
         flags: per completion, the reward-hacking / integrity flags raised (may be empty).
         gen_tokens: tokens generated for this task, summed over the samples.
+        components: per completion, the reward's named components (``parses``, ``hidden_gap``,
+            ``regressions``, ...); empty when the scorer gives none. Side effects are read here.
     """
 
     task_id: str
@@ -52,12 +54,15 @@ class EvalRow(Frozen):
     statuses: tuple[str, ...]
     flags: tuple[tuple[str, ...], ...]
     gen_tokens: int = Field(0, ge=0)
+    components: tuple[dict[str, float], ...] = ()
 
     @model_validator(mode="after")
     def _aligned(self) -> "EvalRow":
         n = len(self.completions)
         lengths = {"rewards": len(self.rewards), "passed": len(self.passed),
                    "statuses": len(self.statuses), "flags": len(self.flags)}
+        if self.components:
+            lengths["components"] = len(self.components)
         bad = {k: v for k, v in lengths.items() if v != n}
         if bad:
             raise ValueError(f"EvalRow for task {self.task_id}: {n} completions but {bad}; "
@@ -66,6 +71,9 @@ class EvalRow(Frozen):
             if p and r is None:
                 raise ValueError(f"EvalRow for task {self.task_id}: a sample without a reward cannot pass")
         return self
+
+    def __hash__(self) -> int:  # dict components are not hashable by default
+        return hash((self.task_id, self.model, self.completions, self.rewards))
 
     @property
     def n(self) -> int:

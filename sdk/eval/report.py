@@ -20,7 +20,7 @@ from rich.table import Table
 
 from sdk.eval.cost import Checkpoint, StageCost, default_checkpoints, falloff, marginal_returns, recommendation
 from sdk.eval.gate import GATED_SPLITS, GateResult
-from sdk.eval.metrics import flag_counts
+from sdk.eval.metrics import component_stats, flag_counts
 from sdk.eval.records import Comparison, EvalRow
 
 SCHEMA = "tuneloop.report/1"
@@ -34,7 +34,8 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
                  task_counts: Mapping[str, Mapping[str, int]] | None = None,
                  train_logs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
                  costs: Sequence[StageCost] = (), checkpoints: Sequence[Checkpoint] | None = None,
-                 rows: Sequence[EvalRow] = (), meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 rows: Sequence[EvalRow] = (), training_flags: Mapping[str, Mapping[str, int]] | None = None,
+                 meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Assemble the report as a JSON-serialisable dict.
 
     Args:
@@ -47,16 +48,19 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         costs: one :class:`StageCost` per stage.
         checkpoints: points of the benefit curve; default: base at 0 and tuned at all training
             compute, with held-out pass@1 from ``comparison``.
-        rows: the evaluation rows of any models; their reward-hacking flags are counted per
-            ``EvalRow.model`` label.
+        rows: the evaluation rows of any models; their reward-hacking flags and reward components
+            (side effects) are summarised per ``EvalRow.model`` label.
+        training_flags: flags raised while training, ``{checkpoint label: {flag: samples}}``
+            (e.g. per GRPO step, see :func:`sdk.eval.from_run.training_flags`); listed between
+            the base and tuned rows of the flags table.
         meta: run facts shown at the top (run dir, model, task-set version, config ...).
     Returns:
-        A dict with keys ``schema, created, meta, summary, by_split, by_domain, diff, gate, tasks,
-        training, flags, cost, cost_benefit`` (see ``report.json`` of any run).
+        A dict with keys ``schema, created, meta, summary, overall, n_samples, ks, by_split,
+        by_domain, diff, gate, tasks, training, flags, side_effects, cost, cost_benefit``.
     """
     row_flags = _flags_by_model(rows)
     points = list(checkpoints) if checkpoints else default_checkpoints(comparison, costs, row_flags)
-    flags = {**row_flags, **{p.label: dict(p.flags) for p in points if p.flags}}
+    flags = _ordered_flags(row_flags, training_flags or {}, points)
     segments = marginal_returns(points)
     held = comparison.by_split.get("heldout")
     regressions = comparison.regressions(GATED_SPLITS)
@@ -81,6 +85,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         "tasks": _task_section(task_counts),
         "training": {stage: _curves(hist) for stage, hist in (train_logs or {}).items()},
         "flags": flags,
+        "side_effects": {m: component_stats([r for r in rows if r.model == m]) for m in sorted({r.model for r in rows})},
         "cost": _cost_section(costs),
         "cost_benefit": {"points": [p.model_dump(mode="json") for p in points], "segments": segments,
                          "falloff_at": falls,
@@ -141,6 +146,18 @@ def fmt_est(est: Mapping[str, float], signed: bool = False) -> str:
 def _flags_by_model(rows: Sequence[EvalRow]) -> dict[str, dict[str, int]]:
     models = sorted({r.model for r in rows})
     return {m: flag_counts([r for r in rows if r.model == m]) for m in models}
+
+
+def _ordered_flags(row_flags: Mapping[str, dict[str, int]], training: Mapping[str, Mapping[str, int]],
+                   points: Sequence[Checkpoint]) -> dict[str, dict[str, int]]:
+    """Flags per checkpoint in run order: base, training checkpoints, other eval labels, tuned."""
+    merged = {p.label: dict(p.flags) for p in points if p.flags}
+    merged.update({k: dict(v) for k, v in training.items()})
+    merged.update(row_flags)
+    head = [k for k in ("base",) if k in merged]
+    middle = [k for k in merged if k not in ("base", "tuned")]
+    tail = [k for k in ("tuned",) if k in merged]
+    return {k: merged[k] for k in head + middle + tail}
 
 
 def _task_section(counts: Mapping[str, Mapping[str, int]] | None) -> dict[str, Any]:

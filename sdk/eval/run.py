@@ -115,8 +115,14 @@ def _evaluate_batch(batch: list[Task], generate: Generate, score: Score, label: 
             statuses=tuple("score_error" if r is None else status_str(r.status) for r in res),
             flags=tuple(() if r is None else tuple(str(f) for f in (r.flags or ())) for r in res),
             gen_tokens=sum(int(tok) for _, tok in outs[i]),
+            components=tuple(_components(r) for r in res),
         ))
     return rows
+
+
+def _components(result: Any) -> dict[str, float]:
+    comp = getattr(result, "components", None) or {}
+    return {str(k): float(v) for k, v in comp.items() if isinstance(v, (int, float))}
 
 
 def compare(base_rows: Sequence[EvalRow], tuned_rows: Sequence[EvalRow], ks: Iterable[int] | None = None,

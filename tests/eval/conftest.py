@@ -16,7 +16,8 @@ def report_inputs():
             + make_rows("base", ["1", "0", "0"], Split.HELDOUT, "python/ledger", 8)
             + make_rows("base", ["1", "1", "0", "-"], Split.OOD, "humaneval", 20))
     tuned = (make_rows("tuned", ["1", "1", "1", "0", "1", "1", "0", "H"])
-             + make_rows("tuned", ["0", "1", "1"], Split.HELDOUT, "python/ledger", 8)
+             + make_rows("tuned", ["0", "1", "1"], Split.HELDOUT, "python/ledger", 8,
+                         components={"regressions": 1.0, "hidden_gap": 0.0})
              + make_rows("tuned", ["1", "1", "0", "1"], Split.OOD, "humaneval", 20))
     comparison = compare(base, tuned, n_resamples=300)
     gate = check_gate(GateConfig(enabled=True, max_regressions=0), comparison)

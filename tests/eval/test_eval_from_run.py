@@ -46,3 +46,14 @@ def test_report_from_run_needs_both_row_files(tmp_path):
     (tmp_path / "tasks" / "counts.json").write_text("{broken")
     with pytest.raises(EvalError, match="not valid JSON"):
         report_from_run(tmp_path, GateConfig())
+
+
+def test_training_flags_per_step(tmp_path):
+    from sdk.eval.from_run import training_flags
+    log = tmp_path / "rewards.jsonl"
+    lines = [{"step": 1, "flags": ["exit_zero"]}, {"step": 1, "flags": []}, {"step": 2, "flags": ["conftest", "exit_zero"]},
+             {"step": 2, "flags": ["exit_zero", "exit_zero"]}]
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n")
+    assert training_flags(log) == {"grpo log": {"unreadable_log_line": 1}, "grpo step 1": {"exit_zero": 1},
+                                   "grpo step 2": {"conftest": 1, "exit_zero": 2}}
+    assert training_flags(tmp_path / "missing.jsonl") == {}

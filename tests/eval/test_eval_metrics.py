@@ -99,3 +99,15 @@ def test_flag_counts_counts_samples_once_per_flag():
                   rewards=(0.0, 1.0), passed=(False, True), statuses=("failed", "ok"),
                   flags=(("exit_zero", "exit_zero", "conftest"), ()))
     assert flag_counts([row, row]) == {"conftest": 2, "exit_zero": 2}
+
+
+def test_component_stats_skip_unjudged_samples():
+    from sdk.eval.metrics import component_stats
+    row = EvalRow(task_id="t", domain="d", split=Split.HELDOUT, model="m", completions=("a", "b", "c"),
+                  rewards=(0.5, None, 1.0), passed=(False, False, True), statuses=("failed", "sandbox_error", "ok"),
+                  flags=((), (), ()), components=({"regressions": 2.0, "parses": 1.0}, {"regressions": 9.0},
+                                                  {"regressions": 0.0, "parses": 1.0}))
+    assert component_stats([row]) == {"parses": {"mean": 1.0, "nonzero": 2, "samples": 2},
+                                      "regressions": {"mean": 1.0, "nonzero": 1, "samples": 2}}
+    with pytest.raises(ValueError, match="one entry per completion"):
+        row.model_validate({**row.model_dump(), "components": ({},)})

@@ -119,3 +119,17 @@ def test_checkpoint_from_rows_counts_heldout_and_flags():
     rows = make_rows("sft", ["11", "10", "--", "H0"]) + make_rows("sft", ["00"], Split.OOD)
     cp = checkpoint_from_rows("sft", rows, 120.0)
     assert cp.heldout_pass_at_1 == pytest.approx((1 + 0.5 + 0) / 3) and cp.flags == {"exit_zero": 1}
+
+
+def test_side_effects_section_from_components(tmp_path, report_inputs):
+    rep = build_report(**report_inputs)
+    reg = rep["side_effects"]["tuned"]["regressions"]
+    assert reg == {"mean": 1.0, "nonzero": 3, "samples": 3}
+    assert rep["side_effects"]["base"] == {}
+    page = write_report(tmp_path, rep)[1].read_text()
+    assert '<section id="side-effects">' in page and "1.000 (3/3)" in page
+
+
+def test_training_flags_order_in_flags_table(report_inputs):
+    rep = build_report(**report_inputs, training_flags={"grpo step 1": {"exit_zero": 2}, "grpo step 2": {}})
+    assert list(rep["flags"]) == ["base", "grpo step 1", "grpo step 2", "tuned"]

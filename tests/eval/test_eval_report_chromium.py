@@ -55,7 +55,7 @@ def test_report_plots_and_tables_render_in_chromium(tmp_path, report_inputs):
     assert all(i["ok"] and i["height"] > 100 for i in plots.values()), plots
     tables = {t["id"]: t for t in found["tables"]}
     for tid, rows in {"summary-table": 3, "domain-table": 3, "regressions-table": 1, "cost-table": 6,
-                      "quarantine-table": 2, "flags-table": 2, "marginal-table": 1}.items():
+                      "quarantine-table": 2, "flags-table": 2, "marginal-table": 1, "components-table": 2}.items():
         assert tables[tid]["rows"] == rows and tables[tid]["height"] > 20 * rows, tables[tid]
 
 

@@ -71,6 +71,7 @@ def test_evaluate_rows_batches_and_unjudged_samples():
     assert [(r.n, r.c) for r in rows] == [(2, 2), (2, 1), (1, 1), (2, 0), (0, 0)]
     assert rows[2].rewards == (None, 1.0) and rows[2].statuses == ("sandbox_error", "ok")
     assert rows[3].flags == (("exit_zero",), ())
+    assert rows[0].components == ({}, {})  # the fake scorer has no components
     assert rows[4].pass_rate is None and rows[4].n_unjudged == 2
     assert all(r.model == "base" and r.gen_tokens == 6 and r.split == Split.HELDOUT for r in rows)
 
@@ -175,3 +176,4 @@ def test_reward_result_from_sdk_rewards_fits_the_protocol():
                     "tuned", 3, progress=False)
     assert rows[0].statuses == ("suspected_hacking", "infrastructure", "ok")
     assert (rows[0].n, rows[0].c, rows[0].flags[0]) == (2, 1, ("exit_zero",))
+    assert len(rows[0].components) == 3 and rows[0].components[1] == {}
