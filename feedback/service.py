@@ -26,7 +26,7 @@ from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from feedback.schemas import CorrectionIn, Created, FeedbackIn, FeedbackOut, InteractionIn, Page
 from feedback.store import (ApiKey, ChatMessage, Correction, FeedbackEvent, IdempotencyRecord, Interaction,
@@ -102,7 +102,8 @@ def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -
         return JSONResponse(payload, status_code=201)
 
     def target(session: Session, app_id: int, body: Any) -> int:
-        cond = Interaction.id == body.interaction_id if body.interaction_id is not None else Interaction.external_id == body.external_id
+        cond = (Interaction.id == body.interaction_id if body.interaction_id is not None
+                else Interaction.external_id == body.external_id)
         found = session.scalars(sa.select(Interaction.id).where(cond, Interaction.application_id == app_id)).one_or_none()
         if found is None:
             raise ApiError(404, "no such interaction for this application", "record it with POST /v1/interactions first")

@@ -75,9 +75,9 @@ def test_f2_missing_versus_zero(table_factory):
     opts = table_factory([ev("a", None, meta='{"rating": 1, "details": {"rating": 8}}'), ev("b", 0), ev("c", None, meta="null")])
     text = SqlFeedbackSource({**opts, "rating": {"kind": "range", "min": 0, "max": 5}}, ".", "f").read()
     assert text.counts["negative_unused"] == 1 and text.counts["unlabelled"] == 2
-    nested = SqlFeedbackSource({**opts, "columns": {"rating": None}, "auto_columns": False,
-                                "json_paths": {"rating": "meta:details.rating"}, "rating": "scale_0_10",
-                                "columns": {"message_id": "message_id", "user_id": "user_id"}}, ".", "f").read()
+    nested = SqlFeedbackSource({**opts, "auto_columns": False, "json_paths": {"rating": "meta:details.rating"},
+                                "rating": "scale_0_10", "columns": {"message_id": "message_id", "user_id": "user_id"}},
+                               ".", "f").read()
     assert len(nested.sft_examples) == 1 and nested.counts["unlabelled"] == 2
 
 

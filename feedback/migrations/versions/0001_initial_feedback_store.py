@@ -1,7 +1,7 @@
 """initial feedback store
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-30 04:22:41.167452
 
 """
