@@ -104,3 +104,28 @@ def test_call_safely_rejects_wrong_length_then_scores_per_sample():
 
     rewards, errors = call_safely(fn, ["p", "q"], ["a", "b"])
     assert rewards == [1.0, 1.0] and errors == []
+
+
+def test_r1_field_case_end_to_end(caplog):
+    """Two functions return None for some samples, a third raises on one: each sample is
+    judged by whoever could; the one nobody judged is masked with a warning; no exception escapes."""
+    def f1(prompts, completions, **kw):
+        return [1.0 if c == "a" else None for c in completions]
+
+    def f2(prompts, completions, **kw):
+        return [None if c in ("b", "c") else 0.5 for c in completions]
+
+    def f3(prompts, completions, **kw):
+        if "c" in completions:
+            raise ZeroDivisionError("judge crashed")
+        return [0.25] * len(completions)
+
+    comps = ["a", "b", "c", "d"]
+    per_fn = [call_safely(f, ["p"] * 4, comps)[0] for f in (f1, f2, f3)]
+    assert per_fn[2] == [0.25, 0.25, None, 0.25]
+    with caplog.at_level(logging.WARNING):
+        total = combine(per_fn)
+    assert total == [1.75, 0.25, None, 0.75]
+    adv = group_advantages(total, group_size=4, scale=False)
+    assert adv.mask.tolist() == [True, True, False, True] and adv.values[2] == 0.0
+    assert "1 of 4 samples were judged by no reward function" in caplog.text
