@@ -5,17 +5,20 @@ imported only when a report is written (:func:`write_report`).
 """
 
 from sdk.eval.cost import Checkpoint, StageCost, checkpoint_from_rows, stage_cost
+from sdk.eval.export import ExportResult, export_merged, lora_serve_command, serve_command
+from sdk.eval.from_run import report_from_run, training_flags
 from sdk.eval.gate import GateResult, check_gate
-from sdk.eval.metrics import bootstrap_ci, flag_counts, paired_bootstrap_ci, pass_at_k, pass_at_k_per_task
+from sdk.eval.metrics import (bootstrap_ci, component_stats, flag_counts, paired_bootstrap_ci, pass_at_k,
+                              pass_at_k_per_task)
 from sdk.eval.records import (Comparison, EvalError, EvalRow, Estimate, SliceComparison, TaskDiff, load_rows,
                               save_rows)
 from sdk.eval.report import build_report, print_summary, write_report
 from sdk.eval.run import RewardLike, compare, evaluate, is_pass
 
 __all__ = [
-    "Checkpoint", "Comparison", "EvalError", "EvalRow", "Estimate", "GateResult", "RewardLike",
+    "Checkpoint", "Comparison", "EvalError", "EvalRow", "Estimate", "ExportResult", "GateResult", "RewardLike",
     "SliceComparison", "StageCost", "TaskDiff", "bootstrap_ci", "build_report", "check_gate",
-    "checkpoint_from_rows", "compare", "evaluate", "flag_counts", "is_pass", "load_rows",
-    "paired_bootstrap_ci", "pass_at_k", "pass_at_k_per_task", "print_summary", "save_rows", "stage_cost",
-    "write_report",
+    "checkpoint_from_rows", "compare", "component_stats", "evaluate", "export_merged", "flag_counts", "is_pass",
+    "load_rows", "lora_serve_command", "paired_bootstrap_ci", "pass_at_k", "pass_at_k_per_task", "print_summary",
+    "report_from_run", "save_rows", "serve_command", "stage_cost", "training_flags", "write_report",
 ]

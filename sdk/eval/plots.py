@@ -52,13 +52,13 @@ def curves(series: dict[str, list[list[float]]], title: str) -> str | None:
     keys = [k for k, v in series.items() if v][:4]
     if not keys:
         return None
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 2.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.4 * len(keys), 2.8), squeeze=False, layout="constrained")
     for ax, key in zip(axes[0], keys):
         steps, vals = zip(*series[key])
         ax.plot(steps, vals, marker="." if len(steps) < 40 else None, color=TUNED)
         ax.set_title(key, fontsize=9)
         ax.set_xlabel("step")
-    fig.suptitle(title, y=1.04)
+    fig.suptitle(title)
     return _to_uri(fig)
 
 
