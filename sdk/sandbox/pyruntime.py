@@ -36,7 +36,7 @@ _runtime: Path | None = None
 
 
 def runtime_dir() -> Path:
-    """The runtime folder (built once per process, removed at exit): ``tl_runner.py`` plus the
+    """The runtime folder (built once per process, removed at exit): our runners plus the
     packages of :data:`PYTEST_DISTS`. Mode 0755/0644, owned by the caller.
 
     Raises:
@@ -65,7 +65,8 @@ def _build_runtime() -> Path:
                 shutil.copytree(src, root / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             elif src.with_suffix(".py").is_file():
                 shutil.copy2(src.with_suffix(".py"), root / (top + ".py"))
-    shutil.copy2(RUNNER_DIR / "tl_runner.py", root / "tl_runner.py")
+    for name in ("tl_runner.py", "tl_build.py", "tl_test.h"):
+        shutil.copy2(RUNNER_DIR / name, root / name)
     for path in [root, *root.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return root

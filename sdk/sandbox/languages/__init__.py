@@ -1,0 +1,222 @@
+"""Languages other than Python: toolchain discovery, build/run specs, verdicts.
+
+| language   | framework | toolchain (searched in /usr/local/bin:/usr/bin:/bin only) | per-test results from |
+|------------|-----------|-------------------------------------------|-------------------------------------|
+| javascript | node      | node (>= 20)                              | ``node --test`` JUnit reporter      |
+| typescript | node      | tsc + node (untested here: no tsc)        | ``node --test`` JUnit reporter      |
+| c / cpp    | tltest    | gcc / g++                                 | ``tl_test.h`` (forks per test)      |
+| java       | junit     | javac, java, Debian ``junit5`` jars       | JUnit console launcher XML report   |
+| go         | go        | go                                        | ``go test -json``                   |
+| rust       | rust      | rustc                                     | libtest output of ``rustc --test``  |
+
+Only toolchains the sandbox uid can see are used: rustup/pyenv under root's 0700 home are
+unreachable, so the system packages are searched (``.ci/run`` installs them). A missing
+toolchain gives ``toolchain_unavailable`` (an infrastructure status: the task is excluded,
+never scored 0); :func:`toolchain_status` answers before training starts (field case S3).
+
+Everything (copy to ``$TMPDIR/build``, compile with ``compile_timeout_s``, run with ``timeout_s``)
+happens inside one sandbox execution through ``_runner/tl_build.py``. Runtimes that reserve
+large virtual memory (JVM, Go, rustc, node) get an address-space floor of
+:data:`AS_FLOOR_MB` (an address-space limit of 1 GB breaks the JVM, measured here); Go and
+Rust get floors for the scratch tmpfs (build cache) and the file-size limit (linked binaries).
+Per-test results of compiled code come from its runner's output, which the code itself could
+imitate; exit-code games are still caught (no ``end`` event, no pass).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from dataclasses import dataclass, field
+
+from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, TestOutcome
+from sdk.sandbox.languages import reports
+from sdk.sandbox.python_lang import _events
+from sdk.sandbox.pyruntime import RUNNER_DIR
+from sdk.sandbox.workspace import Workspace, safe_relpath
+from sdk.tasks.records import Language
+
+SEARCH = "/usr/local/bin:/usr/bin:/bin"
+AS_FLOOR_MB = 4096
+JARS = ("/usr/share/java/junit-platform-console-standalone.jar", "/usr/share/java/junit4.jar",
+        "/usr/share/java/hamcrest-core.jar")
+MEMORY_SIGNS = ("OutOfMemoryError", "std::bad_alloc", "memory allocation of", "heap out of memory",
+                "runtime: out of memory", "cannot allocate memory", "MemoryError")
+SPEC_FILE = ".tl_spec.json"
+
+
+@dataclass(frozen=True)
+class LangSpec:
+    """How one language is built and tested. ``tools``: executables that must exist;
+    ``files``: paths (jars) that must exist; ``as_floor_mb``: address-space floor."""
+
+    language: Language
+    framework: str
+    tools: tuple[str, ...]
+    files: tuple[str, ...] = ()
+    as_floor_mb: int = 0
+    exts: tuple[str, ...] = field(default=())
+    scratch_floor_mb: int = 0
+    fsize_floor_mb: int = 0
+
+
+SPECS = {
+    Language.JAVASCRIPT: LangSpec(Language.JAVASCRIPT, "node", ("node",), as_floor_mb=AS_FLOOR_MB),
+    Language.TYPESCRIPT: LangSpec(Language.TYPESCRIPT, "node", ("tsc", "node"), as_floor_mb=AS_FLOOR_MB),
+    Language.C: LangSpec(Language.C, "tltest", ("gcc",), exts=(".c",)),
+    Language.CPP: LangSpec(Language.CPP, "tltest", ("g++",), exts=(".cpp", ".cc", ".cxx")),
+    Language.JAVA: LangSpec(Language.JAVA, "junit", ("javac", "java"), JARS, AS_FLOOR_MB, (".java",)),
+    Language.GO: LangSpec(Language.GO, "go", ("go",), as_floor_mb=AS_FLOOR_MB, scratch_floor_mb=512, fsize_floor_mb=128),
+    Language.RUST: LangSpec(Language.RUST, "rust", ("rustc",), as_floor_mb=AS_FLOOR_MB, exts=(".rs",),
+                            scratch_floor_mb=512, fsize_floor_mb=128),
+}
+
+
+def toolchain_status(language: Language, search: str | None = None) -> str | None:
+    """None when ``language`` can run here, else the reason (for ``toolchain_unavailable``).
+    ``search``: PATH-style folders (default :data:`SEARCH`). Python always runs (see
+    :mod:`sdk.sandbox.pyruntime`). Call it for every language of a task set before training."""
+    search = search or SEARCH
+    if language == Language.PYTHON:
+        return None
+    spec = SPECS[language]
+    missing = [t for t in spec.tools if shutil.which(t, path=search) is None]
+    missing += [f for f in spec.files if not os.path.exists(f)]
+    if missing:
+        return (f"{language.value} toolchain unavailable: {', '.join(missing)} not found in {search} "
+                f"(toolchains under /root are unreachable by the sandbox uid; install the system packages)")
+    return None
+
+
+def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
+    """Build and test ``req`` in ``backend``; see the module docstring."""
+    spec = SPECS.get(req.language)
+    if spec is None:
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"no runner for {req.language.value}")
+    if req.framework not in (spec.framework, "script" if spec.framework == "tltest" else spec.framework):
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR,
+                          detail=f"{req.language.value} supports framework `{spec.framework}`, not `{req.framework}`")
+    reason = toolchain_status(req.language)
+    python = backend.python(uid)
+    if reason or python is None:
+        return ExecResult(status=ExecStatus.TOOLCHAIN_UNAVAILABLE, detail=reason or "no Python for the build driver")
+    files = dict(req.files)
+    files[req.target_path] = req.prelude + ("\n" if req.prelude and not req.prelude.endswith("\n") else "") + req.solution
+    files.update(req.tests)
+    for p in files:
+        safe_relpath(p)
+    build = _build_spec(spec, req, files)
+    files[SPEC_FILE] = json.dumps(build)
+    lim = req.limits
+    limits = lim.model_copy(update={"memory_mb": max(lim.memory_mb, spec.as_floor_mb),
+                                    "scratch_mb": max(lim.scratch_mb, spec.scratch_floor_mb),
+                                    "file_size_mb": max(lim.file_size_mb, spec.fsize_floor_mb)})
+    argv = [python, "-I", "-S", "-B", backend.runtime() + "/tl_build.py", "--fd", "{report_fd}", "--spec", SPEC_FILE]
+    import secrets  # noqa: PLC0415
+
+    nonce = secrets.token_hex(16)
+    with Workspace(files, uid) as ws:
+        raw = backend.run(argv, ws, limits, uid, (nonce + "\n").encode(),
+                          timeout_s=req.limits.compile_timeout_s + req.limits.timeout_s + 2)
+    return _verdict(spec, req, raw, _events(raw.report, nonce))
+
+
+def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict:
+    """The JSON spec for ``tl_build.py``; adds generated files to ``files``."""
+    which = lambda t: shutil.which(t, path=SEARCH)  # noqa: E731
+    srcs = sorted(p for p in files if p.endswith(spec.exts)) if spec.exts else []
+    tests = sorted(req.tests)
+    b: dict = {"compile_timeout": req.limits.compile_timeout_s, "run_timeout": req.limits.timeout_s, "env": {}}
+    lang = spec.language
+    if lang in (Language.C, Language.CPP):
+        files.setdefault("tl_test.h", (RUNNER_DIR / "tl_test.h").read_text())
+        cc = [which("gcc"), "-std=gnu11"] if lang == Language.C else [which("g++"), "-std=gnu++17"]
+        b |= {"compile": cc + ["-O1", "-I.", "-o", "tl_bin", *srcs, "-lm"], "run": ["./tl_bin"]}
+    elif lang in (Language.JAVASCRIPT, Language.TYPESCRIPT):
+        run_tests = tests
+        if lang == Language.TYPESCRIPT:
+            ts = sorted(p for p in files if p.endswith(".ts"))
+            b["compile"] = [which("tsc"), "--module", "commonjs", "--target", "es2020", "--outDir", ".", *ts]
+            run_tests = [t[:-3] + ".js" if t.endswith(".ts") else t for t in tests]
+        b |= {"run": [which("node"), "--test", "--test-reporter=junit",
+                      "--test-reporter-destination={tmp}/tl-junit.xml", *run_tests],
+              "artifacts": ["{tmp}/tl-junit.xml"]}
+    elif lang == Language.JAVA:
+        cp = ":".join(JARS[1:])
+        jvm = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ActiveProcessorCount=1", "-Xss1m",
+               f"-Xmx{max(64, req.limits.memory_mb // 2)}m"]
+        b |= {"compile": [which("javac"), "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-XX:ActiveProcessorCount=1",
+                          "-nowarn", "-d", "classes", "-cp", JARS[0] + ":" + cp, *srcs],
+              "run": [which("java"), *jvm, "-jar", JARS[0], "--class-path", "classes:" + cp, "--scan-class-path",
+                      "--disable-banner", "--details=none", "--reports-dir={tmp}/tl-reports"],
+              "artifacts": ["{tmp}/tl-reports/*.xml"]}
+    elif lang == Language.GO:
+        files.setdefault("go.mod", "module tltask\n\ngo 1.19\n")
+        b |= {"run": [which("go"), "test", "-json", "-count=1", "-p=1", "./..."], "mkdirs": ["{tmp}/gocache", "{tmp}/gopath"],
+              "env": {"GOCACHE": "{tmp}/gocache", "GOPATH": "{tmp}/gopath", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
+                      "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOMAXPROCS": "2"}}
+    elif lang == Language.RUST:
+        root = "".join(f'include!("{p}");\n' for p in [req.target_path, *tests])
+        files["tl_root.rs"] = "#![allow(dead_code, unused_imports)]\n" + root
+        b |= {"compile": [which("rustc"), "--edition", "2021", "--test", "-o", "tl_bin", "tl_root.rs"],
+              "run": ["./tl_bin", "--test-threads=1"]}
+    return b
+
+
+def _parse(spec: LangSpec, events: list[dict]) -> tuple[TestOutcome, ...]:
+    run = next((e for e in events if e.get("event") == "run"), {})
+    stdout = str(run.get("stdout", ""))
+    lang = spec.language
+    if lang in (Language.JAVASCRIPT, Language.TYPESCRIPT, Language.JAVA):
+        arts = [str(e.get("content", "")) for e in events if e.get("event") == "artifact"]
+        return tuple(t for a in arts for t in reports.parse_junit(a))
+    if lang == Language.GO:
+        return reports.parse_go_json(stdout)
+    if lang == Language.RUST:
+        return reports.parse_libtest(stdout)
+    return reports.parse_tltest(stdout)
+
+
+def _verdict(spec: LangSpec, req: ExecRequest, raw, events: list[dict]) -> ExecResult:
+    kinds = {e.get("event") for e in events}
+    tests = _parse(spec, events) if "end" in kinds else ()
+    run = next((e for e in events if e.get("event") == "run"), {})
+    text = raw.stderr.decode("utf-8", "replace") + str(run.get("stdout", "")) + "".join(
+        str(e.get("message", "")) for e in events)
+    status, detail = _status(req, raw, kinds, tests, run, text)
+    if status == ExecStatus.COMPILE_ERROR:
+        detail = next((str(e.get("message", "")) for e in events if e.get("event") == "compile_error"), detail)[-2000:]
+    return ExecResult(status=status, tests=tests, exit_code=run.get("exit", raw.exit_code),
+                      stdout=raw.stdout.decode("utf-8", "replace"), stderr=raw.stderr.decode("utf-8", "replace"),
+                      stdout_truncated=raw.stdout_truncated, stderr_truncated=raw.stderr_truncated,
+                      wall_s=round(raw.wall_s, 4), cpu_s=round(raw.cpu_s, 4), detail=detail)
+
+
+def _status(req, raw, kinds, tests, run, text) -> tuple[ExecStatus, str]:
+    if raw.output_exceeded:
+        return ExecStatus.OUTPUT_LIMIT, "output flood; run killed"
+    if "compile_timeout" in kinds:
+        return ExecStatus.TIMEOUT, f"compilation passed {req.limits.compile_timeout_s} s"
+    if raw.timed_out or "run_timeout" in kinds:
+        return ExecStatus.TIMEOUT, f"wall-clock limit of {req.limits.timeout_s} s reached"
+    if "start" not in kinds:
+        return ExecStatus.SANDBOX_ERROR, f"the build driver did not start (exit {raw.exit_code}): {text[-500:]}"
+    if "compile_error" in kinds or "[build failed]" in text or "[setup failed]" in text:
+        return ExecStatus.COMPILE_ERROR, "compilation failed"
+    ok = "end" in kinds and run.get("exit") == 0 and tests and all(t.outcome in ("passed", "skipped") for t in tests) \
+        and any(t.outcome == "passed" for t in tests)
+    if ok:
+        return ExecStatus.OK, ""
+    if any(s in text for s in MEMORY_SIGNS):
+        return ExecStatus.MEMORY_LIMIT, f"memory limit reached ({req.limits.memory_mb} MiB requested)"
+    if raw.exit_code in (-signal.SIGXCPU,) or run.get("exit") in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+        return ExecStatus.TIMEOUT, f"CPU limit of {req.limits.cpu_s} s reached"
+    if "end" not in kinds:
+        return ExecStatus.RUNTIME_ERROR, f"the run ended before reporting (exit {raw.exit_code})"
+    if not tests:
+        return ExecStatus.RUNTIME_ERROR if run.get("exit") else ExecStatus.FAILED, \
+            f"no test results (runner exit {run.get('exit')}): {text[-500:]}"
+    bad = [t.name for t in tests if t.outcome not in ("passed", "skipped")]
+    return ExecStatus.FAILED, f"{len(bad)} of {len(tests)} tests did not pass: {', '.join(bad[:5])}"
