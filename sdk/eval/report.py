@@ -120,8 +120,8 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None) -> 
         if "1" not in sl["base"]:
             table.add_row(name, str(sl["n_tasks"]), "-", "-", "-")
             continue
-        table.add_row(name, str(sl["n_tasks"]), fmt_est(sl["base"]["1"]), fmt_est(sl["tuned"]["1"]),
-                      fmt_est(sl["delta"]["1"], signed=True))
+        table.add_row(name, str(sl["n_tasks"]), fmt_est(sl["base"]["1"], sep=","),
+                      fmt_est(sl["tuned"]["1"], sep=","), fmt_est(sl["delta"]["1"], signed=True, sep=","))
     console.print(table)
     counts = report["diff"]["gated_counts"]
     console.print(f"held-out/OOD tasks: {counts['gain']} gained, {counts['regression']} regressed, "
@@ -132,15 +132,18 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None) -> 
         state = "" if gate["enabled"] else " (disabled)"
         console.print(f"gate{state}: {verdict}" + "".join(f"\n  - {r}" for r in gate["reasons"]))
     totals = report["cost"]["totals"]
-    console.print(f"cost: {totals['wall_s']:.0f} s wall, {totals['cpu_s']:.0f} s CPU, {totals['gpu_s']:.0f} s GPU, "
-                  f"{totals['tokens_generated']} tokens generated, {totals['tokens_trained']} trained")
+    if not report["cost"]["stages"]:
+        console.print("cost: not recorded")
+    else:
+        console.print(f"cost: {totals['wall_s']:.0f} s wall, {totals['cpu_s']:.0f} s CPU, {totals['gpu_s']:.0f} s GPU, "
+                      f"{totals['tokens_generated']} tokens generated, {totals['tokens_trained']} trained")
     console.print(f"[bold]{report['cost_benefit']['recommendation']}[/]")
 
 
-def fmt_est(est: Mapping[str, float], signed: bool = False) -> str:
-    """``0.40 [0.25, 0.55]`` (signed: ``+0.10 [-0.05, +0.25]``)."""
+def fmt_est(est: Mapping[str, float], signed: bool = False, sep: str = ", ") -> str:
+    """``0.40 [0.25, 0.55]`` (signed: ``+0.10 [-0.05, +0.25]``); ``sep`` between the bounds."""
     f = "{:+.2f}" if signed else "{:.2f}"
-    return f"{f.format(est['value'])} [{f.format(est['low'])}, {f.format(est['high'])}]"
+    return f"{f.format(est['value'])} [{f.format(est['low'])}{sep}{f.format(est['high'])}]"
 
 
 def _flags_by_model(rows: Sequence[EvalRow]) -> dict[str, dict[str, int]]:

@@ -62,9 +62,9 @@ def test_report_without_optional_inputs_still_renders(tmp_path, report_inputs):
 
 def test_print_summary_mentions_decision(report_inputs):
     buf = io.StringIO()
-    print_summary(build_report(**report_inputs), Console(file=buf, width=140, color_system=None))
+    print_summary(build_report(**report_inputs), Console(file=buf, width=80, color_system=None))
     out = buf.getvalue()
-    assert "heldout" in out and "0.27 [" in out and "+0.36 [" in out
+    assert "heldout" in out and "0.27 [0.00,0.55]" in out and "+0.36 [" in out and "…" not in out
     assert "FAILED" in out and "1 regressed" in out
     assert "Review before shipping" in out or "Not proven" in out
 
