@@ -67,47 +67,7 @@ def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -
 
     def application(session: Session = Depends(db), x_api_key: str | None = Header(None),
                     authorization: str | None = Header(None)) -> int:
-        key = x_api_key or (authorization[7:] if authorization and authorization.lower().startswith("bearer ") else None)
-        if not key:
-            raise ApiError(401, "missing API key", "send it in the X-API-Key header")
-        row = session.scalars(sa.select(ApiKey).where(ApiKey.key_hash == hash_key(key))).one_or_none()
-        if row is None or row.revoked_at is not None:
-            raise ApiError(401, "unknown or revoked API key", "create a key with feedback.store.create_api_key")
-        return row.application_id
-
-    def idem_key(idempotency_key: str | None = Header(None)) -> str:
-        if not idempotency_key or len(idempotency_key) > 200:
-            raise ApiError(400, "missing or over-long Idempotency-Key header",
-                           "send a unique Idempotency-Key (<= 200 chars) with every write; reuse it on retries")
-        return idempotency_key
-
-    def write(session: Session, app_id: int, key: str, body: Any, do: Callable[[], int]) -> JSONResponse:
-        digest = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
-        replay = _replay(session, app_id, key, digest)
-        if replay is not None:
-            return replay
-        try:
-            new_id = do()
-            payload = Created(id=new_id).model_dump()
-            session.add(IdempotencyRecord(application_id=app_id, key=key, request_hash=digest, status_code=201,
-                                          response=json.dumps(payload)))
-            session.commit()
-        except IntegrityError:
-            session.rollback()
-            replay = _replay(session, app_id, key, digest)
-            if replay is None:
-                raise ApiError(409, "the write conflicts with existing data (duplicate external_id?)",
-                               "use a new external_id, or the same Idempotency-Key to retry") from None
-            return replay
-        return JSONResponse(payload, status_code=201)
-
-    def target(session: Session, app_id: int, body: Any) -> int:
-        cond = (Interaction.id == body.interaction_id if body.interaction_id is not None
-                else Interaction.external_id == body.external_id)
-        found = session.scalars(sa.select(Interaction.id).where(cond, Interaction.application_id == app_id)).one_or_none()
-        if found is None:
-            raise ApiError(404, "no such interaction for this application", "record it with POST /v1/interactions first")
-        return found
+        return _authenticate(session, x_api_key, authorization)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -115,7 +75,7 @@ def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -
 
     @app.post("/v1/interactions", status_code=201, response_model=Created)
     def post_interaction(body: InteractionIn, session: Session = Depends(db), app_id: int = Depends(application),
-                         key: str = Depends(idem_key)) -> JSONResponse:
+                         key: str = Depends(_idem_key)) -> JSONResponse:
         def do() -> int:
             row = Interaction(application_id=app_id, external_id=body.external_id, conversation_id=body.conversation_id,
                               user_id=body.user_id, model=body.model, latency_ms=body.latency_ms)
@@ -125,29 +85,29 @@ def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -
                                         tool_calls=json.dumps(m.tool_calls) if m.tool_calls is not None else None)
                             for i, m in enumerate(body.messages))
             return row.id
-        return write(session, app_id, key, body, do)
+        return _write(session, app_id, key, body, do)
 
     @app.post("/v1/feedback", status_code=201, response_model=Created)
     def post_feedback(body: FeedbackIn, session: Session = Depends(db), app_id: int = Depends(application),
-                      key: str = Depends(idem_key)) -> JSONResponse:
+                      key: str = Depends(_idem_key)) -> JSONResponse:
         def do() -> int:
-            row = FeedbackEvent(application_id=app_id, interaction_id=target(session, app_id, body), user_id=body.user_id,
+            row = FeedbackEvent(application_id=app_id, interaction_id=_target(session, app_id, body), user_id=body.user_id,
                                 rating=body.rating, scale=body.scale, comment=body.comment)
             session.add(row)
             session.flush()
             return row.id
-        return write(session, app_id, key, body, do)
+        return _write(session, app_id, key, body, do)
 
     @app.post("/v1/corrections", status_code=201, response_model=Created)
     def post_correction(body: CorrectionIn, session: Session = Depends(db), app_id: int = Depends(application),
-                        key: str = Depends(idem_key)) -> JSONResponse:
+                        key: str = Depends(_idem_key)) -> JSONResponse:
         def do() -> int:
-            row = Correction(application_id=app_id, interaction_id=target(session, app_id, body), user_id=body.user_id,
+            row = Correction(application_id=app_id, interaction_id=_target(session, app_id, body), user_id=body.user_id,
                              content=body.content)
             session.add(row)
             session.flush()
             return row.id
-        return write(session, app_id, key, body, do)
+        return _write(session, app_id, key, body, do)
 
     @app.get("/v1/feedback", response_model=Page)
     def list_feedback(after: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
@@ -159,6 +119,56 @@ def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -
         return Page(items=items, next_after=items[-1].id if len(rows) > limit else None)
 
     return app
+
+
+def _authenticate(session: Session, x_api_key: str | None, authorization: str | None) -> int:
+    """The application id of the presented API key. Raises :class:`ApiError` 401."""
+    key = x_api_key or (authorization[7:] if authorization and authorization.lower().startswith("bearer ") else None)
+    if not key:
+        raise ApiError(401, "missing API key", "send it in the X-API-Key header")
+    row = session.scalars(sa.select(ApiKey).where(ApiKey.key_hash == hash_key(key))).one_or_none()
+    if row is None or row.revoked_at is not None:
+        raise ApiError(401, "unknown or revoked API key", "create a key with feedback.store.create_api_key")
+    return row.application_id
+
+
+def _idem_key(idempotency_key: str | None = Header(None)) -> str:
+    if not idempotency_key or len(idempotency_key) > 200:
+        raise ApiError(400, "missing or over-long Idempotency-Key header",
+                       "send a unique Idempotency-Key (<= 200 chars) with every write; reuse it on retries")
+    return idempotency_key
+
+
+def _write(session: Session, app_id: int, key: str, body: Any, do: Callable[[], int]) -> JSONResponse:
+    """Run ``do`` (which adds rows and returns the new id) once per idempotency key."""
+    digest = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+    replay = _replay(session, app_id, key, digest)
+    if replay is not None:
+        return replay
+    try:
+        new_id = do()
+        payload = Created(id=new_id).model_dump()
+        session.add(IdempotencyRecord(application_id=app_id, key=key, request_hash=digest, status_code=201,
+                                      response=json.dumps(payload)))
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        replay = _replay(session, app_id, key, digest)
+        if replay is None:
+            raise ApiError(409, "the write conflicts with existing data (duplicate external_id?)",
+                           "use a new external_id, or the same Idempotency-Key to retry") from None
+        return replay
+    return JSONResponse(payload, status_code=201)
+
+
+def _target(session: Session, app_id: int, body: Any) -> int:
+    """The interaction id named by ``body`` (id or external_id) within the application; 404 otherwise."""
+    cond = (Interaction.id == body.interaction_id if body.interaction_id is not None
+            else Interaction.external_id == body.external_id)
+    found = session.scalars(sa.select(Interaction.id).where(cond, Interaction.application_id == app_id)).one_or_none()
+    if found is None:
+        raise ApiError(404, "no such interaction for this application", "record it with POST /v1/interactions first")
+    return found
 
 
 def _replay(session: Session, app_id: int, key: str, digest: str) -> JSONResponse | None:
