@@ -202,12 +202,24 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping at the top level", "start the file with keys such as `model:` and `sources:`")
     for dotted, value in (overrides or {}).items():
-        node = raw
-        *parents, leaf = dotted.split(".")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
+        _set_dotted(raw, dotted, value)
     return parse_config(raw, base_dir=path.resolve().parent, origin=str(path))
+
+
+def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``a.b.0.c`` in nested dicts/lists (numbers index lists)."""
+    node: Any = raw
+    *parents, leaf = dotted.split(".")
+    try:
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+        if isinstance(node, list):
+            node[int(leaf)] = value
+        else:
+            node[leaf] = value
+    except (IndexError, ValueError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"cannot set `{dotted}`: no such place in the config ({exc})",
+                          "use dotted keys with list indices, e.g. --set sources.0.limit=5") from exc
 
 
 def parse_config(raw: dict[str, Any], base_dir: Path = Path("."), origin: str = "config") -> RunConfig:

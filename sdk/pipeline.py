@@ -125,6 +125,9 @@ class Pipeline:
         unknown = [s for s in stages if s not in STAGES]
         if unknown:
             raise ConfigError(f"unknown stage(s) {unknown}", f"use some of {list(STAGES)}")
+        from sdk.train.common import quiet_libraries
+
+        quiet_libraries()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.json").write_text(self.cfg.model_dump_json(indent=2))
         result: dict[str, Any] = {}

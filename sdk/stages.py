@@ -173,7 +173,7 @@ def stage_eval(p: "Pipeline") -> StageStats:
 
 def stage_report(p: "Pipeline") -> StageStats:
     """Compare, gate, and write report.json / report.html."""
-    from sdk.report_inputs import make_report
+    from sdk.run_report import make_report
 
     report, gate = make_report(p)
     stats = StageStats("report", extra={"report": report})

@@ -73,6 +73,29 @@ def progress_callbacks() -> list[TrainerCallback]:
     return [RichProgressCallback()]
 
 
+def quiet_trainer(trainer) -> None:
+    """Drop transformers' ``PrinterCallback`` (it prints every log dict when tqdm is off);
+    the logs still reach ``trainer.state.log_history`` and the rich progress display."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+
+
+def quiet_libraries() -> None:
+    """Silence library chatter (deprecation warnings, per-dataset-map bars) during our stages."""
+    import warnings
+
+    import datasets
+    from transformers.utils import logging as hf_logging
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module="trl")
+    warnings.filterwarnings("ignore", category=UserWarning, module="peft")
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+
+
 @dataclass
 class StageStats:
     """Cost of one stage: wall and CPU seconds, tokens trained and generated."""

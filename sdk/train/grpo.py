@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from sdk.config import RlConfig
 from sdk.errors import ConfigError
 from sdk.tasks.records import Task
-from sdk.train.common import StageStats, common_args, last_checkpoint, on_gpu, progress_callbacks, write_json
+from sdk.train.common import StageStats, common_args, last_checkpoint, on_gpu, progress_callbacks, quiet_trainer, write_json
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer, peft_config=peft_cfg,
                           callbacks=progress_callbacks() if progress else None)
+    quiet_trainer(trainer)
     trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
     trainer.save_model(str(out_dir / "adapter"))
     history = trainer.state.log_history

@@ -17,7 +17,7 @@ from typing import Sequence
 from sdk.config import SftConfig
 from sdk.sources import SftExample
 from sdk.tasks.records import Task, UnitTestVerifier
-from sdk.train.common import StageStats, common_args, last_checkpoint, peft_config, progress_callbacks, write_json
+from sdk.train.common import StageStats, common_args, last_checkpoint, peft_config, progress_callbacks, quiet_trainer, write_json
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
         **common_args(out_dir, seed))
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                          peft_config=peft_config(cfg.lora), callbacks=progress_callbacks() if progress else None)
+    quiet_trainer(trainer)
     trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
     trainer.save_model(str(out_dir / "adapter"))
     history = trainer.state.log_history

@@ -1,0 +1,52 @@
+"""Config validation: misspelled keys, cross-field checks, overrides, missing files."""
+
+import pytest
+
+from sdk.config import load_config, parse_config
+from sdk.errors import ConfigError
+
+SRC = [{"type": "pytest", "domain": "acme"}]
+
+
+def test_misspelled_key_names_the_fix():
+    with pytest.raises(ConfigError) as err:
+        parse_config({"sources": SRC, "rl": {"max_stpes": 3}})
+    assert "rl.max_stpes" in err.value.what and "did you mean `max_steps`" in err.value.what
+
+
+def test_group_size_must_divide_batch():
+    with pytest.raises(ConfigError) as err:
+        parse_config({"sources": SRC, "rl": {"batch_size": 6, "num_generations": 4}})
+    assert "multiple of rl.num_generations" in err.value.what
+
+
+def test_empty_sources_is_an_error():
+    with pytest.raises(ConfigError, match="sources"):
+        parse_config({})
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sources: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_overrides_and_relative_paths(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("run_dir: out\nsources:\n  - {type: pytest, domain: acme}\n")
+    cfg = load_config(path, {"rl.max_steps": 2, "sft.enabled": False})
+    assert cfg.rl.max_steps == 2 and cfg.sft.enabled is False
+    assert cfg.run_path == (tmp_path / "out").resolve()
+
+
+def test_shipped_configs_validate():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    configs = list((root / "examples").rglob("config*.yaml"))
+    assert configs, "examples ship at least one config"
+    for path in configs:
+        load_config(path)
