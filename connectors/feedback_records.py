@@ -101,7 +101,27 @@ class RecordBuilder:
                 raise RowError("prompt messages must end with a user (or tool) turn")
         else:
             msgs.append(Message(role="user", content=str(prompt)))
-        return tuple(msgs)
+        return tuple(self._cut(msgs))
+
+    def _cut(self, msgs: list[Message]) -> list[Message]:
+        """Drop the oldest turns past ``max_prompt_chars``, keeping system messages and the rated
+        (last) turn; a prompt still too long after that is kept whole and counted."""
+        limit = self.options.max_prompt_chars
+        if limit is None or sum(len(m.content) for m in msgs) <= limit:
+            return msgs
+        self.counts["conversations_cut"] = self.counts.get("conversations_cut", 0) + 1
+        keep = list(msgs)
+
+        def first_turn() -> int | None:
+            return next((i for i, m in enumerate(keep[:-1]) if m.role != "system"), None)
+
+        while sum(len(m.content) for m in keep) > limit and first_turn() is not None:
+            del keep[first_turn()]  # type: ignore[arg-type]
+        while (i := first_turn()) is not None and keep[i].role != "user":
+            del keep[i]  # the kept history starts with a user turn
+        if sum(len(m.content) for m in keep) > limit:
+            self.counts["prompts_over_limit"] = self.counts.get("prompts_over_limit", 0) + 1
+        return keep
 
     def _task(self, v: dict[str, Any], prompt: tuple[Message, ...], correction: str | None,
               source: Source, row: Row) -> Task | Quarantined | None:

@@ -77,6 +77,8 @@ class SqlFeedbackOptions(SourceOptions):
         batch_size: rows fetched per round trip.
         auto_columns: map each field left unmapped to a column of the same name when the table
             has one (``row_id`` also to ``id``); set false to use only explicit mappings.
+        max_prompt_chars: cut long chat prompts to this many characters by dropping the oldest
+            turns, keeping system messages and the rated (last) turn.
         state_dir: when set, reads are incremental: only rows above the persisted watermark
             are read and appended to an event log there (see
             :mod:`connectors.feedback_incremental`); records come from the whole log.
@@ -100,6 +102,7 @@ class SqlFeedbackOptions(SourceOptions):
     batch_size: int = Field(1000, gt=0)
     auto_columns: bool = True
     state_dir: str | None = None
+    max_prompt_chars: int | None = Field(None, gt=0)
 
     @field_validator("rating", mode="before")
     @classmethod

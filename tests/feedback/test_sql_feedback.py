@@ -184,3 +184,15 @@ def test_quickstart_table_reads_with_a_small_mapping(feedback_db):
     assert result.counts["unlabelled"] == 1 and result.counts["quarantined"] == 0
     assert result.sft_examples[0].source.locator.startswith("row_id=")
     assert datetime(2026, 2, 1, 14, tzinfo=timezone.utc)  # offsets parsed: see test_f3
+
+
+def test_long_conversation_is_cut_keeping_system_and_rated_turn(feedback_db):
+    chat = [{"role": "user", "content": "a" * 50}, {"role": "assistant", "content": "b" * 50},
+            {"role": "user", "content": "c" * 50}, {"role": "assistant", "content": "d" * 50},
+            {"role": "user", "content": "the rated question"}]
+    db = feedback_db([row("m1", 1, meta={"sys": "house rules", "chat": chat})])
+    result = read(db, json_paths={"system_prompt": "meta:sys", "prompt": "meta:chat"}, columns={"prompt": None},
+                  max_prompt_chars=150)
+    (ex,) = result.sft_examples
+    assert [m.content for m in ex.messages] == ["house rules", "c" * 50, "d" * 50, "the rated question", "Use add()."]
+    assert result.counts["conversations_cut"] == 1
