@@ -19,8 +19,10 @@ from sdk.tasks.records import Frozen
 class RewardStatus(str, Enum):
     """Why a completion got its score.
 
-    ``INFRASTRUCTURE`` and ``NOT_VERIFIABLE`` carry ``score=None``; every other status carries
-    a number. ``SUSPECTED_HACKING`` always carries 0.
+    ``INFRASTRUCTURE``, ``NOT_VERIFIABLE`` and ``ERROR`` carry ``score=None``; every other
+    status carries a number. ``SUSPECTED_HACKING`` always carries 0. ``JUDGED_UNVERIFIED``
+    carries a judge's number and the flag ``not_verifiable``: reports must keep it apart from
+    verified rewards.
     """
 
     OK = "ok"                                  # every test (visible and hidden) passed / answer matched
@@ -33,6 +35,7 @@ class RewardStatus(str, Enum):
     INFRASTRUCTURE = "infrastructure"          # sandbox / toolchain failure: not the model's fault
     SUSPECTED_HACKING = "suspected_hacking"    # an integrity detector fired: score forced to 0
     NOT_VERIFIABLE = "not_verifiable"          # the task carries no automatic verifier
+    JUDGED_UNVERIFIED = "judged_unverified"    # scored by a reward model / LLM judge: not verifiable
     ERROR = "error"                            # the reward code itself raised on this sample
 
     @property

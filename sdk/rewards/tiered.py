@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 import logging
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from sdk.config import RewardConfig
 from sdk.errors import RewardError
@@ -86,7 +86,8 @@ def score_completion(task: Task, completion: str, sandbox: Sandbox, weights: Rew
 
 def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sandbox, weights: RewardConfig,
                 baselines: Sequence[ExecResult | None] | None = None, limits: Limits | None = None,
-                retries: int = 1, static_checks: bool = True) -> list[RewardResult]:
+                retries: int = 1, static_checks: bool = True,
+                judge: Callable[[Task, str], float | None] | None = None) -> list[RewardResult]:
     """Score ``completions[i]`` against ``tasks[i]``, every sandbox request in one ``sandbox.run``.
 
     Args:
@@ -98,6 +99,9 @@ def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sand
         retries: how many times infrastructure failures are re-run before ``score=None``.
         static_checks: run the static detectors first (default); False is for auditing the
             runtime defences alone (every completion then reaches the sandbox).
+        judge: optional reward model / LLM judge ``(task, completion) -> float | None`` for
+            reference-only tasks; its scores get status ``judged_unverified`` and the flag
+            ``not_verifiable``. Without one, reference-only tasks get ``score=None``.
     Returns:
         B :class:`RewardResult`; a sample whose scoring raised (including a task whose answer
         verifier is broken: ``RewardError``) gets ``status=error, score=None`` and a warning
@@ -111,7 +115,7 @@ def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sand
                           "pass one completion (and one baseline, or none) per task")
     if weights.parses + weights.runs + weights.tests <= 0:
         raise RewardError("reward weights parses + runs + tests sum to 0", "give `reward.tests` a positive weight")
-    plans = [_safe_prepare(t, c, b, limits, static_checks) for t, c, b in zip(tasks, completions, baselines or [None] * len(tasks))]
+    plans = [_safe_prepare(t, c, b, limits, static_checks, judge) for t, c, b in zip(tasks, completions, baselines or [None] * len(tasks))]
     flat = [r for p in plans for r in p.requests]
     results = run_with_retries(sandbox, flat, retries)
     out, i = [], 0
@@ -153,12 +157,25 @@ def _run_one(sandbox: Sandbox, request: ExecRequest) -> ExecResult:
 
 
 def _safe_prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None,
-                  static_checks: bool = True) -> _Plan:
+                  static_checks: bool = True, judge: Callable[[Task, str], float | None] | None = None) -> _Plan:
     try:
+        if judge is not None and isinstance(task.verifier, ReferenceOnly):
+            return _Plan(task, done=_judged(judge, task, completion))
         return _prepare(task, completion, baseline, limits, static_checks)
     except Exception as exc:  # noqa: BLE001 - one sample (or one broken task), not the batch
         log.warning("scoring a completion for task %s raised: %s", task.id, exc)
         return _Plan(task, done=RewardResult.not_judged(RewardStatus.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+def _judged(judge: Callable[[Task, str], float | None], task: Task, completion: str) -> RewardResult:
+    value = judge(task, completion)
+    if value is None:
+        return RewardResult.not_judged(RewardStatus.NOT_VERIFIABLE, "the judge could not score this completion")
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"judge returned {value}")
+    return RewardResult(score=value, components={"judge": value}, status=RewardStatus.JUDGED_UNVERIFIED,
+                        flags=("not_verifiable",), detail="scored by a judge, not by a verifier")
 
 
 def _safe_finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> RewardResult:
@@ -239,7 +256,8 @@ def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> Re
         findings += integrity.check_results(results[1], hidden_expected)
         hid, comp["hidden_passed"], comp["hidden_total"] = _fraction(results[1], hidden_expected)
         comp["hidden_frac"], comp["hidden_gap"] = hid, vis - hid
-        findings += integrity.hidden_gap(vis, hid)
+        if results[1].status not in _NOT_REACHED:  # slow on big hidden inputs is not hard-coding
+            findings += integrity.hidden_gap(vis, hid)
         frac = (vis + hid) / 2
     if main.status == ExecStatus.COMPILE_ERROR:
         comp["parses"] = 0.0

@@ -73,6 +73,8 @@ class SandboxReward:
             ``sdk.sandbox.make_sandbox(sandbox_config)``); called lazily on first use, in the
             process that scores.
         retries: re-runs of infrastructure failures before ``None``.
+        judge: optional picklable reward model / LLM judge ``(task, completion) -> float | None``
+            for reference-only tasks (logged as ``judged_unverified``, flag ``not_verifiable``).
     Call:
         ``reward(prompts, completions, completion_ids=None, task_json=[...], trainer_state=..., log_metric=...)``
         -> B floats or ``None`` (not judged). Raises only ``RewardError`` for a missing ``task_json``
@@ -83,12 +85,13 @@ class SandboxReward:
 
     def __init__(self, weights: RewardConfig | None = None, sandbox_config: SandboxConfig | None = None,
                  log_path: str | Path | None = None, sandbox_factory: Callable[[], Sandbox] | None = None,
-                 retries: int = 1) -> None:
+                 retries: int = 1, judge: Callable[[Task, str], float | None] | None = None) -> None:
         self.weights = weights or RewardConfig()
         self.sandbox_config = sandbox_config or SandboxConfig()
         self.log_path = Path(log_path) if log_path is not None else None
         self.sandbox_factory = sandbox_factory
         self.retries = retries
+        self.judge = judge
         self.calls = 0
         self._sandbox: Sandbox | None = None
         self._lock = threading.Lock()
@@ -152,7 +155,7 @@ class SandboxReward:
             except Exception as exc:  # noqa: BLE001 - a bad row costs one sample
                 results[i] = RewardResult.not_judged(RewardStatus.ERROR, f"bad task_json: {type(exc).__name__}: {exc}")
         try:
-            scored = score_batch(tasks, texts, self.sandbox, self.weights, retries=self.retries)
+            scored = score_batch(tasks, texts, self.sandbox, self.weights, retries=self.retries, judge=self.judge)
         except RewardError:
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. the sandbox cannot start: nothing judged

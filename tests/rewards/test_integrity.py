@@ -124,3 +124,9 @@ def test_an_algorithm_sharing_one_literal_with_many_tests_is_not_hard_coding():
     assert "hardcoded_outputs" not in flags(honest, test_sources=tests)
     cheat = "def roman(s):\n    return {'III': 3, 'IX': 9, 'LVIII': 58, 'MCMXCIV': 1994}[s]\n"
     assert "hardcoded_outputs" in flags(cheat, test_sources=tests)
+
+
+def test_self_test_asserts_in_the_solution_are_not_hard_coding():
+    code = ("def add(a, b):\n    return a + b\n\n\ndef test_mine():\n    assert add(2, 3) == 5\n"
+            "    assert add(-4, 1) == -3\n")
+    assert flags(code, test_sources=ADD_TESTS) == set()

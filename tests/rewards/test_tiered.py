@@ -164,3 +164,27 @@ def test_configuration_errors_raise(fake):
         score_batch([add_task()], [], fake, W)
     with pytest.raises(RewardError):
         score_batch([add_task()], [HONEST], fake, RewardConfig(parses=0, runs=0, tests=0))
+
+
+def test_hidden_timeout_is_not_flagged_as_hard_coding():
+    def slow_hidden(req):
+        return ExecResult(status=ExecStatus.TIMEOUT) if "hidden" in next(iter(req.tests)) else passing(req)
+
+    r = score_completion(add_task(), HONEST, FakeSandbox(slow_hidden), W)
+    assert r.status == RewardStatus.FAILED and r.flags == ()
+    assert r.components["hidden_frac"] == 0.0 and r.score == pytest.approx(0.1 + 0.9 * 0.5)
+
+
+def test_optional_judge_for_reference_only_tasks_is_marked_not_verifiable(fake):
+    task = Task(domain="feedback/bot", prompt=(Message(role="user", content="hi"),), verifier=ReferenceOnly(),
+                source=Source(connector="t"))
+
+    def judge(t, completion):
+        if completion == "crash":
+            raise RuntimeError("judge offline")
+        return None if completion == "?" else 0.7
+
+    good, unsure, broken = score_batch([task] * 3, ["hello", "?", "crash"], fake, W, judge=judge)
+    assert (good.score, good.status, good.flags) == (0.7, RewardStatus.JUDGED_UNVERIFIED, ("not_verifiable",))
+    assert unsure.score is None and unsure.status == RewardStatus.NOT_VERIFIABLE
+    assert broken.score is None and broken.status == RewardStatus.ERROR
