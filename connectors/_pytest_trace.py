@@ -13,7 +13,8 @@ Output shape: ``{"items": [{"nodeid", "path", "cls", "name", "kind", "outcome",
 "calls": [[relpath, qualname, direct], ...]}], "errors": [str], "exitstatus": int}``.
 ``direct`` is 1 when the caller's frame is outside the package (the test itself called it).
 
-Tracing uses ``sys.setprofile`` (and ``threading.setprofile``) with a per-code-object cache,
+Tracing uses a global ``sys.settrace`` function (and ``threading.settrace``) that returns None,
+so it sees only function entries (no line, return or C-call events), with a per-code-object cache,
 after coverage.py's per-test "dynamic contexts" idea but recording function identities
 (``co_qualname``) instead of lines. Nested functions are attributed to their enclosing
 top-level function or method (the ``.<locals>`` suffix is cut).
@@ -53,9 +54,10 @@ def _key(code):
     return key
 
 
-def _profile(frame, event, arg):
-    if event != "call" or _current is None:
-        return
+def _trace(frame, event, arg):
+    # a global trace function sees only "call" events; returning None skips line tracing
+    if _current is None:
+        return None
     key = _key(frame.f_code)
     if key is None:
         return
@@ -63,6 +65,7 @@ def _profile(frame, event, arg):
     direct = 1 if back is None or _key(back.f_code) is None else 0
     if direct > _current.get(key, -1):
         _current[key] = direct
+    return None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -74,20 +77,20 @@ def pytest_runtest_protocol(item, nextitem):
         "path": str(getattr(item, "path", "")),
         "cls": cls.__name__ if cls is not None else None,
         "name": getattr(item, "originalname", None) or item.name,
-        "kind": type(item).__name__,
+        "kind": "Function" if isinstance(item, pytest.Function) else type(item).__name__,
         "outcome": "passed",
         "calls": [],
     }
     if _TRACE:
         _current = {}
-        sys.setprofile(_profile)
-        threading.setprofile(_profile)
+        sys.settrace(_trace)
+        threading.settrace(_trace)
     try:
         yield
     finally:
         if _TRACE:
-            sys.setprofile(None)
-            threading.setprofile(None)
+            sys.settrace(None)
+            threading.settrace(None)
             _items[item.nodeid]["calls"] = sorted([p, q, d] for (p, q), d in _current.items())
             _current = None
 

@@ -60,6 +60,22 @@ class ModuleInfo:
     path: str
     imports: str
     functions: list[PyFunction] = field(default_factory=list)
+    import_nodes: tuple[ast.stmt, ...] = ()
+
+    def imports_for(self, fn: PyFunction) -> str:
+        """The module's imports cut down to the names ``fn``'s source uses, one statement per line.
+
+        Keeps the prompt short when a module imports dozens of names (``__future__`` dropped).
+        """
+        used = {n.id for n in ast.walk(ast.parse(fn.reference)) if isinstance(n, ast.Name)}
+        out = []
+        for node in self.import_nodes:
+            names = [a for a in node.names if (a.asname or a.name.split(".")[0]) in used]
+            if names:
+                clone = ast.ImportFrom(node.module, names, node.level) if isinstance(node, ast.ImportFrom) \
+                    else ast.Import(names)
+                out.append(ast.unparse(clone))
+        return "\n".join(out) + "\n" if out else ""
 
 
 def scan_module(source: str, relpath: str) -> ModuleInfo:
@@ -70,8 +86,9 @@ def scan_module(source: str, relpath: str) -> ModuleInfo:
     """
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
-    imports = "".join(_segment(lines, n) for n in tree.body if isinstance(n, ast.Import)
-                      or (isinstance(n, ast.ImportFrom) and n.module != "__future__"))
+    nodes = tuple(n for n in tree.body if isinstance(n, ast.Import)
+                  or (isinstance(n, ast.ImportFrom) and n.module != "__future__"))
+    imports = "".join(_segment(lines, n) for n in nodes)
     found: list[PyFunction] = []
     for node in tree.body:
         if isinstance(node, _FUNC):
@@ -85,7 +102,8 @@ def scan_module(source: str, relpath: str) -> ModuleInfo:
     for fn in found:
         counts[fn.qualname] = counts.get(fn.qualname, 0) + 1
     found = [f if counts[f.qualname] == 1 else _replace(f, ambiguous=True) for f in found]
-    return ModuleInfo(path=relpath, imports=imports.rstrip() + "\n" if imports.strip() else "", functions=found)
+    return ModuleInfo(path=relpath, imports=imports.rstrip() + "\n" if imports.strip() else "", functions=found,
+                      import_nodes=nodes)
 
 
 def _replace(fn: PyFunction, **changes) -> PyFunction:
@@ -138,36 +156,47 @@ def module_context(source: str, fn: PyFunction) -> str:
     return "".join(lines[: fn.start - 1]) + stub + "".join(lines[fn.end:])
 
 
-def prune_tests(source: str, keep: set[tuple[str | None, str]], collected: set[tuple[str | None, str]]) -> str:
-    """Remove the collected tests of ``source`` that are not in ``keep``.
+class TestModule:
+    """A test module indexed once, then pruned many times (one call per task).
 
     Args:
-        source: a test module's text.
-        keep: ``(class name or None, function name)`` pairs to keep.
-        collected: every pair pytest collected from this module; anything else (imports,
-            fixtures, helpers, constants, non-test classes) is kept untouched.
-    Returns:
-        The module text with whole definitions (decorators included) cut out; a test class
-        left without any kept test is cut as a whole.
+        source: the test module's text.
+        collected: every ``(class name or None, function name)`` pytest collected from it;
+            anything else (imports, fixtures, helpers, constants, non-test classes) is kept.
+    Raises:
+        SyntaxError: the module does not parse.
     """
-    tree = ast.parse(source)
-    lines = source.splitlines(keepends=True)
-    drop: list[tuple[int, int]] = []
-    for node in tree.body:
-        if isinstance(node, _FUNC) and (None, node.name) in collected and (None, node.name) not in keep:
-            drop.append((_start(node), node.end_lineno))
-        elif isinstance(node, ast.ClassDef):
-            tests = [s for s in node.body if isinstance(s, _FUNC) and (node.name, s.name) in collected]
-            if not tests:
-                continue
-            kept = [s for s in tests if (node.name, s.name) in keep]
-            if not kept:
-                drop.append((_start(node), node.end_lineno))
-            else:
-                drop.extend((_start(s), s.end_lineno) for s in tests if s not in kept)
-    out = list(lines)
-    for start, end in sorted(drop, reverse=True):
-        while end < len(out) and not out[end].strip():
-            end += 1  # the blank lines after a cut definition go with it
-        del out[start - 1: end]
-    return "".join(out)
+
+    __test__ = False
+
+    def __init__(self, source: str, collected: set[tuple[str | None, str]]) -> None:
+        self.lines = source.splitlines(keepends=True)
+        self.tests: dict[tuple[str | None, str], tuple[int, int]] = {}
+        self.classes: dict[str, tuple[int, int]] = {}
+        for node in ast.parse(source).body:
+            if isinstance(node, _FUNC) and (None, node.name) in collected:
+                self.tests[(None, node.name)] = (_start(node), node.end_lineno)
+            elif isinstance(node, ast.ClassDef):
+                subs = [s for s in node.body if isinstance(s, _FUNC) and (node.name, s.name) in collected]
+                self.tests.update({(node.name, s.name): (_start(s), s.end_lineno) for s in subs})
+                if subs:
+                    self.classes[node.name] = (_start(node), node.end_lineno)
+
+    def keep(self, keep: set[tuple[str | None, str]]) -> str:
+        """The module with the collected tests not in ``keep`` cut out (decorators included);
+        a test class left without any kept test is cut as a whole."""
+        kept_classes = {cls for cls, _ in keep if cls is not None}
+        drop = [span for cls, span in self.classes.items() if cls not in kept_classes]
+        drop += [span for key, span in self.tests.items()
+                 if key not in keep and (key[0] is None or key[0] in kept_classes)]
+        out = list(self.lines)
+        for start, end in sorted(drop, reverse=True):
+            while end < len(out) and not out[end].strip():
+                end += 1  # the blank lines after a cut definition go with it
+            del out[start - 1: end]
+        return "".join(out)
+
+
+def prune_tests(source: str, keep: set[tuple[str | None, str]], collected: set[tuple[str | None, str]]) -> str:
+    """``TestModule(source, collected).keep(keep)``: cut the collected tests not in ``keep``."""
+    return TestModule(source, collected).keep(keep)

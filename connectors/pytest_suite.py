@@ -13,7 +13,7 @@ Pipeline (issue 4, part 1):
    only those tests plus everything else their module needs (imports, fixtures, helpers). A
    deterministic ``hidden_fraction`` of them goes to ``hidden_tests``.
 4. The task: the prompt shows a short instruction and the context (``signature``: the module's
-   imports and the target's header and docstring; ``module``: the whole module with the body
+   imports of the names the target uses, and the target's header and docstring; ``module``: the whole module with the body
    removed); the model answers with the complete definition; the verifier splices it into
    ``target_path`` by ``entry_point`` (``func`` or ``Class.method``; for a method the answer is
    the ``def`` at column 0, re-indented into the class by the splicer).
@@ -34,7 +34,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from connectors.pysource import ModuleInfo, PyFunction, module_context, prune_tests, scan_module
+from connectors.pysource import ModuleInfo, PyFunction, TestModule, module_context, scan_module
 from connectors.pytest_collect import SuiteRun, TestItem, run_suite
 from sdk.errors import SourceError
 from sdk.sources import SourceOptions, SourceResult, TaskSource
@@ -58,7 +58,8 @@ class PytestSuiteOptions(SourceOptions):
             (rounded down, at least one test always stays visible); deterministic.
         min_tests: a target needs at least this many usable covering test functions.
         max_tests: at most this many test functions per task (direct callers first).
-        context: ``signature`` (imports + header + docstring) or ``module`` (whole module, body removed).
+        context: ``signature`` (imports of the names the target uses + header + docstring) or
+            ``module`` (the whole module with the target's body removed).
         flaky_reruns: extra runs of the suite to find flaky tests (0: none).
         exclude: globs over module paths (``pkg/_vendor/*``) or locators (``pkg/mod.py::func``).
         methods: also make tasks of methods (``entry_point = "Class.method"``). Off by default:
@@ -148,6 +149,7 @@ class _Builder:
         self.failing = {u for u, its in self.units.items()
                         if u not in self.flaky and any(i.outcome not in _USABLE for i in its)}
         self.collected: dict[str, set[tuple[str | None, str]]] = defaultdict(set)
+        self.test_modules: dict[str, TestModule] = {}
         for path, cls, name in self.units:
             self.collected[path].add((cls, name))
         self.counts.update(tests_collected=len(items), test_functions=len(self.units),
@@ -223,8 +225,9 @@ class _Builder:
             by_file[path].add((cls, name))
         out = {}
         for path, keep in sorted(by_file.items()):
-            text = (self.repo / path).read_text(encoding="utf-8")
-            out[_hidden_name(path) if hidden else path] = prune_tests(text, keep, self.collected[path])
+            if path not in self.test_modules:
+                self.test_modules[path] = TestModule((self.repo / path).read_text(encoding="utf-8"), self.collected[path])
+            out[_hidden_name(path) if hidden else path] = self.test_modules[path].keep(keep)
         return out
 
     def _prompt(self, info: ModuleInfo, fn: PyFunction) -> str:
@@ -235,7 +238,8 @@ class _Builder:
             body = module_context(self.files[fn.path], fn)
         else:
             stub = fn.stub if not fn.class_header else fn.class_header + "\n" + _indent(fn.stub)
-            body = (info.imports + "\n\n" if info.imports else "") + stub
+            imports = info.imports_for(fn)
+            body = (imports + "\n\n" if imports else "") + stub
         return f"{head}\n\n```python\n{body.rstrip()}\n```"
 
     def result(self) -> SourceResult:

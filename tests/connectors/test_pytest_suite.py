@@ -69,7 +69,9 @@ def test_function_task_shape(result, repo):
     prompt = task.prompt[0].content
     assert "def add(a: int, b: int) -> int:" in prompt and '"""Return a + b."""' in prompt
     assert "return a + b" not in prompt and "__future__" not in prompt
-    assert "from minimath.util import clamp" in prompt
+    assert "import" not in prompt  # add uses no imported name
+    hypot = _task(result, "hypot").prompt[0].content
+    assert "import math\nfrom minimath.util import clamp\n" in hypot and "functools" not in hypot
 
 
 def test_hidden_tests_are_a_disjoint_share(result):
