@@ -34,9 +34,10 @@ from typing import Any, Callable
 
 from sdk.config import RewardConfig, SandboxConfig
 from sdk.rewards.result import RewardResult, RewardStatus
-from sdk.rewards.tiered import score_batch
-from sdk.sandbox.contract import Sandbox
-from sdk.tasks.records import Task
+from sdk.rewards.extract import extract_code
+from sdk.rewards.tiered import build_request, run_with_retries, score_batch
+from sdk.sandbox.contract import ExecResult, Sandbox
+from sdk.tasks.records import Task, UnitTestVerifier
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,9 @@ class SandboxReward:
         retries: re-runs of infrastructure failures before ``None``.
         judge: optional picklable reward model / LLM judge ``(task, completion) -> float | None``
             for reference-only tasks (logged as ``judged_unverified``, flag ``not_verifiable``).
+        reference_baseline: run each unit-test task's ``reference`` once (cached by task id) and
+            use it as the regression baseline: tests the reference passes that a completion
+            breaks cost ``regression_penalty``.
     Call:
         ``reward(prompts, completions, completion_ids=None, task_json=[...], trainer_state=..., log_metric=...)``
         -> B floats or ``None`` (not judged). Raises only ``RewardError`` for a missing ``task_json``
@@ -85,13 +89,16 @@ class SandboxReward:
 
     def __init__(self, weights: RewardConfig | None = None, sandbox_config: SandboxConfig | None = None,
                  log_path: str | Path | None = None, sandbox_factory: Callable[[], Sandbox] | None = None,
-                 retries: int = 1, judge: Callable[[Task, str], float | None] | None = None) -> None:
+                 retries: int = 1, judge: Callable[[Task, str], float | None] | None = None,
+                 reference_baseline: bool = True) -> None:
         self.weights = weights or RewardConfig()
         self.sandbox_config = sandbox_config or SandboxConfig()
         self.log_path = Path(log_path) if log_path is not None else None
         self.sandbox_factory = sandbox_factory
         self.retries = retries
         self.judge = judge
+        self.reference_baseline = reference_baseline
+        self._baselines: dict[str, ExecResult | None] = {}
         self.calls = 0
         self._sandbox: Sandbox | None = None
         self._lock = threading.Lock()
@@ -155,7 +162,9 @@ class SandboxReward:
             except Exception as exc:  # noqa: BLE001 - a bad row costs one sample
                 results[i] = RewardResult.not_judged(RewardStatus.ERROR, f"bad task_json: {type(exc).__name__}: {exc}")
         try:
-            scored = score_batch(tasks, texts, self.sandbox, self.weights, retries=self.retries, judge=self.judge)
+            baselines = self._reference_baselines(tasks) if self.reference_baseline else None
+            scored = score_batch(tasks, texts, self.sandbox, self.weights, baselines=baselines, retries=self.retries,
+                                 judge=self.judge)
         except RewardError:
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. the sandbox cannot start: nothing judged
@@ -164,6 +173,21 @@ class SandboxReward:
         for i, res in zip(index, scored):
             results[i] = res
         return [r for r in results if r is not None], ids
+
+    def _reference_baselines(self, tasks: list[Task]) -> list[ExecResult | None]:
+        """Baseline runs of the tasks' references (one batch for the ones not cached yet)."""
+        todo = {t.id: t for t in tasks if t.id not in self._baselines}
+        runnable = {i: t for i, t in todo.items() if isinstance(t.verifier, UnitTestVerifier) and t.reference}
+        requests = []
+        for task in runnable.values():
+            code = extract_code(task.reference or "", task.verifier.entry_point, task.verifier.language).code
+            requests.append(build_request(task.verifier, code or task.reference or ""))
+        for task_id, result in zip(runnable, run_with_retries(self.sandbox, requests, self.retries)):
+            if not result.status.is_infrastructure:  # an infrastructure failure is retried next call
+                self._baselines[task_id] = result
+        for task_id in todo.keys() - runnable.keys():
+            self._baselines[task_id] = None
+        return [self._baselines.get(t.id) for t in tasks]
 
     def _report(self, results: list[RewardResult], ids: list[str | None], completions: list[Any], kwargs: dict[str, Any]) -> None:
         state = kwargs.get("trainer_state")

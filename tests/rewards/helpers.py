@@ -12,12 +12,12 @@ ADD_TESTS = {"test_add.py": "from solution import add\n\n\ndef test_small():\n  
 ADD_HIDDEN = {"test_add_hidden.py": "from solution import add\n\n\ndef test_big():\n    assert add(1000, 2345) == 3345\n"}
 
 
-def add_task(hidden: bool = True, **changes) -> Task:
+def add_task(hidden: bool = True, reference: str | None = None, **changes) -> Task:
     """A small `add(a, b)` task with two visible tests and (optionally) one hidden test."""
     verifier = UnitTestVerifier(tests=ADD_TESTS, hidden_tests=ADD_HIDDEN if hidden else {}, entry_point="add",
                                 timeout_s=5.0, **changes)
     return Task(domain="python/demo", prompt=(Message(role="user", content="Write `add(a, b)` returning a + b."),),
-                verifier=verifier, source=Source(connector="test"))
+                verifier=verifier, source=Source(connector="test"), reference=reference)
 
 
 def outcome(name: str, ok: bool) -> TestOutcome:

@@ -89,3 +89,25 @@ def test_completion_text_shapes():
     assert completion_text("x") == "x"
     assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]) == "ab"
     assert completion_text([{"role": "tool", "content": "t"}, {"role": "assistant", "content": "y"}]) == "y"
+
+
+def test_reference_is_the_regression_baseline_and_is_run_once():
+    from sdk.sandbox.contract import ExecResult, ExecStatus
+
+    from .helpers import FakeSandbox, outcome
+
+    def respond(req):  # the reference passes both tests; a completion marked BREAKS fails one
+        broken = "BREAKS" in req.solution
+        return ExecResult(status=ExecStatus.FAILED if broken else ExecStatus.OK, tests=(
+            outcome("test_add.py::test_small", True), outcome("test_add.py::test_negative", not broken)))
+
+    sandbox = FakeSandbox(respond)
+    reward = SandboxReward(sandbox_factory=lambda: sandbox)
+    task = add_task(hidden=False, reference=HONEST)
+    tj = [task.model_dump_json()] * 2
+    breaking = "```python\ndef add(a, b):\n    # BREAKS\n    return a + b\n```"
+    scores = reward(["p"] * 2, [HONEST, breaking], task_json=tj)
+    reward(["p"] * 2, [HONEST, HONEST], task_json=tj)
+    assert scores[0] == 1.0
+    assert scores[1] == pytest.approx(0.05 + 0.05 + 0.9 * 0.5 - 0.5 * 0.5)
+    assert len(sandbox.batches) == 3  # baseline once, then one batch per call
