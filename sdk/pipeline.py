@@ -132,6 +132,8 @@ class Pipeline:
         (self.run_dir / "config.json").write_text(self.cfg.model_dump_json(indent=2))
         result: dict[str, Any] = {}
         try:
+            if any(s in ("sft", "rl", "eval") and (force or not self.is_complete(s)) for s in stages):
+                _ = self.model_path  # fail fast on a bad model before hours of work
             for stage in stages:
                 if not force and self.is_complete(stage) and stage != "report":
                     self.console.print(f"[dim]· {stage}: complete, skipped (use --force to redo)[/dim]")

@@ -1,0 +1,108 @@
+"""The main job end to end on a tiny random model: sources → tasks → SFT → GRPO → eval → report.
+
+Uses the quickstart's own package, HumanEval (OOD) and a seeded feedback table, cut to a few
+tasks so it runs in about a minute on 2 CPU cores. Asserts the artefacts of every stage, that a
+re-run skips complete stages, and that the CLI turns bad input into one clear message.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sdk.config import load_config
+from sdk.pipeline import Pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart" / "config.yaml"
+
+
+def small_overrides(tmp_path: Path, model: str) -> dict:
+    return {
+        "run_dir": str(tmp_path / "run"), "model.name": model,
+        "sources.0.limit": 10, "sources.1.limit": 3,
+        "sources.2.options.url": f"sqlite:///{tmp_path / 'feedback.db'}",
+        "sft.max_steps": 3, "sft.batch_size": 2,
+        "rl.max_steps": 1, "rl.num_generations": 2, "rl.batch_size": 2, "rl.max_completion_length": 12,
+        "eval.max_new_tokens": 12, "eval.limit_per_split": 3,
+    }
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_model_dir, tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("e2e")
+    subprocess.run([sys.executable, str(QUICKSTART.parent / "seed_feedback.py"), str(tmp_path / "feedback.db")],
+                   check=True, capture_output=True)
+    cfg = load_config(QUICKSTART, small_overrides(tmp_path, tiny_model_dir))
+    report = Pipeline(cfg, progress=False).run()
+    return cfg, report
+
+
+def test_every_stage_leaves_its_artefacts(finished_run):
+    cfg, report = finished_run
+    run = cfg.run_path
+    counts = json.loads((run / "tasks" / "counts.json").read_text())
+    assert counts["splits"]["ood"] == {"humaneval": 3}
+    assert counts["sft_examples"] > 50, "feedback corrections and good answers become SFT examples"
+    for stage in ("sft", "rl"):
+        assert (run / stage / "adapter" / "adapter_config.json").is_file()
+        assert json.loads((run / stage / "log_history.json").read_text())
+    assert (run / "rl" / "rewards.jsonl").stat().st_size > 0, "every GRPO reward is logged"
+    base = [json.loads(x) for x in (run / "eval" / "base.jsonl").read_text().splitlines()]
+    assert {r["split"] for r in base} == {"heldout", "ood"} and all(r["completions"] for r in base)
+    assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
+    on_disk = json.loads((run / "report.json").read_text())
+    assert set(on_disk["by_split"]) >= {"heldout", "ood"} and on_disk == json.loads(json.dumps(report))
+
+
+def test_lora_weights_changed(finished_run):
+    from safetensors.torch import load_file
+
+    cfg, _ = finished_run
+    sft = load_file(str(cfg.run_path / "sft" / "adapter" / "adapter_model.safetensors"))
+    lora_b = [t for k, t in sft.items() if "lora_B" in k]
+    assert lora_b and all(t.abs().sum() > 0 for t in lora_b), "LoRA B starts at zero; SFT must move every one"
+
+
+def test_rerun_skips_complete_stages(finished_run, capsys):
+    cfg, _ = finished_run
+    pipe = Pipeline(cfg, progress=False)
+    assert all(pipe.is_complete(s) for s in ("tasks", "sft", "rl", "eval"))
+    before = (cfg.run_path / "sft" / "adapter" / "adapter_model.safetensors").stat().st_mtime
+    pipe.run(("tasks", "sft", "rl"))
+    assert (cfg.run_path / "sft" / "adapter" / "adapter_model.safetensors").stat().st_mtime == before
+    changed = cfg.model_copy(update={"rl": cfg.rl.model_copy(update={"max_steps": 2})})
+    assert Pipeline(changed, progress=False).is_complete("sft") and not Pipeline(changed).is_complete("rl")
+
+
+@pytest.mark.parametrize("edit, expect", [
+    ({"model.name": "/nonexistent/model"}, "has no config.json"),
+    ({"sft.epocs": 1}, "did you mean `epochs`"),
+    ({"sources.2.options.url": "postgresql://nobody@127.0.0.1:1/none"}, "fix:"),
+])
+def test_cli_bad_input_is_one_clear_message(tmp_path, tiny_model_dir, edit, expect):
+    from sdk.cli import app
+
+    sets = [f"--set={k}={v}" for k, v in {**small_overrides(tmp_path, tiny_model_dir), **edit}.items()]
+    stage = ["--stage", "sft"] if "model.name" in edit else ["--stage", "tasks"]
+    result = CliRunner().invoke(app, ["run", str(QUICKSTART), *stage, *sets])
+    assert result.exit_code != 0
+    assert expect in result.output and "Traceback" not in result.output
+
+
+def test_cli_empty_test_suite(tmp_path, tiny_model_dir):
+    from sdk.cli import app
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "tests").mkdir()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"run_dir: {tmp_path / 'run'}\nmodel: {{name: {tiny_model_dir}}}\n"
+                   "sources:\n  - {type: pytest, domain: x, options: {path: ., package: pkg}}\n")
+    result = CliRunner().invoke(app, ["run", str(cfg), "--stage", "tasks"])
+    assert result.exit_code != 0 and "fix:" in result.output and "Traceback" not in result.output
