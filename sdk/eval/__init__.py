@@ -17,9 +17,10 @@ from sdk.eval.run import RewardLike, compare, evaluate, is_pass
 from sdk.eval.runs import compare_runs, load_report, print_runs
 
 __all__ = [
-    "Checkpoint", "Comparison", "EvalError", "EvalRow", "Estimate", "ExportResult", "GateResult", "RewardLike",
-    "SliceComparison", "StageCost", "TaskDiff", "bootstrap_ci", "build_report", "check_gate",
-    "checkpoint_from_rows", "compare", "compare_runs", "component_stats", "evaluate", "export_merged", "flag_counts", "is_pass",
-    "load_report", "load_rows", "lora_serve_command", "paired_bootstrap_ci", "pass_at_k", "pass_at_k_per_task", "print_runs",
-    "print_summary", "report_from_run", "save_rows", "serve_command", "stage_cost", "training_flags", "write_report",
+    "Checkpoint", "Comparison", "EvalError", "EvalRow", "Estimate", "ExportResult", "GateResult",
+    "RewardLike", "SliceComparison", "StageCost", "TaskDiff", "bootstrap_ci", "build_report", "check_gate",
+    "checkpoint_from_rows", "compare", "compare_runs", "component_stats", "evaluate", "export_merged",
+    "flag_counts", "is_pass", "load_report", "load_rows", "lora_serve_command", "paired_bootstrap_ci",
+    "pass_at_k", "pass_at_k_per_task", "print_runs", "print_summary", "report_from_run", "save_rows",
+    "serve_command", "stage_cost", "training_flags", "write_report",
 ]

@@ -17,8 +17,10 @@ def write_json(path, data):
 
 
 def test_report_from_run_folder(tmp_path):
-    save_rows(tmp_path / "eval" / "base.jsonl", make_rows("base", ["0", "0", "1"]) + make_rows("base", ["1"], Split.OOD))
-    save_rows(tmp_path / "eval" / "tuned.jsonl", make_rows("tuned", ["1", "1", "1"]) + make_rows("tuned", ["1"], Split.OOD))
+    base = make_rows("base", ["0", "0", "1"]) + make_rows("base", ["1"], Split.OOD)
+    tuned = make_rows("tuned", ["1", "1", "1"]) + make_rows("tuned", ["1"], Split.OOD)
+    save_rows(tmp_path / "eval" / "base.jsonl", base)
+    save_rows(tmp_path / "eval" / "tuned.jsonl", tuned)
     write_json(tmp_path / "tasks" / "counts.json", {"version": "abc123", "splits": {
         "train": {"python/billing": 9}, "heldout": {"python/billing": 3}, "quarantined": {"reference fails": 2}}})
     write_json(tmp_path / "sft" / "log_history.json", [{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2}])
@@ -51,8 +53,8 @@ def test_report_from_run_needs_both_row_files(tmp_path):
 def test_training_flags_per_step(tmp_path):
     from sdk.eval.from_run import training_flags
     log = tmp_path / "rewards.jsonl"
-    lines = [{"step": 1, "flags": ["exit_zero"]}, {"step": 1, "flags": []}, {"step": 2, "flags": ["conftest", "exit_zero"]},
-             {"step": 2, "flags": ["exit_zero", "exit_zero"]}]
+    lines = [{"step": 1, "flags": ["exit_zero"]}, {"step": 1, "flags": []},
+             {"step": 2, "flags": ["conftest", "exit_zero"]}, {"step": 2, "flags": ["exit_zero", "exit_zero"]}]
     log.write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n")
     assert training_flags(log) == {"grpo log": {"unreadable_log_line": 1}, "grpo step 1": {"exit_zero": 1},
                                    "grpo step 2": {"conftest": 1, "exit_zero": 2}}

@@ -70,7 +70,7 @@ def test_print_summary_mentions_decision(report_inputs):
 
 
 def pts(*vals):
-    return [Checkpoint(label=l, compute_s=c, heldout_pass_at_1=p) for l, c, p in vals]
+    return [Checkpoint(label=name, compute_s=c, heldout_pass_at_1=p) for name, c, p in vals]
 
 
 def test_marginal_returns_and_falloff():

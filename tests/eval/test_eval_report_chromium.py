@@ -55,7 +55,8 @@ def test_report_plots_and_tables_render_in_chromium(tmp_path, report_inputs):
     assert all(i["ok"] and i["height"] > 100 for i in plots.values()), plots
     tables = {t["id"]: t for t in found["tables"]}
     for tid, rows in {"summary-table": 3, "domain-table": 3, "regressions-table": 1, "cost-table": 6,
-                      "quarantine-table": 2, "flags-table": 2, "marginal-table": 1, "components-table": 2}.items():
+                      "quarantine-table": 2, "flags-table": 2, "marginal-table": 1,
+                      "components-table": 2}.items():
         assert tables[tid]["rows"] == rows and tables[tid]["height"] > 20 * rows, tables[tid]
 
 
@@ -63,7 +64,8 @@ def test_report_plots_and_tables_render_in_chromium(tmp_path, report_inputs):
 def test_chromium_check_catches_a_broken_plot(tmp_path, report_inputs):
     _, html = write_report(tmp_path / "run", build_report(**report_inputs))
     page = html.read_text()
-    html.write_text(page.replace('data-plot="benefit" alt="held-out pass@1 vs training compute" '
-                                 'src="data:image/png;base64,', 'data-plot="benefit" src="data:image/png;base64,AAAA', 1))
+    good = 'data-plot="benefit" alt="held-out pass@1 vs training compute" src="data:image/png;base64,'
+    assert good in page
+    html.write_text(page.replace(good, 'data-plot="benefit" src="data:image/png;base64,AAAA', 1))
     plots = {i["plot"]: i for i in inspect(html.parent, tmp_path)["imgs"]}
     assert plots["summary"]["ok"] and not plots["benefit"]["ok"]
