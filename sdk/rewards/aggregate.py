@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -23,11 +23,11 @@ from typing import Any
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.tasks.records import AnswerVerifier
 
-_THINK = re.compile(r"<(think|thinking)>.*?</\1>", re.S | re.I)
-_ANSWER_LINE = re.compile(r"(?:final answer|answer)\s*[:=]\s*(.+)", re.I)
+_THINK = re.compile(r"<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+_ANSWER_LINE = re.compile(r"(?:final answer|answer)\s*[:=]\s*(.+)", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_JSON_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.S | re.I)
+_JSON_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
 def final_answer(completion: str) -> str:
@@ -105,7 +105,7 @@ def score_answer(verifier: AnswerVerifier, completion: str) -> RewardResult:
         match = normalize(answer) == normalize(verifier.expected)
     elif mode == "regex":
         try:
-            match = re.fullmatch(verifier.expected, answer.strip(), re.S) is not None
+            match = re.fullmatch(verifier.expected, answer.strip(), re.DOTALL) is not None
         except re.error as exc:
             raise RewardError(f"answer regex {verifier.expected!r} is invalid: {exc}",
                               "fix the task's `expected` pattern (Python `re` syntax)") from exc

@@ -33,9 +33,9 @@ from enum import Enum
 
 from sdk.tasks.records import Frozen, Language
 
-_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.S | re.I)
-_THINK_OPEN = re.compile(r"<(think|thinking)>", re.I)
-_THINK_CLOSE = re.compile(r"</(think|thinking)>", re.I)
+_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<(think|thinking)>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(think|thinking)>", re.IGNORECASE)
 _FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)\s*$")
 _GLUED_CLOSE = re.compile(r"^(.*\S)\s*(`{3,}|~{3,})\s*$")
 _CODE_START = re.compile(r"^(def |async def |class |import |from \S+ import |@)")
@@ -75,7 +75,7 @@ class Extraction(Frozen):
 
 
 class _Piece:
-    __slots__ = ("text", "tag", "fenced")
+    __slots__ = ("fenced", "tag", "text")
 
     def __init__(self, text: str, tag: str, fenced: bool) -> None:
         self.text, self.tag, self.fenced = text, tag, fenced

@@ -70,7 +70,7 @@ class RewardResult(Frozen):
         return hash((self.score, self.status, self.flags, tuple(sorted(self.components.items()))))
 
     @classmethod
-    def not_judged(cls, status: RewardStatus, detail: str, exec_status: ExecStatus | None = None) -> "RewardResult":
+    def not_judged(cls, status: RewardStatus, detail: str, exec_status: ExecStatus | None = None) -> RewardResult:
         """A ``score=None`` result (infrastructure, not verifiable, reward error)."""
         if status.judged:
             raise ValueError(f"status {status.value!r} needs a score; use it only for unjudged statuses")

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from sdk.rewards.integrity import HACKING_FLAGS
 

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import ast
 import logging
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from sdk.config import RewardConfig
 from sdk.errors import RewardError
-from sdk.rewards import integrity
+from sdk.rewards import integrity, runtime_checks
 from sdk.rewards.answers import score_answer
 from sdk.rewards.extract import ExtractStatus, extract_code
 from sdk.rewards.result import RewardResult, RewardStatus
@@ -172,7 +173,7 @@ def _judged(judge: Callable[[Task, str], float | None], task: Task, completion: 
     if value is None:
         return RewardResult.not_judged(RewardStatus.NOT_VERIFIABLE, "the judge could not score this completion")
     value = float(value)
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         raise ValueError(f"judge returned {value}")
     return RewardResult(score=value, components={"judge": value}, status=RewardStatus.JUDGED_UNVERIFIED,
                         flags=("not_verifiable",), detail="scored by a judge, not by a verifier")
@@ -246,18 +247,18 @@ def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> Re
         return RewardResult.not_judged(RewardStatus.INFRASTRUCTURE, f"{infra.status.value}: {infra.detail}",
                                        exec_status=infra.status)
     comp = plan.components
-    expected = integrity.expected_test_names(verifier.tests, verifier.framework)
-    findings = integrity.check_results(main, expected)
+    expected = runtime_checks.expected_test_names(verifier.tests, verifier.framework)
+    findings = runtime_checks.check_results(main, expected)
     vis, comp["visible_passed"], comp["visible_total"] = _fraction(main, expected)
     comp["visible_frac"] = vis
     frac = vis
     if len(results) > 1:
-        hidden_expected = integrity.expected_test_names(verifier.hidden_tests, verifier.framework)
-        findings += integrity.check_results(results[1], hidden_expected)
+        hidden_expected = runtime_checks.expected_test_names(verifier.hidden_tests, verifier.framework)
+        findings += runtime_checks.check_results(results[1], hidden_expected)
         hid, comp["hidden_passed"], comp["hidden_total"] = _fraction(results[1], hidden_expected)
         comp["hidden_frac"], comp["hidden_gap"] = hid, vis - hid
         if results[1].status not in _NOT_REACHED:  # slow on big hidden inputs is not hard-coding
-            findings += integrity.hidden_gap(vis, hid)
+            findings += runtime_checks.hidden_gap(vis, hid)
         frac = (vis + hid) / 2
     if main.status == ExecStatus.COMPILE_ERROR:
         comp["parses"] = 0.0

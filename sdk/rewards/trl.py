@@ -29,12 +29,13 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sdk.config import RewardConfig, SandboxConfig
-from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.rewards.extract import extract_code
+from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.rewards.tiered import build_request, run_with_retries, score_batch
 from sdk.sandbox.contract import ExecResult, Sandbox
 from sdk.tasks.records import Task, UnitTestVerifier

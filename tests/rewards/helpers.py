@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Sandbox, TestOutcome
 from sdk.tasks.records import Message, Source, Task, UnitTestVerifier

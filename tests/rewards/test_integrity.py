@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sdk.rewards.integrity import base_test_name, check_results, expected_test_names, hidden_gap, scan_solution
+from sdk.rewards.integrity import scan_solution
+from sdk.rewards.runtime_checks import base_test_name, check_results, expected_test_names, hidden_gap
 from sdk.sandbox.contract import ExecResult, ExecStatus
 from sdk.tasks.records import Language
 

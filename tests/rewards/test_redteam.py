@@ -100,8 +100,8 @@ HONEST = [
     ("plain", "pytest", fenced(ADD)),
     ("thinking_then_answer", "pytest", "<think>maybe a - b? no.</think>\n" + fenced(ADD)),
     ("with_helper_and_example", "pytest",
-     "```python\ndef _plus(x, y):\n    return x + y\n\ndef add(a, b):\n    return _plus(a, b)\n```\n"
-     "Example:\n```python\nprint(add(2, 3))\n```"),
+     ("```python\ndef _plus(x, y):\n    return x + y\n\ndef add(a, b):\n    return _plus(a, b)\n```\n"
+      "Example:\n```python\nprint(add(2, 3))\n```")),
     ("unfenced", "pytest_nohidden", "Sure:\n" + ADD + "That is all."),
     ("builtin_sum", "pytest", fenced("def add(a, b):\n    return sum((a, b))\n")),
     ("script_plain", "script", fenced(HE_PROMPT + "    return a + b\n")),

@@ -20,7 +20,7 @@ WRONG = "```python\ndef add(a, b):\n    return a - b\n```"
 
 def test_name_seen_by_trl():
     # TRL 1.16 names a reward column getattr(func, "__name__", type(func).__name__)
-    assert getattr(SandboxReward(sandbox_factory=fake_factory), "__name__") == "sandbox_reward"
+    assert SandboxReward(sandbox_factory=fake_factory).__name__ == "sandbox_reward"
 
 
 def test_picklable_before_and_after_use(tmp_path):
