@@ -44,21 +44,16 @@ def _overrides(pairs: list[str] | None) -> dict:
 
 
 def _run(config: Path, stages: tuple[str, ...], overrides: list[str] | None, force: bool) -> None:
-    from sdk.config import load_config
-    from sdk.pipeline import Pipeline
-
     logging.basicConfig(level=os.environ.get("TUNELOOP_LOG", "WARNING"))
+    show = sys.stderr.isatty() or bool(os.environ.get("TUNELOOP_PROGRESS"))
+
+    def go():
+        pipe = _pipeline(config, overrides)
+        pipe.progress = show
+        pipe.run(stages, force=force)
+
     try:
-        cfg = load_config(config, _overrides(overrides))
-        Pipeline(cfg, console=console, progress=sys.stderr.isatty() or bool(os.environ.get("TUNELOOP_PROGRESS"))
-                 ).run(stages, force=force)
-    except TuneloopError as exc:
-        if os.environ.get("TUNELOOP_DEBUG"):
-            raise
-        console.print(f"[bold red]error:[/bold red] {exc.what}")
-        if exc.fix:
-            console.print(f"[bold]fix:[/bold] {exc.fix}")
-        raise typer.Exit(exc.exit_code) from None
+        _guard(go)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: re-run the same command to resume[/yellow]")
         raise typer.Exit(130) from None
@@ -102,6 +97,66 @@ def eval_(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: b
 def report(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt) -> None:
     """Write report.json and report.html from the evaluation, and apply the regression gate."""
     _run(config, ("report",), set_, False)
+
+
+def _pipeline(config: Path, overrides: list[str] | None):
+    from sdk.config import load_config
+    from sdk.pipeline import Pipeline
+
+    return Pipeline(load_config(config, _overrides(overrides)), console=console)
+
+
+def _guard(fn):
+    """Run ``fn`` turning our errors into one message with its fix."""
+    try:
+        return fn()
+    except TuneloopError as exc:
+        if os.environ.get("TUNELOOP_DEBUG"):
+            raise
+        console.print(f"[bold red]error:[/bold red] {exc.what}")
+        if exc.fix:
+            console.print(f"[bold]fix:[/bold] {exc.fix}")
+        raise typer.Exit(exc.exit_code) from None
+
+
+@app.command()
+def export(config: Path = ConfigArg, out: Optional[Path] = typer.Option(None, help="default: RUN_DIR/export"),
+           dtype: str = typer.Option("bfloat16", help="float32, bfloat16 or float16"),
+           set_: Optional[list[str]] = SetOpt) -> None:
+    """Merge the tuned adapter into the base model (a folder vLLM serves) and print the serve command."""
+    from sdk.errors import ModelError
+    from sdk.eval.export import export_merged
+
+    def go():
+        pipe = _pipeline(config, set_)
+        adapter = pipe.adapter_for_eval()
+        if adapter is None:
+            raise ModelError(f"no trained adapter in {pipe.run_dir}", "run `tuneloop run CONFIG` first")
+        export_merged(pipe.model_path, adapter, out or pipe.run_dir / "export", dtype=dtype)
+
+    _guard(go)
+
+
+@app.command()
+def serve(config: Path = ConfigArg, port: int = typer.Option(8000), set_: Optional[list[str]] = SetOpt) -> None:
+    """Serve the base model with the tuned adapter through vLLM (needs the `gpu` extra and a GPU)."""
+    import importlib.util
+    import shlex
+
+    from sdk.errors import ModelError
+    from sdk.eval.export import lora_serve_command
+
+    def go():
+        pipe = _pipeline(config, set_)
+        adapter = pipe.adapter_for_eval()
+        if adapter is None:
+            raise ModelError(f"no trained adapter in {pipe.run_dir}", "run `tuneloop run CONFIG` first")
+        cmd = lora_serve_command(pipe.model_path, adapter).command + f" --port {port}"
+        if importlib.util.find_spec("vllm") is None:
+            raise ModelError("vLLM is not installed", f"pip install 'tuneloop[gpu]' on a GPU machine, then run: {cmd}")
+        os.execvp("vllm", shlex.split(cmd))
+
+    _guard(go)
 
 
 def _load_plugins() -> None:
