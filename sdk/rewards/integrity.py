@@ -13,16 +13,23 @@ Two kinds of evidence:
   frame inspection), always-equal objects (``__eq__`` returning a constant true,
   ``__ne__`` a constant false), look-up tables keyed by the visible tests' literals
   (hard-coded outputs), reading the test files, and a solution that only copies the prompt.
-- **Runtime** (:mod:`sdk.rewards.runtime_checks`), on the sandbox result against the *pristine* test files: the verdict comes only
-  from per-test results; a missing result, "no tests collected", a name the tests do not
-  define, or exit code 0 while tests failed or are missing is a failure and a flag. Visible
-  tests passing while hidden tests fail is the hard-coding signal (the gap is logged).
+- **Runtime** (:mod:`sdk.rewards.runtime_checks`), on the sandbox result against the
+  *pristine* test files: the verdict comes only from per-test results; a missing result,
+  "no tests collected", a name the tests do not define, or a process that exited 0 before
+  every test reported is a failure and a flag. Visible tests passing while hidden tests all
+  fail is the hard-coding signal (the gap is logged).
 
 What is *not* covered: a solution that forges per-test results through a channel the runner
-trusts is the sandbox's to stop (results must be reported outside the solution's reach);
-static patterns can be evaded by obfuscation (``getattr(__import__('o'+'s'), ...)`` is caught
-only for the names listed). Static detection is the tripwire, per-test verdicts the guarantee.
-Ideas from ImpossibleBench / METR's reward-hacking reports and nanochat's execution notes.
+trusts is the sandbox's to stop (our runner tags results with a nonce read before the solution
+loads); static patterns can be evaded by obfuscation (``getattr(__import__('o'+'s'), ...)``
+escapes the static exit check, and is then caught at run time by its missing results).
+Always-equal objects and look-up tables without hidden tests are caught *only* statically:
+the runner compares values inside the sandbox, so a clever enough object wins there (audit
+with ``score_batch(..., static_checks=False)``; tests/rewards/test_redteam.py shows which
+attacks each layer stops). Known false positives: honest code that imports ``builtins`` or
+``inspect``, or a solution that legitimately special-cases most of a tiny visible test set.
+Sources: METR's 2025 reports of models monkeypatching graders and overriding ``__eq__``;
+nanochat's ``execution.py`` for stating what a guard does and does not cover.
 """
 
 from __future__ import annotations

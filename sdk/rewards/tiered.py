@@ -19,10 +19,11 @@ short-circuit before the sandbox runs. An infrastructure failure (sandbox error,
 toolchain) gives ``score=None`` after one retry, never 0 (R2). Every component is logged,
 including weight-0 metrics (``hidden_gap``, ``visible_passed``...).
 
-The tiers follow the two source articles behind issue 6 (compile / run / visible / hidden /
-regression tiers, as in SWE-style RL rewards) and CodeRL-style partial credit for compiling.
-Deviation: partial credit goes only to code that the tests actually judged; a crash keeps
-``parses`` only.
+Sources: the tiers are those issue 6 lists; the shape follows CodeRL (Le et al., 2022), whose
+reward is -1 for a compile error, -0.6 for a runtime error, -0.3 for failed tests and +1 for a
+pass. Deviations: rewards stay in [0, 1] before penalties (parse and run tiers are small positive credits, so a
+group of all-failing samples still ranks "ran" above "crashed"); credit for tests is by
+fraction; a crash keeps only ``parses``.
 """
 
 from __future__ import annotations
