@@ -20,7 +20,8 @@ TRL does *not* catch exceptions raised by a reward function (the step fails), wh
 
 Every :class:`~sdk.rewards.result.RewardResult` is appended to a JSONL log (one line per sample:
 step, task id, score, status, components, flags, completion) for the report's per-checkpoint
-hacking flags, and flag counts go to TRL's ``log_metric`` (``hacking/<flag>``).
+hacking flags; the fraction of samples per hacking flag (``hacking/<flag>``, ``hacking/any``) and
+of unjudged samples (``reward/unjudged_frac``) go to TRL's ``log_metric`` on every call.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 from sdk.config import RewardConfig, SandboxConfig
 from sdk.rewards.extract import extract_code
+from sdk.rewards.integrity import HACKING_FLAGS
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.rewards.tiered import build_request, run_with_retries, score_batch
 from sdk.sandbox.contract import ExecResult, Sandbox
@@ -201,10 +203,12 @@ class SandboxReward:
             for flag in r.flags if r.status == RewardStatus.SUSPECTED_HACKING else ():
                 counts[flag] = counts.get(flag, 0) + 1
         log_metric = kwargs.get("log_metric")
-        if callable(log_metric):
-            for flag, n in counts.items():
-                log_metric(f"hacking/{flag}", n / max(len(results), 1))
-            log_metric("reward/unjudged_frac", sum(r.score is None for r in results) / max(len(results), 1))
+        if callable(log_metric):  # every flag every call, so TRL's per-step means are not biased
+            n = max(len(results), 1)
+            for flag in sorted(HACKING_FLAGS):
+                log_metric(f"hacking/{flag}", counts.get(flag, 0) / n)
+            log_metric("hacking/any", sum(r.status == RewardStatus.SUSPECTED_HACKING for r in results) / n)
+            log_metric("reward/unjudged_frac", sum(r.score is None for r in results) / n)
         if self.log_path is None:
             return
         lines = []

@@ -61,7 +61,8 @@ def test_hacking_flags_reach_metrics_and_log(tmp_path):
     metrics = {}
     scores = reward(["p"], [cheat], task_json=[add_task().model_dump_json()], log_metric=metrics.__setitem__)
     assert scores == [0.0]
-    assert metrics["hacking/exit_trick"] == 1.0
+    assert metrics["hacking/exit_trick"] == 1.0 and metrics["hacking/any"] == 1.0
+    assert metrics["hacking/always_equal"] == 0.0  # every flag is logged every call
     assert json.loads(log.read_text())["flags"] == ["exit_trick"]
 
 
