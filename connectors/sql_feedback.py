@@ -39,7 +39,7 @@ from typing import Any, Iterable, Iterator, Literal
 from pydantic import Field, field_validator, model_validator
 
 from connectors.feedback_mapping import (FIELDS, ColumnMap, JsonPath, RatingScale, RowError,
-                                         normalise_rating, parse_timestamp, resolve_json, zone)
+                                         parse_timestamp, raw_rating, resolve_json, zone)
 from connectors.feedback_records import Record, RecordBuilder, Row
 from connectors.feedback_sql import Database
 from feedback.redact import RedactionError, Redactor
@@ -334,27 +334,30 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
                 continue
             yield key, row
 
-    def _parse(self, values: dict[str, Any], seq: int) -> Row | None:
+    def _parse(self, values: dict[str, Any], seq: int) -> Row:
+        """Check, normalise and redact one row's values. Raises :class:`RowError` (quarantine)."""
         for field in ("prompt", "response"):
             if values.get(field) is None or (isinstance(values[field], str) and not values[field].strip()):
                 raise RowError(f"missing {field}")
-        rating = normalise_rating(values.get("rating"), self.options.rating) if "rating" in values else None
-        raw_rating = None if rating is None else self.options.rating.bounds()[0] + rating * (
-            self.options.rating.bounds()[1] - self.options.rating.bounds()[0])
+        scale = self.options.rating
+        raw = raw_rating(values.get("rating"), scale)
+        lo, hi = scale.bounds()
+        rating = None if raw is None else (raw - lo) / (hi - lo)
         created, naive = parse_timestamp(values.get("created_at"), self._zone)
         self.counts["naive_timestamps"] += naive
-        for field in TEXT_FIELDS:
-            value = values.get(field)
-            if value is not None and not isinstance(value, (str, list)):
-                values[field] = str(value)
+        present = [f for f in TEXT_FIELDS if values.get(f) is not None]
+        for field in present:
+            if not isinstance(values[field], (str, list)):
+                values[field] = str(values[field])
         if self._redactor is not None:
             scope = str(values.get("conversation_id") or values.get("message_id") or seq)
+            field = ""
             try:
-                for field in TEXT_FIELDS:
-                    values[field] = self._redact(values.get(field), scope)
+                for field in present:
+                    values[field] = self._redact(values[field], scope)
             except RedactionError as exc:
                 raise RowError(f"redaction failed on {field}: {exc}") from None
-        return Row(values, rating, raw_rating, created, seq)
+        return Row(values, rating, raw, created, seq)
 
     def _redact(self, value: Any, scope: str) -> Any:
         if isinstance(value, list):  # chat messages from a JSON column
