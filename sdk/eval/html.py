@@ -96,6 +96,9 @@ def _summary(r: Mapping[str, Any]) -> str:
                     f'<p class="rec" id="recommendation">{escape(cb["recommendation"])}</p>', verdict,
                     _table("summary-table", ("split", "metric", "tasks", "base [95% CI]", "tuned [95% CI]",
                                              "tuned - base [95% CI]"), rows),
+                    '<p class="muted">Intervals: 95% percentile bootstrap over tasks (paired for the '
+                    "difference); Wilson score interval where every task has the same value. pass@k: the "
+                    "unbiased estimator of Chen et al. 2021.</p>",
                     _figure("summary", plots.summary_bars(r["summary"]), "pass@1 base vs tuned"))
 
 

@@ -8,12 +8,18 @@ No models, no I/O; numpy only.
 * Confidence intervals: percentile bootstrap over *tasks* (Efron & Tibshirani 1993, ch. 13),
   seeded so a report is reproducible. For a difference of two models on the same tasks the
   resampling is *paired* (one index draw for both), which is what makes a small held-out set
-  still informative. Known weakness: when every task has the same value (all 0 or all 1) the
-  percentile interval collapses to a point; the report shows ``n`` next to every interval.
+  still informative.
+* Deviation: when every task has the same value (0/30 passed, or two models that agree on every
+  task) the percentile interval collapses to a point, which claims certainty 30 tasks cannot
+  give. Then the interval is the Wilson score interval (Wilson 1927) of the rate over ``n``
+  tasks, and for a paired difference with no discordant task it is ``±`` the Wilson upper bound
+  of the discordant share (0 of ``n``); :attr:`Estimate.method` says which was used.
 """
 
 from __future__ import annotations
 
+import math
+from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
@@ -85,6 +91,9 @@ def bootstrap_ci(values: Sequence[float], n_resamples: int = 2000, confidence: f
         EvalError: no values, or ``confidence`` outside (0, 1).
     """
     x = _as_values(values, "values")
+    if np.ptp(x) == 0 and 0.0 <= x[0] <= 1.0:  # no spread: percentile interval would be a point
+        low, high = wilson_interval(float(x[0]) * len(x), len(x), confidence)
+        return _fixed(float(x[0]), low, high, len(x), confidence)
     means = _resample_means(x, n_resamples, seed)
     return _estimate(float(x.mean()), means, len(x), confidence)
 
@@ -107,7 +116,31 @@ def paired_bootstrap_ci(base: Sequence[float], tuned: Sequence[float], n_resampl
         raise EvalError(f"paired values need equal lengths, got {len(a)} and {len(b)}",
                         "align base and tuned values on the same tasks first")
     d = b - a
+    if np.ptp(d) == 0 and d[0] in (-1.0, 0.0, 1.0):  # every task moved the same way (or not at all)
+        n, v = len(d), float(d[0])
+        if v == 0.0:
+            u = wilson_interval(0, n, confidence)[1]
+            return _fixed(0.0, -u, u, n, confidence)
+        lo = wilson_interval(n, n, confidence)[0]
+        return _fixed(v, lo if v > 0 else -1.0, 1.0 if v > 0 else -lo, n, confidence)
     return _estimate(float(d.mean()), _resample_means(d, n_resamples, seed), len(d), confidence)
+
+
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion ``successes / n`` (Wilson 1927), clipped to [0, 1].
+
+    Raises:
+        EvalError: ``n < 1`` or ``confidence`` outside (0, 1).
+    """
+    if n < 1 or not 0.0 < confidence < 1.0:
+        raise EvalError(f"wilson_interval needs n >= 1 and 0 < confidence < 1, got n={n}, confidence={confidence}",
+                        "pass the number of tasks and e.g. 0.95")
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def flag_counts(rows: Sequence[EvalRow]) -> dict[str, int]:
@@ -165,6 +198,12 @@ def _resample_means(x: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
         idx = rng.integers(0, len(x), size=(stop - start, len(x)))
         means[start:stop] = x[idx].mean(axis=1)
     return means
+
+
+def _fixed(value: float, low: float, high: float, n: int, confidence: float) -> Estimate:
+    if not 0.0 < confidence < 1.0:
+        raise EvalError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.95")
+    return Estimate(value=value, low=low, high=high, n=n, confidence=confidence, method="wilson")
 
 
 def _estimate(value: float, means: np.ndarray, n: int, confidence: float) -> Estimate:

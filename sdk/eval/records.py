@@ -110,6 +110,8 @@ class Estimate(Frozen):
         low, high: interval bounds at ``confidence``.
         n: number of tasks it is computed from.
         confidence: e.g. 0.95.
+        method: ``percentile`` (bootstrap) or ``wilson`` (used when every task has the same
+            value and the bootstrap would collapse to a point; see :mod:`sdk.eval.metrics`).
     """
 
     value: float
@@ -117,6 +119,7 @@ class Estimate(Frozen):
     high: float
     n: int
     confidence: float = 0.95
+    method: Literal["percentile", "wilson"] = "percentile"
 
 
 class SliceComparison(Frozen):

@@ -65,9 +65,22 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
     assert wide.high - wide.low > a.high - a.low      # fewer tasks, wider interval
 
 
-def test_bootstrap_ci_degenerate_and_empty():
-    est = bootstrap_ci([0.0] * 5)
-    assert (est.value, est.low, est.high) == (0.0, 0.0, 0.0)
+def test_wilson_interval_hand_computed():
+    from sdk.eval.metrics import wilson_interval
+    # 0/30 at 95%: centre = (z^2/60)/(1+z^2/30), half equal -> upper 0.1135 (z = 1.95996)
+    assert wilson_interval(0, 30) == pytest.approx((0.0, 0.11351), abs=1e-4)
+    # 15/30: centre 0.5, half = z*sqrt(0.25/30 + z^2/3600)/(1+z^2/30) = 0.16939
+    assert wilson_interval(15, 30) == pytest.approx((0.33151, 0.66849), abs=1e-4)
+    with pytest.raises(EvalError):
+        wilson_interval(0, 0)
+
+
+def test_bootstrap_ci_degenerate_uses_wilson_and_empty_fails():
+    est = bootstrap_ci([0.0] * 30)
+    assert (est.value, est.low, est.method) == (0.0, 0.0, "wilson")
+    assert est.high == pytest.approx(0.11351, abs=1e-4)       # 0/30 is not proof of a 0% rate
+    assert bootstrap_ci([1.0] * 30).low == pytest.approx(1 - 0.11351, abs=1e-4)
+    assert bootstrap_ci([1.0, 0.0]).method == "percentile"
     with pytest.raises(EvalError, match="non-empty"):
         bootstrap_ci([])
     with pytest.raises(EvalError, match="confidence"):
@@ -89,9 +102,14 @@ def test_paired_bootstrap_is_tighter_than_unpaired_for_correlated_models():
         paired_bootstrap_ci([1.0, 0.0], [1.0])
 
 
-def test_paired_bootstrap_identical_models_is_zero():
-    est = paired_bootstrap_ci([1.0, 0.0, 1.0], [1.0, 0.0, 1.0])
-    assert (est.value, est.low, est.high) == (0.0, 0.0, 0.0)
+def test_paired_bootstrap_without_discordant_tasks_uses_wilson_bounds():
+    same = paired_bootstrap_ci([1.0, 0.0] * 15, [1.0, 0.0] * 15)
+    assert same.value == 0.0 and same.method == "wilson"
+    assert (same.low, same.high) == pytest.approx((-0.11351, 0.11351), abs=1e-4)
+    up = paired_bootstrap_ci([0.0] * 30, [1.0] * 30)
+    assert up.value == 1.0 and (up.low, up.high) == pytest.approx((1 - 0.11351, 1.0), abs=1e-4)
+    down = paired_bootstrap_ci([1.0] * 30, [0.0] * 30)
+    assert (down.low, down.high) == pytest.approx((-1.0, -1 + 0.11351), abs=1e-4)
 
 
 def test_flag_counts_counts_samples_once_per_flag():
