@@ -3,8 +3,9 @@
 Tiers (weights in :class:`sdk.config.RewardConfig`, normalised by ``parses + runs + tests`` so
 full marks are exactly 1.0):
 
-- ``parses``: the extracted code parses (Python: :func:`ast.parse` here, in the parent;
-  other languages: the sandbox did not report a compile error);
+- ``parses``: the extracted code compiles (Python: ``compile()`` here in the parent, never
+  run; a bare function body is first joined to the ``def`` header the prompt shows; other
+  languages: the sandbox did not report a compile error);
 - ``runs``: the run reached the tests (no crash at import, no timeout, no resource limit);
 - ``tests``: the fraction of tests passed. Visible tests alone when a task has no hidden
   tests, else the mean of the visible and hidden fractions (an over-fitted solution loses
@@ -28,7 +29,6 @@ fraction; a crash keeps only ``parses``.
 
 from __future__ import annotations
 
-import ast
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -203,14 +203,14 @@ def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: L
     code = ext.code
     plan = _Plan(task, baseline=baseline)
     plan.components["parses"] = 1.0
-    if verifier.language == Language.PYTHON:
-        try:
-            ast.parse(verifier.prelude + "\n" + code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            plan.done = RewardResult(score=0.0, status=RewardStatus.COMPILE_ERROR, components={"parses": 0.0},
-                                     detail=f"does not parse: {exc}")
-            return plan
     prompt_text = "\n".join(m.content for m in task.prompt)
+    if verifier.language == Language.PYTHON:
+        code = _complete_body(code, prompt_text, verifier.entry_point, verifier.prelude)
+        error = _compile_error(verifier.prelude + "\n" + code)
+        if error:
+            plan.done = RewardResult(score=0.0, status=RewardStatus.COMPILE_ERROR, components={"parses": 0.0},
+                                     detail=f"does not compile: {error}")
+            return plan
     findings = integrity.scan_solution(code, verifier.language, verifier.tests, prompt_text) if static_checks else []
     for f in findings:
         plan.components[f"flag_{f.flag}"] = float(f.metric)
@@ -224,6 +224,28 @@ def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: L
     if verifier.hidden_tests:
         plan.requests.append(build_request(verifier, code, hidden=True, limits=limits))
     return plan
+
+
+def _compile_error(source: str) -> str | None:
+    """Compile (never run) ``source`` in this process; the error text, or None. Catches what
+    :func:`ast.parse` lets through, such as ``return`` outside a function."""
+    try:
+        compile(source, "<solution>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _complete_body(code: str, prompt_text: str, entry_point: str | None, prelude: str) -> str:
+    """A completion that is only a function *body* (HumanEval continuation style) is joined to
+    the ``def entry_point`` header the prompt shows, when that makes it compile."""
+    if not entry_point or not _compile_error(prelude + "\n" + code):
+        return code
+    header = extract_code(prompt_text, entry_point).code
+    if not header or f"def {entry_point}" not in header:
+        return code
+    joined = header.rstrip() + "\n" + "".join(f"    {ln}\n" if ln.strip() else "\n" for ln in code.splitlines())
+    return joined if _compile_error(prelude + "\n" + joined) is None else code
 
 
 def _hacking(components: dict[str, float], findings: list, exec_status: ExecStatus | None) -> RewardResult:

@@ -188,3 +188,18 @@ def test_optional_judge_for_reference_only_tasks_is_marked_not_verifiable(fake):
     assert (good.score, good.status, good.flags) == (0.7, RewardStatus.JUDGED_UNVERIFIED, ("not_verifiable",))
     assert unsure.score is None and unsure.status == RewardStatus.NOT_VERIFIABLE
     assert broken.score is None and broken.status == RewardStatus.ERROR
+
+
+def test_body_only_completion_is_joined_to_the_prompt_header(fake):
+    header = 'def add(a, b):\n    """Return a + b."""\n'
+    task = Task(domain="python/he", prompt=(Message(role="user", content=f"Complete:\n```python\n{header}```"),),
+                verifier=add_task(hidden=False).verifier, source=Source(connector="t"))
+    r = score_completion(task, "    if a == 0:\n        return b\n    return a + b\n", fake, W)
+    assert r.score == 1.0 and r.flags == ()
+    solution = fake.batches[0][0].solution
+    assert solution.startswith("def add(a, b):") and "        return b" in solution
+
+
+def test_return_outside_function_is_a_compile_error(fake):
+    r = score_completion(add_task(), "return 1\n", fake, W)
+    assert r.status == RewardStatus.COMPILE_ERROR and "outside function" in r.detail
