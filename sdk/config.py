@@ -32,24 +32,24 @@ class ModelConfig(_Cfg):
     hub id (needs network access).
     """
 
-    name: str = "smollm2-135m"
+    name: str = Field("smollm2-135m", description="smollm2-135m, a local HF folder, a .gguf file, or a hub id")
     cache_dir: str = Field("~/.cache/tuneloop/models", description="where converted models are cached")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="auto: bfloat16 on a GPU with bf16 support, float32 on CPU")
     load_in_4bit: bool = Field(False, description="QLoRA via bitsandbytes (GPU extra)")
-    trust_remote_code: bool = False
+    trust_remote_code: bool = Field(False, description="allow model code from the model folder/hub")
 
 
 class SourceConfig(_Cfg):
     """One task source. ``type`` is an entry-point name (pytest, jsonl, humaneval,
     sql_feedback) or a dotted path ``package.module:Class``."""
 
-    type: str
+    type: str = Field(..., description="pytest, humaneval, jsonl, sql_feedback, or package.module:Class")
     domain: str = Field(..., description="domain for the source's tasks, e.g. python/billing")
     split: Literal["auto", "train", "heldout", "ood"] = Field(
         "auto", description="auto: train/held-out by hash; a fixed split puts every task there")
     limit: int | None = Field(None, gt=0, description="keep at most this many tasks (deterministic)")
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict, description="the connector's own options (see its docstring)")
 
 
 class TasksConfig(_Cfg):
@@ -153,9 +153,9 @@ class RunConfig(_Cfg):
     """The whole run. Load with :func:`load_config`."""
 
     run_dir: str = Field("runs/default", description="outputs; relative to the config file")
-    seed: int = 0
+    seed: int = Field(0, description="seeds splits, data order, LoRA init and sampling")
     model: ModelConfig = Field(default_factory=ModelConfig)
-    sources: list[SourceConfig] = Field(default_factory=list)
+    sources: list[SourceConfig] = Field(default_factory=list, description="task/feedback sources; see `sources[]` below")
     tasks: TasksConfig = Field(default_factory=TasksConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     reward: RewardConfig = Field(default_factory=RewardConfig)
@@ -257,3 +257,34 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
             return None
         model = nxt
     return model
+
+
+def config_reference() -> str:
+    """Markdown tables of every config section: key, type, default, description (for the README)."""
+    lines: list[str] = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        rows, nested = [], []
+        for name, field in model.model_fields.items():
+            if name == "base_dir":
+                continue
+            ann = field.annotation
+            sub = next((a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)),
+                       None)
+            if sub is not None and name != "sources":
+                nested.append((f"{prefix}{name}", sub))
+                continue
+            default = "required" if field.is_required() else repr(field.get_default(call_default_factory=True))
+            kind = getattr(ann, "__name__", str(ann)).replace("typing.", "")
+            desc = (field.description or "").replace("|", "\\|")
+            rows.append(f"| `{prefix}{name}` | {kind} | `{default}` | {desc} |")
+        if rows:
+            doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            lines.extend([f"#### `{prefix.rstrip('.') or 'top level'}`", "", doc, "",
+                          "| key | type | default | meaning |", "|---|---|---|---|", *rows, ""])
+        for name, sub in nested:
+            walk(sub, f"{name}.")
+
+    walk(RunConfig, "")
+    walk(SourceConfig, "sources[].")
+    return "\n".join(lines)
