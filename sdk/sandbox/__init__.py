@@ -1,30 +1,51 @@
 """Run untrusted, model-written code against tests: :func:`make_sandbox` is the entry point.
 
-    sandbox = make_sandbox(SandboxConfig(...))
-    results = sandbox.run([ExecRequest(...), ...])      # aligned with the requests
+    sandbox = make_sandbox(SandboxConfig(...))            # backend auto = bubblewrap here
+    results = sandbox.run([ExecRequest(...), ...])        # aligned with the requests
+    toolchain_status(Language.GO)                          # None, or why Go cannot run
 
-What is isolated (process backend, the one available with ``allow_unisolated``):
+What is isolated, by the default **bubblewrap** backend (:mod:`sdk.sandbox.bwrap`), and proven
+by ``tests/sandbox/test_hostile.py``:
 
-- the code never runs in the caller's process; it runs in a new session as an unprivileged
-  uid (one per concurrent slot) when the caller is root, so it cannot read root-only files
-  (``/etc/shadow``, ``/root``), signal the caller, or write the read-only test files;
-- the environment is cleared (only PATH, HOME/TMPDIR = a private scratch folder, locale);
-- rlimits: CPU seconds, address space (``memory_mb``), file size, open files, processes
-  (per uid; not enforced when the caller is not root, since then no uid drop happens);
-- wall-clock timeout; on exit or timeout the process group and every process of the slot's
-  uid are killed (reaches ``setsid()`` grandchildren); output capped and flagged truncated;
-- the verdict comes from a nonce-tagged pipe written by our runner, never from exit codes.
+- never the caller's process; never root: each concurrent slot runs as its own leased,
+  unprivileged uid (:mod:`sdk.sandbox.uids`), inside new user, pid, net, ipc, uts and cgroup
+  namespaces, with no capabilities and nested user namespaces disabled;
+- file system: read-only ``/usr`` and a few harmless ``/etc`` files; the task's files
+  read-only at ``/work``; ``/tmp`` a tmpfs of ``scratch_mb``; ``/dev/shm`` 16 MiB; ``/dev``
+  read-only; ``/proc`` of the sandbox only. The host's ``/root``, ``/home``, ``/work``,
+  ``/etc/shadow``, the caller's folder and environment are not visible;
+- network: an empty network namespace, and seccomp denies every socket family but
+  ``AF_UNIX``; seccomp also denies ptrace, process_vm_*, mount, unshare/setns, keyctl, bpf,
+  io_uring, perf events and module loading;
+- rlimits: CPU seconds, address space (``memory_mb``), file size, open files, processes (per
+  slot uid); wall-clock timeout; on exit or timeout the process group and every process of
+  the slot uid are killed (reaches ``setsid()`` grandchildren and fork bombs);
+- output capped (``output_bytes``) and flagged truncated; a flood is killed (OUTPUT_LIMIT);
+- the verdict comes from a nonce-tagged pipe written by our runner after the tests ran,
+  never from exit codes or stdout (``sys.exit(0)``/``os._exit(0)`` cannot pass).
 
-What the process backend does NOT isolate: network (sockets work), the file system view
-(world-readable files such as the repository can be read; world-writable /tmp can be filled,
-up to the per-file limit), /proc of other processes, other processes of other uids
-(visible, not signalable). Without root, tests are only chmod-ed read-only (the code's owner
-could chmod them back) and no process limit applies. Code that inspects the runner's own
-memory (frames) can find the nonce; the nonce defends against exit-code games, not against
-code written to attack tuneloop's runner.
+What is NOT isolated or not covered:
+
+- memory is bounded by address space (RLIMIT_AS), not by a cgroup: resident memory of a
+  process that maps but does not touch memory is not limited separately, and tmpfs pages
+  (``/tmp``, ``/dev/shm``) count against the host, bounded by their sizes;
+- CPU *time* is limited per process (RLIMIT_CPU); a process tree can use up to ``processes``
+  times that before the wall-clock timeout ends it; there is no CPU share (cgroup) limit;
+- the kernel is shared (a kernel exploit escapes any namespace sandbox);
+- code in the same execution as the tests (Python: same interpreter; compiled languages:
+  same process) can inspect the runner's memory to find the nonce, or print the runner's
+  result format; the nonce defends against exit-code games, not against code written
+  against tuneloop's runner. Equality-operator tricks are the rewards module's concern.
+
+The **process** backend (opt-in: ``allow_unisolated: true``; :mod:`sdk.sandbox.process`)
+keeps the separate process, uid drop (when root), cleared environment, own folder, rlimits,
+process-group + uid kill, output cap and nonce verdicts, but has no namespaces: network
+works, world-readable files are readable, ``/tmp`` is shared, other processes are visible.
+Without root there is no uid drop at all (tests are only chmod-ed read-only).
 
 Python interpreter: see :mod:`sdk.sandbox.pyruntime` (bare ``-I -S -B`` interpreter plus a
 read-only copy of pytest; the system python3 when the caller's is unreachable by the uid).
+Other languages: :mod:`sdk.sandbox.languages`.
 """
 
 from __future__ import annotations
@@ -35,7 +56,9 @@ from typing import TYPE_CHECKING
 
 from sdk.errors import SandboxError
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox, TestOutcome
+from sdk.sandbox.languages import toolchain_status
 from sdk.sandbox.pool import LocalSandbox
+from sdk.sandbox.timing import calibrate, derive_limits
 
 if TYPE_CHECKING:  # sdk.config imports sdk.sandbox.contract: import it lazily to avoid a cycle
     from sdk.config import SandboxConfig
@@ -91,5 +114,5 @@ def _choose_backend(config: "SandboxConfig"):
     return ProcessBackend()
 
 
-__all__ = ["ExecRequest", "ExecResult", "ExecStatus", "Limits", "Sandbox", "TestOutcome", "make_sandbox",
-           "UNISOLATED_WARNING"]
+__all__ = ["ExecRequest", "ExecResult", "ExecStatus", "LocalSandbox", "Limits", "Sandbox", "TestOutcome",
+           "UNISOLATED_WARNING", "calibrate", "derive_limits", "make_sandbox", "toolchain_status"]

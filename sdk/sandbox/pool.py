@@ -78,10 +78,11 @@ class LocalSandbox(Sandbox):
         """The uids this sandbox's slots run as (empty when the caller is not root)."""
         return tuple(lease.uid for lease in self._leases)
 
-    def run_one(self, request: ExecRequest) -> ExecResult:
-        """Run one request (or serve it from the cache). Never raises for bad code."""
+    def run_one(self, request: ExecRequest, use_cache: bool = True) -> ExecResult:
+        """Run one request (or serve it from the cache unless ``use_cache`` is False).
+        Never raises for bad code: every outcome is an :class:`ExecResult`."""
         key = request.cache_key()
-        hit = self._cached(key)
+        hit = self._cached(key) if use_cache else None
         if hit is not None:
             return hit
         uid = self._slots.get()

