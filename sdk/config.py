@@ -93,6 +93,67 @@ class LoraConfig(_Cfg):
     target_modules: list[str] | Literal["all-linear"] = "all-linear"
 
 
+class OrderConfig(_Cfg):
+    """The order in which train rows reach the trainer (``sdk.train.curriculum``, ``sdk.train.mixing``).
+
+    ``curriculum``: ``none`` (TRL's shuffled order), ``easy_to_hard`` (phases by measured pass
+    rate, most-solved first; unmeasured tasks in the middle phase), ``short_to_long`` (phases by
+    prompt+reference length in characters). ``mixing``: ``none`` (rows as they come), ``static``
+    (``domain_weights``, unlisted domains weight 0), ``temperature`` (p ∝ n_domain^(1/T): T=1
+    proportional, large T uniform). Any setting but none/none turns TRL's shuffling off so the
+    schedule is the data order.
+    """
+
+    curriculum: Literal["none", "easy_to_hard", "short_to_long"] = "none"
+    phases: int = Field(3, ge=1, description="curriculum phases; rows are shuffled within a phase")
+    mixing: Literal["none", "static", "temperature"] = "none"
+    domain_weights: dict[str, float] = Field(default_factory=dict, description="static mixing: domain -> weight >= 0")
+    mixing_temperature: float = Field(1.0, gt=0, description="temperature mixing: p ∝ n^(1/T)")
+
+    @model_validator(mode="after")
+    def _weights(self) -> "OrderConfig":
+        if self.mixing == "static" and (not self.domain_weights or sum(self.domain_weights.values()) <= 0
+                                        or min(self.domain_weights.values()) < 0):
+            raise ValueError("order.mixing is `static` but order.domain_weights is empty, negative or sums to 0; "
+                             "e.g. set domain_weights: {acme: 3, feedback/assistant: 1}")
+        return self
+
+
+class DifficultyConfig(_Cfg):
+    """Measure each train task's pass rate with ``k`` samples before GRPO (``sdk.train.difficulty``);
+    keep tasks with ``min_pass_rate < rate < max_pass_rate``. Costs k generations per task, so off
+    by default; results are cached on disk by (model, adapter, task id, k, temperature)."""
+
+    enabled: bool = False
+    k: int = Field(4, ge=2, description="samples per task")
+    temperature: float = Field(1.0, gt=0)
+    max_new_tokens: int = Field(128, gt=0, description="tokens per sample")
+    pass_threshold: float = Field(1.0, ge=0, le=1, description="a sample passes when its reward >= this")
+    min_pass_rate: float = Field(0.0, ge=0, le=1, description="drop tasks at or below (0: never solved)")
+    max_pass_rate: float = Field(1.0, ge=0, le=1, description="drop tasks at or above (1: always solved)")
+
+    @model_validator(mode="after")
+    def _range(self) -> "DifficultyConfig":
+        if self.min_pass_rate >= self.max_pass_rate:
+            raise ValueError(f"difficulty.min_pass_rate ({self.min_pass_rate}) must be below max_pass_rate "
+                             f"({self.max_pass_rate}); e.g. 0.0 and 1.0 drop only never- and always-solved tasks")
+        return self
+
+
+class DpoConfig(_Cfg):
+    """DPO on the feedback preference pairs through TRL's ``DPOTrainer`` (``sdk.train.dpo``), run
+    after SFT and continuing its adapter; the reference is the SFT adapter (frozen copy)."""
+
+    enabled: bool = False
+    beta: float = Field(0.1, gt=0, description="DPO temperature: higher stays closer to the reference")
+    loss_type: Literal["sigmoid", "ipo", "hinge", "robust", "apo_zero"] = "sigmoid"
+    epochs: float = Field(1.0, gt=0)
+    max_steps: int = Field(-1, description="-1: run `epochs`")
+    learning_rate: float = Field(5e-5, gt=0)
+    batch_size: int = Field(4, gt=0)
+    max_length: int = Field(512, gt=0, description="tokens per prompt+completion")
+
+
 class SftConfig(_Cfg):
     """LoRA SFT through TRL's ``SFTTrainer``."""
 
@@ -106,6 +167,9 @@ class SftConfig(_Cfg):
     include_train_references: bool = Field(True, description="train on train-split tasks' reference solutions")
     include_feedback: bool = Field(True, description="train on SFT examples from feedback sources")
     lora: LoraConfig = Field(default_factory=LoraConfig)
+    save_steps: int = Field(10, gt=0, description="checkpoint every this many steps (resume point after a crash)")
+    order: OrderConfig = Field(default_factory=OrderConfig)
+    dpo: DpoConfig = Field(default_factory=DpoConfig)
 
 
 class RlConfig(_Cfg):
@@ -121,6 +185,9 @@ class RlConfig(_Cfg):
     beta: float = Field(0.0, ge=0, description="KL coefficient to the reference model (0: no reference model)")
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = "dapo"
     use_vllm: Literal["auto", "never", "always"] = "auto"
+    save_steps: int = Field(10, gt=0, description="checkpoint every this many steps (resume point after a crash)")
+    order: OrderConfig = Field(default_factory=OrderConfig)
+    difficulty: DifficultyConfig = Field(default_factory=DifficultyConfig)
 
     @model_validator(mode="after")
     def _group(self) -> "RlConfig":
