@@ -20,13 +20,30 @@ _COLLECT_FAIL = re.compile(r"ImportError|ModuleNotFoundError|no tests ran|collec
                            re.IGNORECASE)
 
 
+_NODE_CALL = re.compile(r"(?<![\w.$])(?:test|it)\s*\(")
+_NODE_NAMED = re.compile(r"(?<![\w.$])(?:test|it)\s*\(\s*(['\"])((?:\\.|(?!\1).)*)\1")
+
+
 def expected_test_names(tests: dict[str, str], framework: str) -> set[str] | None:
-    """Names of the tests the pristine ``pytest`` files define (functions ``test*`` at top
-    level, methods ``test*`` of ``Test*``/``TestCase`` classes); ``None`` when unknown
-    (other frameworks, or a file that does not parse)."""
+    """Names of the tests the pristine files define; ``None`` when they cannot be known.
+
+    ``pytest``: functions ``test*`` at top level and methods ``test*`` of classes. ``node``
+    (``node --test``): the literal names of ``test('…')``/``it('…')`` calls (``None`` if any
+    name is computed). ``script``: the single ``check``. Other frameworks: ``None``.
+    """
+    if framework == "script":
+        return {"check"}
+    if framework == "node":
+        names: set[str] = set()
+        for src in tests.values():
+            named = [m.group(2) for m in _NODE_NAMED.finditer(src)]
+            if len(named) != len(_NODE_CALL.findall(src)):
+                return None
+            names.update(named)
+        return names or None
     if framework != "pytest":
         return None
-    names: set[str] = set()
+    names = set()
     for src in tests.values():
         try:
             tree = ast.parse(src)
@@ -42,16 +59,18 @@ def expected_test_names(tests: dict[str, str], framework: str) -> set[str] | Non
 
 
 def base_test_name(name: str) -> str:
-    """``tests/test_a.py::TestX::test_y[3]`` -> ``test_y``."""
-    return re.sub(r"\[.*\]$", "", name.split("::")[-1].split(".")[-1])
+    """``tests/test_a.py::TestX::test_y[3]`` -> ``test_y``; names without ``::`` are kept."""
+    return re.sub(r"\[.*\]$", "", name.split("::")[-1])
 
 
-def check_results(result: ExecResult, expected: set[str] | None) -> list[Finding]:
+def check_results(result: ExecResult, expected: set[str] | None, check_forged: bool = True) -> list[Finding]:
     """Runtime detectors for one sandbox run of tests against a parsed solution.
 
     Args:
         result: the sandbox's result.
         expected: test names from :func:`expected_test_names` (``None``: only count results).
+        check_forged: also flag results for names the files do not define (exact for pytest;
+            off where runners add suite-level entries, e.g. ``node --test``).
     Returns:
         findings: ``collection_failed`` (no result at all and the output shows an import or
         collection failure, or exit code 0/5), ``missing_test_results`` (some expected test has
@@ -77,7 +96,7 @@ def check_results(result: ExecResult, expected: set[str] | None) -> list[Finding
                                  detail="no result for " + ", ".join(sorted(missing)[:5])))
             if result.exit_code == 0:
                 found.append(Finding(flag="exit_trick", detail="the process exited 0 before every test reported"))
-        forged = reported - expected
+        forged = reported - expected if check_forged else set()
         if forged:
             found.append(Finding(flag="forged_results", metric=len(forged),
                                  detail="results for unknown tests " + ", ".join(sorted(forged)[:5])))

@@ -271,13 +271,14 @@ def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> Re
                                        exec_status=infra.status)
     comp = plan.components
     expected = runtime_checks.expected_test_names(verifier.tests, verifier.framework)
-    findings = runtime_checks.check_results(main, expected)
+    forged = verifier.framework in ("pytest", "script")
+    findings = runtime_checks.check_results(main, expected, forged)
     vis, comp["visible_passed"], comp["visible_total"] = _fraction(main, expected)
     comp["visible_frac"] = vis
     frac = vis
     if len(results) > 1:
         hidden_expected = runtime_checks.expected_test_names(verifier.hidden_tests, verifier.framework)
-        findings += runtime_checks.check_results(results[1], hidden_expected)
+        findings += runtime_checks.check_results(results[1], hidden_expected, forged)
         hid, comp["hidden_passed"], comp["hidden_total"] = _fraction(results[1], hidden_expected)
         comp["hidden_frac"], comp["hidden_gap"] = hid, vis - hid
         if results[1].status not in _NOT_REACHED:  # slow on big hidden inputs is not hard-coding

@@ -84,7 +84,11 @@ def test_unparseable_code_is_scanned_by_pattern():
 def test_expected_test_names_and_base_names():
     src = {"t.py": "def test_a():\n    pass\n\nclass TestB:\n    def test_c(self):\n        pass\n\ndef helper():\n    pass\n"}
     assert expected_test_names(src, "pytest") == {"test_a", "test_c"}
-    assert expected_test_names(src, "script") is None
+    assert expected_test_names(src, "script") == {"check"}
+    assert expected_test_names(src, "junit") is None
+    js = {"a.test.js": "test('adds', () => {});\nit(\"neg\", () => {});\nfoo.test(x);\n"}
+    assert expected_test_names(js, "node") == {"adds", "neg"}
+    assert expected_test_names({"b.test.js": "for (const n of names) test(n, () => {});\n"}, "node") is None
     assert base_test_name("tests/t.py::TestB::test_c[3-4]") == "test_c"
 
 
