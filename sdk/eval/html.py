@@ -20,7 +20,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;ma
 padding:0 1rem}
 h1{font-size:1.6rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}
-th,td{border:1px solid #ddd;padding:.25rem .6rem;text-align:right}
+th,td{border:1px solid #ddd;padding:.25rem .6rem;text-align:right;white-space:nowrap}
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.muted{color:#777}
 .pass{color:#137333;font-weight:600}.fail{color:#b3261e;font-weight:600}
 .rec{background:#eef4fb;border-left:4px solid #1f77b4;padding:.6rem 1rem}

@@ -43,7 +43,7 @@ def summary_bars(summary: dict[str, dict]) -> str | None:
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("pass@1")
     ax.legend(frameon=False)
-    ax.set_title("pass@1 with 95% bootstrap CI")
+    ax.set_title("pass@1 with 95% CI")
     return _to_uri(fig)
 
 
