@@ -16,6 +16,8 @@ Quarantine entries carry the reason and only the row's ids, never its text.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterator, Union
@@ -143,7 +145,12 @@ class RecordBuilder:
         return task
 
     def _source(self, v: dict[str, Any]) -> Source:
-        parts = [f"{f}={v[f]}" for f in ("row_id", "message_id", "user_id") if v.get(f) is not None]
+        """Provenance: row and message ids as stored; the user id only as a keyed pseudonym
+        (user ids are often e-mail addresses, and provenance travels with the training data)."""
+        parts = [f"{f}={v[f]}" for f in ("row_id", "message_id") if v.get(f) is not None]
+        if v.get("user_id") is not None:
+            key = self._redactor.key if getattr(self, "_redactor", None) is not None else b""
+            parts.append("user=" + hmac.new(key, str(v["user_id"]).encode(), hashlib.sha256).hexdigest()[:12])
         return Source(connector=self.name, uri=self._uri(), locator=";".join(parts))
 
     def _uri(self) -> str:

@@ -24,6 +24,23 @@ How a read goes:
 
 Bad rows are quarantined with a reason and only their ids (never their text). An unreachable
 database, a missing table or an unmapped column raises one :class:`SourceError` with the fix.
+
+A config entry (fields left out of ``columns`` are found under their own name, ``row_id`` also
+as ``id``; set ``auto_columns: false`` to map only what is written)::
+
+    - type: sql_feedback
+      domain: feedback/support-bot
+      options:
+        url: postgresql+psycopg2://reader@db.internal/prod   # any SQLAlchemy URL
+        table: chat_feedback                                  # or query: "SELECT ..."
+        columns: {prompt: question, response: answer, rating: stars, created_at: ts}
+        json_paths: {expected: "meta:$.checks.expected"}
+        rating: stars_1_5                                     # thumbs, scale_0_10, {kind: range/labels...}
+        good_threshold: 4
+        timezone: Europe/Berlin                               # for naive timestamps
+        filter: "app = 'support-bot'"
+        since: 2026-01-01T00:00:00Z
+        state_dir: .tuneloop/feedback-state                   # incremental reads
 """
 
 from __future__ import annotations

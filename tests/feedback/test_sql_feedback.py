@@ -74,7 +74,7 @@ def test_f2_nested_json_rating_is_read_by_explicit_path(feedback_db):
                       row("j4", None, meta={"details": {"rating": 3}})])
     result = read(db, columns={"rating": None}, json_paths={"rating": "meta:$.details.rating"},
                   rating="scale_0_10", auto_columns=True)
-    assert len(result.sft_examples) == 1 and result.sft_examples[0].source.locator.endswith("message_id=j1;user_id=u1")
+    assert len(result.sft_examples) == 1 and ";message_id=j1;user=" in result.sft_examples[0].source.locator
     assert result.counts["unlabelled"] == 2  # JSON null and a null column are not zero
     assert result.counts["negative_unused"] == 1
 
@@ -196,3 +196,21 @@ def test_long_conversation_is_cut_keeping_system_and_rated_turn(feedback_db):
     (ex,) = result.sft_examples
     assert [m.content for m in ex.messages] == ["house rules", "c" * 50, "d" * 50, "the rated question", "Use add()."]
     assert result.counts["conversations_cut"] == 1
+
+
+def test_user_ids_leave_only_as_pseudonyms(feedback_db):
+    result = read(feedback_db([row("m1", 1, user="jane.roe@example.com"), row("m2", 1, user="jane.roe@example.com")]))
+    locators = [e.source.locator for e in result.sft_examples]
+    assert all("jane" not in loc for loc in locators)
+    assert len({loc.split("user=")[1] for loc in locators}) == 1  # the same user stays linkable
+
+
+def test_docstring_config_example_validates(tmp_path):
+    import yaml
+
+    import connectors.sql_feedback as module
+
+    block = module.__doc__.split("::\n", 1)[1]
+    (entry,) = yaml.safe_load(block)
+    source = SqlFeedbackSource(entry["options"], tmp_path, entry["domain"])
+    assert source.options.rating.kind == "stars_1_5" and source.options.json_paths["expected"].column == "meta"
