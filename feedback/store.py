@@ -210,3 +210,10 @@ def create_api_key(session: Session, app_name: str) -> str:
     session.add(ApiKey(application_id=app.id, prefix=key[:8], key_hash=hash_key(key)))
     session.commit()
     return key
+
+
+def new_api_key(url: str, app_name: str) -> str:
+    """Migrate the store at ``url`` if needed, then create an API key for ``app_name`` (printed once
+    by ``tuneloop feedback create-key``; only its hash is stored)."""
+    with sessions(url)() as session:
+        return create_api_key(session, app_name)
