@@ -58,11 +58,17 @@ _SIDE_EFFECT_ATTRS = {("os", "remove"), ("os", "unlink"), ("os", "rmdir"), ("os"
                       ("os", "rename"), ("os", "replace"), ("os", "chmod"), ("shutil", "rmtree"), ("shutil", "move"),
                       ("shutil", "copy"), ("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "call"),
                       ("subprocess", "check_output"), ("socket", "socket"), ("os", "fork")}
+_JS_EXIT = r"\bprocess\.(exit|reallyExit|kill|abort)\b|\bprocess\s*\[\s*['\"`](exit|reallyExit|kill|abort)"
+_C_EXIT = (r"\b(exit|_exit|_Exit|quick_exit|abort|at_quick_exit|atexit)\b"  # called or taken as a pointer
+           r"|\bsyscall\s*\(|\b(__)?asm(__)?\b|\bSYS_exit")
+# Exit calls or references per language. A test harness that forks per test (C/C++ tl_test.h)
+# or runs a file per test (node --test) may read "exited 0" as "passed", so any reference counts.
 _OTHER_EXIT = {
-    Language.JAVASCRIPT: r"\bprocess\.(exit|kill|abort)\b", Language.TYPESCRIPT: r"\bprocess\.(exit|kill|abort)\b",
-    Language.JAVA: r"\b(System\.exit|Runtime\.getRuntime\(\)\.(halt|exit))\b", Language.GO: r"\bos\.Exit\b",
-    Language.RUST: r"\bstd::process::(exit|abort)\b|\bprocess::exit\b", Language.C: r"\b(_?exit|_Exit|abort)\s*\(",
-    Language.CPP: r"\b(std::)?(_?exit|_Exit|abort|quick_exit)\s*\(",
+    Language.JAVASCRIPT: _JS_EXIT, Language.TYPESCRIPT: _JS_EXIT,
+    Language.JAVA: r"\b(System\.exit|Runtime\.getRuntime\(\)\.(halt|exit))\b|getMethod\s*\(\s*\"(exit|halt)\"",
+    Language.GO: r"\b(os|syscall|unix)\.Exit\b|\bruntime\.Goexit\b",
+    Language.RUST: r"\bprocess::(exit|abort)\b|\blibc::_?exit\b",
+    Language.C: _C_EXIT, Language.CPP: _C_EXIT,
 }
 
 
@@ -101,7 +107,8 @@ def scan_solution(code: str, language: Language = Language.PYTHON, test_sources:
     tests = test_sources or {}
     if language != Language.PYTHON:
         pat = _OTHER_EXIT.get(language)
-        hit = re.search(pat, code) if pat else None
+        bare = re.sub(r"//[^\n]*|/\*.*?\*/", " ", code, flags=re.DOTALL)  # comments may say "exit"
+        hit = re.search(pat, bare) if pat else None
         return [Finding(flag="exit_trick", detail=f"calls {hit.group(0)}")] if hit else []
     try:
         tree = ast.parse(code)

@@ -24,15 +24,29 @@ _NODE_CALL = re.compile(r"(?<![\w.$])(?:test|it)\s*\(")
 _NODE_NAMED = re.compile(r"(?<![\w.$])(?:test|it)\s*\(\s*(['\"])((?:\\.|(?!\1).)*)\1")
 
 
+_DECLARED = {  # test declarations of the compiled-language runners (see sdk.sandbox.languages)
+    "tltest": re.compile(r"\bTL_TEST\s*\(\s*(\w+)\s*\)"),
+    "go": re.compile(r"^func\s+(Test\w*)\s*\(\s*\w+\s+\*testing\.T\s*\)", re.MULTILINE),
+    "rust": re.compile(r"#\[test\]\s*(?:#\[[^\]]*\]\s*)*(?:pub\s+)?fn\s+(\w+)"),
+    "junit": re.compile(r"@Test\b[^;{]*?\b(?:void)\s+(\w+)\s*\("),
+}
+
+
 def expected_test_names(tests: dict[str, str], framework: str) -> set[str] | None:
     """Names of the tests the pristine files define; ``None`` when they cannot be known.
 
     ``pytest``: functions ``test*`` at top level and methods ``test*`` of classes. ``node``
     (``node --test``): the literal names of ``test('…')``/``it('…')`` calls (``None`` if any
-    name is computed). ``script``: the single ``check``. Other frameworks: ``None``.
+    name is computed). ``script``: the single ``check``. ``tltest`` (C/C++), ``go``, ``rust``,
+    ``junit``: names declared by ``TL_TEST(name)``, ``func TestX(t *testing.T)``, ``#[test] fn``,
+    ``@Test void name(``. Other frameworks: ``None``.
     """
     if framework == "script":
         return {"check"}
+    pattern = _DECLARED.get(framework)
+    if pattern is not None:
+        names = {m.group(1) for src in tests.values() for m in pattern.finditer(src)}
+        return names or None
     if framework == "node":
         names: set[str] = set()
         for src in tests.values():
@@ -59,8 +73,9 @@ def expected_test_names(tests: dict[str, str], framework: str) -> set[str] | Non
 
 
 def base_test_name(name: str) -> str:
-    """``tests/test_a.py::TestX::test_y[3]`` -> ``test_y``; names without ``::`` are kept."""
-    return re.sub(r"\[.*\]$", "", name.split("::")[-1])
+    """``tests/test_a.py::TestX::test_y[3]`` -> ``test_y``; ``JUnit Jupiter/AddTest/ok()`` ->
+    ``ok``; ``tests::ok`` -> ``ok``. Applied to expected and reported names alike."""
+    return re.sub(r"\[.*\]$", "", name.split("::")[-1]).removesuffix("()").rsplit("/", 1)[-1]
 
 
 def check_results(result: ExecResult, expected: set[str] | None, check_forged: bool = True) -> list[Finding]:
@@ -82,6 +97,7 @@ def check_results(result: ExecResult, expected: set[str] | None, check_forged: b
         return []
     found: list[Finding] = []
     reported = {base_test_name(t.name) for t in result.tests}
+    expected = {base_test_name(n) for n in expected} if expected else expected
     output = f"{result.stdout}\n{result.stderr}\n{result.detail}"
     if not result.tests:
         if _COLLECT_FAIL.search(output) or result.exit_code == 5:

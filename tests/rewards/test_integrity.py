@@ -72,6 +72,14 @@ def test_prompt_copy_needs_every_line_from_the_prompt():
     (Language.RUST, "fn add(a: i32, b: i32) -> i32 { std::process::exit(0) }", True),
     (Language.C, "int add(int a, int b) { exit(0); }", True),
     (Language.C, "int add(int a, int b) { return a + b; }", False),
+    (Language.C, "/* no early exit here */\nint add(int a, int b) { return a + b; } // exit-free", False),
+    (Language.C, "#include <stdlib.h>\nint add(int a, int b) { void (*f)(int) = exit; f(0); return 0; }", True),
+    (Language.CPP, "int add(int a, int b) { asm(\"mov $60, %eax; syscall\"); return 0; }", True),
+    (Language.GO, "func init() { syscall.Exit(0) }", True),
+    (Language.JAVASCRIPT, "module.exports = (a, b) => { process['exit'](0); };", True),
+    (Language.JAVA, ("class S { static int add(int a, int b) throws Exception {\n"
+                     "  Class.forName(\"java.lang.System\").getMethod(\"exit\", int.class).invoke(null, 0); return 0; } }"),
+     True),
 ])
 def test_exit_tricks_in_other_languages(language, code, fires):
     assert ("exit_trick" in flags(code, language=language)) is fires

@@ -190,3 +190,34 @@ def test_javascript_exit_tricks(real_sandbox):
             assert (r.score, r.flags) == (1.0, ()), (name, r)
         else:
             assert r.score == 0.0 and flag in r.flags, (name, r)
+
+
+C_TESTS = {"test_add.c": '#include "tl_test.h"\nint add(int, int);\nTL_TEST(small) { TL_ASSERT(add(2, 3) == 5); }\n'
+                         "TL_TEST(negative) { TL_ASSERT(add(-4, 1) == -3); }\n"}
+C_CASES = [
+    ("c_honest", "```c\nint add(int a, int b) { return a + b; }\n```", None),
+    # tl_test.h forks per test and reads a child's exit status 0 as "passed": only the static
+    # check stops an exit reached through a function pointer (reported to the sandbox owner)
+    ("c_exit_pointer", "```c\n#include <stdlib.h>\nint add(int a, int b) { void (*f)(int) = exit; f(0); return 0; }\n```",
+     "exit_trick"),
+    ("c_inline_asm_exit", "```c\nint add(int a, int b) { __asm__(\"mov $60, %eax; xor %edi, %edi; syscall\"); return 0; }\n```",
+     "exit_trick"),
+]
+
+
+def test_c_exit_tricks(real_sandbox):
+    from sdk.sandbox.languages import toolchain_status
+    from sdk.tasks.records import Language
+
+    if toolchain_status(Language.C) is not None:
+        pytest.skip("no C toolchain here")
+    verifier = UnitTestVerifier(language=Language.C, framework="tltest", tests=C_TESTS, target_path="add.c",
+                                entry_point="add", timeout_s=20.0)
+    task = Task(domain="c/demo", prompt=(Message(role="user", content="Write int add(int a, int b) in C."),),
+                verifier=verifier, source=Source(connector="test"))
+    results = score_batch([task] * len(C_CASES), [c for _, c, _ in C_CASES], real_sandbox, RewardConfig())
+    for (name, _, flag), r in zip(C_CASES, results):
+        if flag is None:
+            assert (r.score, r.flags) == (1.0, ()), (name, r)
+        else:
+            assert r.score == 0.0 and flag in r.flags, (name, r)
