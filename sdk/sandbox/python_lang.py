@@ -108,7 +108,7 @@ def _status(req: ExecRequest, raw: RawRun, events: list[dict], tests: tuple[Test
         return ExecStatus.OUTPUT_LIMIT, f"output passed {req.limits.output_bytes} bytes many times over; run killed"
     if raw.timed_out:
         return ExecStatus.TIMEOUT, f"wall-clock limit of {req.limits.timeout_s} s reached; every process killed"
-    if raw.exit_code in (-signal.SIGXCPU, -signal.SIGKILL) and raw.cpu_s >= req.limits.cpu_s - 0.05:
+    if raw.exit_code == -signal.SIGXCPU or (raw.exit_code == -signal.SIGKILL and raw.cpu_s >= req.limits.cpu_s - 0.05):
         return ExecStatus.TIMEOUT, f"CPU limit of {req.limits.cpu_s} s reached"
     if "start" not in kinds:
         return ExecStatus.SANDBOX_ERROR, f"the runner did not start (exit {raw.exit_code}): {text[-500:]}"

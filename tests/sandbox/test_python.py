@@ -73,7 +73,8 @@ def test_no_tests_collected_is_failed(sandbox):
     ("x = bytearray(2 * 1024 ** 3)\n", ExecStatus.MEMORY_LIMIT),
 ])
 def test_distinct_statuses(sandbox, solution, status):
-    limits = Limits(timeout_s=2, cpu_s=5, memory_mb=256)
+    # wall clock generous (a loaded 2-core machine); the loop is ended by the CPU limit
+    limits = Limits(timeout_s=30, cpu_s=2, memory_mb=256)
     for res in sandbox.run([py(solution, limits=limits), script(solution, limits=limits)]):
         assert res.status == status, res
 
