@@ -10,7 +10,7 @@ Two kinds of evidence:
   patterns): exit calls (``sys.exit``, ``os._exit``, ``raise SystemExit``), runner tampering
   (``import pytest``/``_pytest``, pytest hook functions, writing ``conftest.py`` or ``.py``
   files, patching ``builtins``/``sys.modules``/``sys.meta_path``, trace and exit hooks,
-  frame inspection), always-equal objects (``__eq__`` returning a constant true,
+  frame inspection, ``exec`` and imports of computed module names), always-equal objects (``__eq__`` returning a constant true,
   ``__ne__`` a constant false), look-up tables keyed by the visible tests' literals
   (hard-coded outputs), reading the test files, and a solution that only copies the prompt.
 - **Runtime** (:mod:`sdk.rewards.runtime_checks`), on the sandbox result against the
@@ -21,8 +21,8 @@ Two kinds of evidence:
 
 What is *not* covered: a solution that forges per-test results through a channel the runner
 trusts is the sandbox's to stop (our runner tags results with a nonce read before the solution
-loads); static patterns can be evaded by obfuscation (``getattr(__import__('o'+'s'), ...)``
-escapes the static exit check, and is then caught at run time by its missing results).
+loads); static patterns can be evaded by obfuscation (``getattr(os, 'ex' + 'it')`` escapes the
+static exit check, and is then caught at run time by its missing results).
 Always-equal objects and look-up tables without hidden tests are caught *only* statically:
 the runner compares values inside the sandbox, so a clever enough object wins there (audit
 with ``score_batch(..., static_checks=False)``; tests/rewards/test_redteam.py shows which
@@ -190,9 +190,13 @@ def _tampering(tree: ast.Module, code: str, tests: dict[str, str]) -> list[Findi
             hits.append(f"calls {mod}.{attr}")
         if mod in _TAMPER_TARGETS:  # sys.meta_path.insert(...), sys.modules.update(...)
             hits.append(f"calls {mod}.{attr}")
-        if attr in ("__import__", "import_module") and call.args and isinstance(call.args[0], ast.Constant) \
-                and str(call.args[0].value).split(".")[0] in _TAMPER_MODULES:
-            hits.append(f"{attr}({call.args[0].value!r})")
+        if attr in ("__import__", "import_module") and call.args:
+            if not isinstance(call.args[0], ast.Constant):  # a computed module name hides what it loads
+                hits.append(f"{attr}(<computed name>)")
+            elif str(call.args[0].value).split(".")[0] in _TAMPER_MODULES:
+                hits.append(f"{attr}({call.args[0].value!r})")
+        if not mod and attr == "exec":
+            hits.append("exec(...)")
         if not mod and attr in ("setattr", "delattr") and call.args and _dotted(call.args[0]) in (
                 "builtins", "__builtins__", "sys", "AssertionError"):
             hits.append(f"{attr}({_dotted(call.args[0])}, ...)")
