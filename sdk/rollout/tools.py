@@ -300,3 +300,30 @@ def sandboxed_python_tool(sandbox, limits=None, name: str = "run_python") -> Too
 
     spec = as_tool(run_python)
     return Tool(name=name, description=spec.description, parameters=spec.parameters, func=run_python, untrusted=True)
+
+
+def normalize_tool_calls(messages: Sequence[dict[str, Any]], tools: Sequence[Tool] = ()) -> list[dict[str, Any]]:
+    """Messages with every assistant tool call's ``arguments`` as a dict (decoded once; field case T2).
+
+    For training data that stores arguments as JSON strings (the OpenAI wire format). A call
+    whose arguments do not normalise is kept out of training: raises instead of guessing.
+
+    Raises:
+        ToolError: a stored call's arguments are invalid (names the message and the reason).
+    """
+    params = {t.name: t.parameters for t in tools}
+    out = []
+    for i, msg in enumerate(messages):
+        msg = dict(msg)
+        if msg.get("tool_calls"):
+            calls = []
+            for call in msg["tool_calls"]:
+                fn = dict(call.get("function", call))
+                args, why = normalize_arguments(fn.get("arguments"), params.get(fn.get("name"), {}))
+                if why:
+                    raise ToolError(f"message {i}: tool call {fn.get('name')!r} has invalid arguments: {why}",
+                                    "fix or drop that example")
+                calls.append({"type": "function", "function": {**fn, "arguments": args}})
+            msg["tool_calls"] = calls
+        out.append(msg)
+    return out
