@@ -77,6 +77,7 @@ class _Plan:
     components: dict[str, float] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     side_effect: bool = False
+    merged: bool = False
     baseline: ExecResult | None = None
 
 
@@ -220,10 +221,34 @@ def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: L
         return plan
     plan.side_effect = any(f.flag == "side_effect" for f in findings)
     plan.flags += [f.flag for f in findings]
-    plan.requests.append(build_request(verifier, code, hidden=False, limits=limits))
-    if verifier.hidden_tests:
+    visible = build_request(verifier, code, hidden=False, limits=limits)
+    if verifier.hidden_tests and _can_merge(verifier):  # one pytest run, split by file afterwards
+        plan.merged = True
+        visible = visible.model_copy(update={"tests": {**verifier.tests, **verifier.hidden_tests}})
+    plan.requests.append(visible)
+    if verifier.hidden_tests and not plan.merged:
         plan.requests.append(build_request(verifier, code, hidden=True, limits=limits))
     return plan
+
+
+def _can_merge(verifier: UnitTestVerifier) -> bool:
+    return verifier.framework == "pytest" and not set(verifier.tests) & set(verifier.hidden_tests)
+
+
+def _split(result: ExecResult, verifier: UnitTestVerifier) -> list[ExecResult]:
+    """A merged pytest run as two results (visible, hidden), by the file each node id names
+    (results naming no hidden file count as visible)."""
+    hidden_of = {True: [], False: []}
+    for t in result.tests:
+        hidden_of[t.name.split("::")[0] in verifier.hidden_tests].append(t)
+    out = []
+    for tests in (tuple(hidden_of[False]), tuple(hidden_of[True])):
+        status = result.status
+        if status in (ExecStatus.OK, ExecStatus.FAILED):
+            ok = any(t.outcome == "passed" for t in tests) and all(t.outcome in ("passed", "skipped") for t in tests)
+            status = ExecStatus.OK if ok else ExecStatus.FAILED
+        out.append(result.model_copy(update={"tests": tests, "status": status}))
+    return out
 
 
 def _compile_error(source: str) -> str | None:
@@ -264,6 +289,8 @@ def _fraction(result: ExecResult, expected: set[str] | None) -> tuple[float, int
 def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> RewardResult:
     verifier = plan.task.verifier
     assert isinstance(verifier, UnitTestVerifier)
+    if plan.merged:
+        results = _split(results[0], verifier)
     main = results[0]
     infra = next((r for r in results if r.status.is_infrastructure), None)
     if infra is not None:

@@ -30,7 +30,9 @@ def test_batch_goes_to_the_sandbox_in_one_call(fake):
     tasks = [add_task()] * 4 + [add_task(hidden=False)]
     results = score_batch(tasks, [HONEST] * 5, fake, W)
     assert [r.score for r in results] == [1.0] * 5
-    assert len(fake.batches) == 1 and len(fake.batches[0]) == 4 * 2 + 1
+    # pytest tasks run visible and hidden files in one request, split by file afterwards
+    assert len(fake.batches) == 1 and len(fake.batches[0]) == 5
+    assert set(fake.batches[0][0].tests) == {"test_add.py", "test_add_hidden.py"}
 
 
 def test_request_is_built_from_the_verifier():
@@ -168,9 +170,16 @@ def test_configuration_errors_raise(fake):
 
 def test_hidden_timeout_is_not_flagged_as_hard_coding():
     def slow_hidden(req):
-        return ExecResult(status=ExecStatus.TIMEOUT) if "hidden" in next(iter(req.tests)) else passing(req)
+        return ExecResult(status=ExecStatus.TIMEOUT) if "1000" in req.tests["test_add.py"] else passing(req)
 
-    r = score_completion(add_task(), HONEST, FakeSandbox(slow_hidden), W)
+    # same file name in both splits: two separate runs
+    task = add_task(hidden=False)
+    task = Task(domain=task.domain, prompt=task.prompt, source=task.source, verifier=task.verifier.model_copy(
+        update={"hidden_tests": {"test_add.py": "from solution import add\n\ndef test_big():\n"
+                                                "    assert add(1000, 2345) == 3345\n"}}))
+    sandbox = FakeSandbox(slow_hidden)
+    r = score_completion(task, HONEST, sandbox, W)
+    assert len(sandbox.batches[0]) == 2
     assert r.status == RewardStatus.FAILED and r.flags == ()
     assert r.components["hidden_frac"] == 0.0 and r.score == pytest.approx(0.1 + 0.9 * 0.5)
 
@@ -203,3 +212,15 @@ def test_body_only_completion_is_joined_to_the_prompt_header(fake):
 def test_return_outside_function_is_a_compile_error(fake):
     r = score_completion(add_task(), "return 1\n", fake, W)
     assert r.status == RewardStatus.COMPILE_ERROR and "outside function" in r.detail
+
+
+def test_merged_pytest_run_is_split_by_file():
+    def hidden_fails(req):
+        res = passing(req)
+        return res.model_copy(update={"status": ExecStatus.FAILED, "tests": tuple(
+            outcome(t.name, not t.name.startswith("test_add_hidden.py")) for t in res.tests)})
+
+    r = score_completion(add_task(), HONEST, FakeSandbox(hidden_fails), W)
+    assert (r.components["visible_frac"], r.components["hidden_frac"]) == (1.0, 0.0)
+    assert r.components["visible_total"] == 2 and r.components["hidden_total"] == 1
+    assert "hardcoded_outputs" in r.flags and r.score == 0.0
