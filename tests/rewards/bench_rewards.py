@@ -2,8 +2,8 @@
 
     .venv/bin/python -m tests.rewards.bench_rewards [N]
 
-Prints completions/s for score_batch (extraction + static scan + visible and hidden runs + scoring)
-and for sandbox.run on the same requests, and their ratio; plus the parent-side cost per
+Prints completions/s for score_batch (extraction + static scan + one merged visible+hidden pytest
+run + scoring) and for sandbox.run with visible and hidden as separate requests, and their ratio; plus the parent-side cost per
 completion of extraction and the static scan alone. The lead may move it to bench/.
 """
 
@@ -42,8 +42,8 @@ def main(n: int = 32) -> None:
     for c in comps * 10:
         scan_solution(extract_code(c, "add").code, test_sources=task.verifier.tests, prompt_text=task.prompt[0].content)
     t_parent = (time.perf_counter() - t0) / (10 * n)
-    print(f"score_batch: {n / t_reward:.1f} completions/s ({2 * n} sandbox runs)")
-    print(f"bare sandbox.run: {n / t_bare:.1f} completions/s")
+    print(f"score_batch: {n / t_reward:.1f} completions/s (visible + hidden merged: {n} pytest runs)")
+    print(f"bare sandbox.run, visible and hidden as separate runs: {n / t_bare:.1f} completions/s ({2 * n} runs)")
     print(f"ratio reward/bare time: {t_reward / t_bare:.2f}")
     print(f"parent-side extraction + static scan: {t_parent * 1e3:.2f} ms per completion")
 
