@@ -337,19 +337,22 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
             yield from self._build(latest)
 
     def _parse_all(self, rows: Iterable[dict[str, Any]], key_fields: list[str]) -> Iterator[tuple[tuple, Any]]:
+        """``(dedup key, Row or Quarantined)`` per raw row. A bad row keeps its key when the key's
+        columns could be read, so it never splits a group of the database's ordering."""
         row_col = self._cols.get("row_id")
+        key_cols = [self._cols[f] for f in key_fields] if all(f in self._cols for f in key_fields) else None
         for index, raw in enumerate(rows):
             self.counts["rows_read"] += 1
             seq = raw[row_col] if row_col and isinstance(raw.get(row_col), int) else index
-            ids = {c: raw.get(c) for f in ("row_id", "message_id", "conversation_id") if (c := self._cols.get(f))}
+            key: tuple | None = tuple(str(raw.get(c)) for c in key_cols) if key_cols is not None else None
             try:
                 values = self._extract(raw)
-                key = tuple(str(values.get(f)) for f in key_fields)
-                row = self._parse(values, seq)
+                key = key or tuple(str(values.get(f)) for f in key_fields)
+                row: Row | Quarantined = self._parse(values, seq)
             except RowError as exc:
-                yield (("\x00quarantine", seq), self._quarantine(str(exc), ids))
-                continue
-            yield key, row
+                ids = {c: raw.get(c) for f in ("row_id", "message_id", "conversation_id") if (c := self._cols.get(f))}
+                row = self._quarantine(str(exc), ids)
+            yield (key if key is not None else ("\x00quarantine", seq)), row
 
     def _parse(self, values: dict[str, Any], seq: int) -> Row:
         """Check, normalise and redact one row's values. Raises :class:`RowError` (quarantine)."""

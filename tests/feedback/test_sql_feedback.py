@@ -214,3 +214,12 @@ def test_docstring_config_example_validates(tmp_path):
     (entry,) = yaml.safe_load(block)
     source = SqlFeedbackSource(entry["options"], tmp_path, entry["domain"])
     assert source.options.rating.kind == "stars_1_5" and source.options.json_paths["expected"].column == "meta"
+
+
+def test_bad_row_inside_a_duplicate_group_does_not_split_it(feedback_db):
+    db = feedback_db([row("m1", 1, at="2026-01-01T10:00:00+00:00"),
+                      row("m1", 1, at="2026-01-01T10:01:00+00:00", meta="{broken"),
+                      row("m1", -1, at="2026-01-01T10:02:00+00:00")])
+    result = read(db, json_paths={"expected": "meta:expected"})
+    assert result.counts["quarantined"] == 1 and result.counts["duplicates_dropped"] == 1
+    assert result.sft_examples == [] and result.counts["negative_unused"] == 1
