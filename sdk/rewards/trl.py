@@ -65,6 +65,20 @@ def completion_text(completion: Any) -> str:
     return "\n".join(parts)
 
 
+class _Lazy(Sandbox):
+    """Builds the reward's sandbox only when a request needs it: answer-checked tasks never do,
+    and a sandbox that cannot start becomes per-sample ``SANDBOX_ERROR`` (masked), not a crash."""
+
+    def __init__(self, owner: "SandboxReward") -> None:
+        self.owner = owner
+
+    def run_one(self, request):  # type: ignore[no-untyped-def]
+        return self.owner.sandbox.run_one(request)
+
+    def run(self, requests):  # type: ignore[no-untyped-def]
+        return self.owner.sandbox.run(requests) if requests else []
+
+
 class SandboxReward:
     """TRL reward function: run each completion's code against its task's tests in the sandbox.
 
@@ -166,7 +180,7 @@ class SandboxReward:
                 results[i] = RewardResult.not_judged(RewardStatus.ERROR, f"bad task_json: {type(exc).__name__}: {exc}")
         try:
             baselines = self._reference_baselines(tasks) if self.reference_baseline else None
-            scored = score_batch(tasks, texts, self.sandbox, self.weights, baselines=baselines, retries=self.retries,
+            scored = score_batch(tasks, texts, _Lazy(self), self.weights, baselines=baselines, retries=self.retries,
                                  judge=self.judge)
         except RewardError:
             raise
@@ -185,7 +199,7 @@ class SandboxReward:
         for task in runnable.values():
             code = extract_code(task.reference or "", task.verifier.entry_point, task.verifier.language).code
             requests.append(build_request(task.verifier, code or task.reference or ""))
-        for task_id, result in zip(runnable, run_with_retries(self.sandbox, requests, self.retries)):
+        for task_id, result in zip(runnable, run_with_retries(_Lazy(self), requests, self.retries)):
             if not result.status.is_infrastructure:  # an infrastructure failure is retried next call
                 self._baselines[task_id] = result
         for task_id in todo.keys() - runnable.keys():

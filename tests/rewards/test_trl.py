@@ -112,3 +112,19 @@ def test_reference_is_the_regression_baseline_and_is_run_once():
     assert scores[0] == 1.0
     assert scores[1] == pytest.approx(0.05 + 0.05 + 0.9 * 0.5 - 0.5 * 0.5)
     assert len(sandbox.batches) == 3  # baseline once, then one batch per call
+
+
+def _no_sandbox():
+    from sdk.errors import SandboxError
+
+    raise SandboxError("bubblewrap is not usable here", "set sandbox.allow_unisolated")
+
+
+def test_answer_tasks_never_build_a_sandbox_and_a_broken_sandbox_masks_code_tasks():
+    from sdk.tasks.records import AnswerVerifier, Message, Source, Task
+
+    answer = Task(domain="qa", prompt=(Message(role="user", content="2+2?"),), verifier=AnswerVerifier(
+        mode="numeric", expected="4"), source=Source(connector="t"))
+    reward = SandboxReward(sandbox_factory=_no_sandbox)
+    scores = reward(["p"] * 2, ["Answer: 4", HONEST], task_json=[answer.model_dump_json(), add_task().model_dump_json()])
+    assert scores == [1.0, None]
