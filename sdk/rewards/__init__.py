@@ -3,7 +3,8 @@ score it by tiers, catch reward hacking, and aggregate safely for GRPO.
 
 Modules: :mod:`~sdk.rewards.result` (the record), :mod:`~sdk.rewards.extract` (completions to
 code), :mod:`~sdk.rewards.answers` (answer-match verifiers), :mod:`~sdk.rewards.tiered` (the
-tiered reward), :mod:`~sdk.rewards.integrity` (hacking detectors), :mod:`~sdk.rewards.aggregate`
+tiered reward), :mod:`~sdk.rewards.integrity` and :mod:`~sdk.rewards.runtime_checks` (static and
+run-time hacking detectors), :mod:`~sdk.rewards.aggregate`
 (None masking, group advantages), :mod:`~sdk.rewards.trl` (the TRL reward function),
 :mod:`~sdk.rewards.reward_log` (the per-sample log, summarised per checkpoint for the report).
 """

@@ -69,7 +69,7 @@ class _Lazy(Sandbox):
     """Builds the reward's sandbox only when a request needs it: answer-checked tasks never do,
     and a sandbox that cannot start becomes per-sample ``SANDBOX_ERROR`` (masked), not a crash."""
 
-    def __init__(self, owner: "SandboxReward") -> None:
+    def __init__(self, owner: SandboxReward) -> None:
         self.owner = owner
 
     def run_one(self, request):  # type: ignore[no-untyped-def]
