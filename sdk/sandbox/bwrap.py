@@ -35,6 +35,7 @@ from sdk.sandbox.launch import RawRun, launch
 from sdk.sandbox.pool import sandbox_env
 from sdk.sandbox.pyruntime import process_interpreter, reachable_by_others, runtime_dir
 from sdk.sandbox.seccomp import seccomp_bpf_path
+from sdk.sandbox.warm import WarmServers
 from sdk.sandbox.workspace import Workspace
 
 RUNTIME_MOUNT = "/opt/tuneloop/rt"
@@ -67,6 +68,7 @@ class BubblewrapBackend:
         self.interpreter = process_interpreter(unprivileged=os.geteuid() == 0)
         prefix = os.path.dirname(os.path.dirname(self.interpreter or "/usr/bin/python3"))
         self.extra_ro = tuple(p for p in (prefix, *extra_ro) if os.path.exists(p) and reachable_by_others(p))
+        self.warm = WarmServers(self)
 
     @classmethod
     def create(cls, extra_ro: tuple[str, ...] = ()) -> "BubblewrapBackend":
@@ -99,6 +101,10 @@ class BubblewrapBackend:
 
     def runtime(self) -> str:
         return RUNTIME_MOUNT
+
+    def close(self) -> None:
+        """Stop the warm servers (:mod:`sdk.sandbox.warm`)."""
+        self.warm.close()
 
     def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
             timeout_s: float | None = None) -> RawRun:

@@ -65,7 +65,7 @@ def _build_runtime() -> Path:
                 shutil.copytree(src, root / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             elif src.with_suffix(".py").is_file():
                 shutil.copy2(src.with_suffix(".py"), root / (top + ".py"))
-    for name in ("tl_runner.py", "tl_build.py", "tl_test.h"):
+    for name in ("tl_runner.py", "tl_build.py", "tl_test.h", "tl_zygote.py"):
         shutil.copy2(RUNNER_DIR / name, root / name)
     for path in [root, *root.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)

@@ -8,7 +8,6 @@ import pytest
 
 from sdk.config import SandboxConfig
 from sdk.sandbox import ExecRequest, ExecStatus, Limits, make_sandbox
-from sdk.sandbox.launch import processes_of
 from sdk.sandbox.languages import toolchain_status
 from sdk.tasks.records import Language
 
@@ -33,8 +32,7 @@ def test_s1_one_bad_sample_in_a_batch(bubblewrap_sandbox):
     elapsed = time.monotonic() - t
     assert [r.status for r in out] == [ExecStatus.OK, ExecStatus.TIMEOUT, ExecStatus.TIMEOUT, ExecStatus.RUNTIME_ERROR]
     assert elapsed < 30   # the 100 s sleepers were killed at the 2 s limit (generous for a loaded machine)
-    for uid in bubblewrap_sandbox.uids:
-        assert processes_of(uid) == []
+    assert bubblewrap_sandbox.stray_processes() == []
 
 
 def test_s2_memory_and_output_floods(bubblewrap_sandbox):

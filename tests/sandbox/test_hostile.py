@@ -12,7 +12,6 @@ import time
 import pytest
 
 from sdk.sandbox import ExecRequest, ExecStatus, Limits
-from sdk.sandbox.launch import processes_of
 
 LIM = Limits(timeout_s=15, cpu_s=3, memory_mb=512, processes=32, scratch_mb=32)  # loops end on CPU
 
@@ -20,20 +19,23 @@ LIM = Limits(timeout_s=15, cpu_s=3, memory_mb=512, processes=32, scratch_mb=32) 
 @pytest.fixture
 def bw(bubblewrap_sandbox):
     yield bubblewrap_sandbox
-    for uid in bubblewrap_sandbox.uids:
-        assert processes_of(uid) == [], f"processes of sandbox uid {uid} survived"
+    assert bubblewrap_sandbox.stray_processes() == [], f"processes of sandbox uid {uid} survived"
 
 
-def probe(body: str, check: str, limits: Limits = LIM) -> ExecRequest:
-    """``probe()`` runs ``body`` and returns something; ``check`` asserts on ``r = candidate()``."""
+def probe(body: str, check: str, limits: Limits = LIM, cold: bool = False) -> ExecRequest:
+    """``probe()`` runs ``body`` and returns something; ``check`` asserts on ``r = candidate()``.
+    Without files a ``script`` request takes the warm (pre-forked) path; ``cold`` adds a support
+    file, which forces one fresh bubblewrap per execution."""
     sol = "def probe():\n" + "".join("    " + line + "\n" for line in body.strip("\n").splitlines())
     test = "def check(candidate):\n    r = candidate()\n" + "".join("    " + l + "\n" for l in check.strip("\n").splitlines())
-    return ExecRequest(framework="script", solution=sol, entry_point="probe", tests={"t.py": test}, limits=limits)
+    files = {"cold.txt": "force a cold start"} if cold else {}
+    return ExecRequest(framework="script", solution=sol, entry_point="probe", tests={"t.py": test}, limits=limits, files=files)
 
 
-def test_fork_bomb(bw):
+@pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
+def test_fork_bomb(bw, cold):
     t = time.monotonic()
-    res = bw.run_one(probe("import os\nwhile True:\n    os.fork()", "assert False"))
+    res = bw.run_one(probe("import os\nwhile True:\n    os.fork()", "assert False", cold=cold))
     assert res.status in (ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT, ExecStatus.FAILED)
     assert time.monotonic() - t < LIM.timeout_s + 30   # ended by the limits, not by the bomb running out
 
@@ -85,22 +87,26 @@ def test_parent_environment_and_proc(bw):
     assert res.status == ExecStatus.OK, res
 
 
-@pytest.mark.parametrize("addr", [("127.0.0.1", 5432), ("1.1.1.1", 80), ("8.8.8.8", 53)])
-def test_network_is_unreachable(bw, addr):
+@pytest.mark.parametrize("addr,cold", [(("127.0.0.1", 5432), False), (("1.1.1.1", 80), False), (("127.0.0.1", 5432), True)])
+def test_network_is_unreachable(bw, addr, cold):
     body = f"import socket\ntry:\n    s = socket.create_connection({addr!r}, timeout=2)\n    return 'connected'\nexcept OSError as e:\n    return type(e).__name__"
-    res = bw.run_one(probe(body, "assert r != 'connected', r"))
+    res = bw.run_one(probe(body, "assert r != 'connected', r", cold=cold))
     assert res.status == ExecStatus.OK, res
 
 
-@pytest.mark.parametrize("target", [-1, 1])
-def test_kill_minus_one_and_init(bw, target):
+@pytest.mark.parametrize("target,cold", [(-1, False), (1, False), (-1, True)])
+def test_kill_minus_one_and_init(bw, target, cold):
     # a well-behaved job in the other slot must survive the hostile one
     slow = probe("import time\ntime.sleep(1.0)\nreturn 7", "assert r == 7")
-    hostile = probe(f"import os, signal, time\nos.kill({target}, signal.SIGKILL)\ntime.sleep(0.5)\nreturn 'alive'", "assert True")
+    hostile = probe(f"import os, signal, time\nos.kill({target}, signal.SIGKILL)\ntime.sleep(0.5)\nreturn 'alive'",
+                    "assert True", cold=cold)
     res_slow, res_hostile = bw.run([slow, hostile])
     assert res_slow.status == ExecStatus.OK, res_slow
     assert res_hostile.status != ExecStatus.SANDBOX_ERROR
     assert os.getppid() > 0  # and we are still here
+    # a slot whose warm server was killed serves the next request from a fresh one
+    again = bw.run([probe("return 5", "assert r == 5"), probe("return 6", "assert r == 6")])
+    assert [r.status for r in again] == [ExecStatus.OK, ExecStatus.OK]
 
 
 def test_deleting_the_callers_files(bw, tmp_path):
@@ -120,10 +126,11 @@ def test_one_gb_to_stdout(bw):
     assert len(res.stdout) <= LIM.output_bytes   # killed by the flood guard, not the timeout (status above)
 
 
-def test_setsid_grandchild_outliving_the_timeout(bw, tmp_path):
+@pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
+def test_setsid_grandchild_outliving_the_timeout(bw, cold):
     body = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n    os._exit(0)\n"
             "time.sleep(60)")
-    res = bw.run_one(probe(body, "assert False", limits=LIM.model_copy(update={"timeout_s": 1.5})))
+    res = bw.run_one(probe(body, "assert False", limits=LIM.model_copy(update={"timeout_s": 1.5}), cold=cold))
     assert res.status == ExecStatus.TIMEOUT
     # the fixture asserts that no process of the sandbox uids is left
 
@@ -134,3 +141,22 @@ def test_ptrace_is_denied(bw):
             "rc = libc.ptrace(16, pid, 0, 0)\nerr = ctypes.get_errno()\nos.kill(pid, 9)\nreturn rc, err")
     res = bw.run_one(probe(body, "import errno\nassert r == (-1, errno.EPERM), r"))
     assert res.status == ExecStatus.OK, res
+
+
+def test_warm_server_cannot_be_traced_or_read(bw):
+    # the pre-forked server is the request's parent: ptrace and /proc/<ppid>/mem must both fail
+    body = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "rc = libc.ptrace(16, os.getppid(), 0, 0)\nerr = ctypes.get_errno()\n"
+            "try:\n    open('/proc/%d/mem' % os.getppid(), 'rb').read(1)\n    mem = 'read'\n"
+            "except OSError as e:\n    mem = type(e).__name__\nreturn rc, err, mem")
+    res = bw.run_one(probe(body, "import errno\nassert r[:2] == (-1, errno.EPERM) and r[2] != 'read', r"))
+    assert res.status == ExecStatus.OK, res
+
+
+def test_warm_requests_do_not_see_each_other(bw):
+    writer = probe("open('/tmp/left.txt', 'w').write('secret')\nopen('/dev/shm/x', 'w').write('y')\nreturn 1", "assert r == 1")
+    reader = probe("import os\nreturn sorted(os.listdir('/tmp')), sorted(os.listdir('/dev/shm'))",
+                   "assert 'left.txt' not in r[0] and 'x' not in r[1], r")
+    assert bw.run_one(writer).status == ExecStatus.OK
+    for _ in range(2):   # both slots
+        assert bw.run_one(reader).status == ExecStatus.OK

@@ -96,9 +96,17 @@ def run_pytest(chan, tests):
 
 def run_script(chan, target, test, entry):
     """HumanEval-style: run solution, then the test file, then ``check(<entry>)``."""
-    ns = {"__name__": "__tl_main__", "__builtins__": builtins}
     with open(target, encoding="utf-8") as fh:
         src = fh.read()
+    with open(test, encoding="utf-8") as fh:
+        test_src = fh.read()
+    run_script_source(chan, target, src, test, test_src, entry)
+
+
+def run_script_source(chan, target, src, test, test_src, entry):
+    """:func:`run_script` on sources already in memory (the test is read before the solution
+    runs, so the solution cannot edit it)."""
+    ns = {"__name__": "__tl_main__", "__builtins__": builtins}
     try:
         code = compile(src, target, "exec")
     except SyntaxError:
@@ -109,8 +117,6 @@ def run_script(chan, target, test, entry):
     except BaseException:  # noqa: BLE001 - anything before the tests is a runtime error
         chan.emit(event="runtime_error", message=traceback.format_exc()[-MSG:])
         return
-    with open(test, encoding="utf-8") as fh:
-        test_src = fh.read()
     try:
         exec(compile(test_src, test, "exec"), ns)
         if entry not in ns:

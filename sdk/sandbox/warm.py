@@ -1,0 +1,177 @@
+"""Pre-forked ("warm") Python interpreters for the ``script`` framework, one per slot.
+
+Starting bubblewrap and Python costs tens of milliseconds per execution; a HumanEval check
+costs about one. So each slot keeps one bubblewrap running ``_runner/tl_zygote.py`` (same uid,
+namespaces, seccomp and read-only view as a cold run) that forks a child per request; see that
+file for what separates one request from the next. Only requests that need no files on disk
+take this path (``framework == "script"``, no support files): the test source travels in the
+request, so the solution can never edit it.
+
+A request whose child breaks the server (``kill(-1)`` reaches it, ``SIGSTOP``, ...) gets no
+answer: the server is killed with everything of the slot's uid, the task fails
+(``failed``, with the reason), and the next request starts a fresh server (DESIGN.md pitfall).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+
+from sdk.sandbox.contract import ExecRequest, Limits
+from sdk.sandbox.launch import FLOOD_FACTOR, RawRun, prlimit_args, sweep_uid
+
+START_TIMEOUT_S = 30.0
+SERVER_LIMITS = Limits(cpu_s=10 ** 7, memory_mb=1 << 20, file_size_mb=1 << 12, open_files=1024)
+
+
+class ServerGone(Exception):
+    """The warm server died or stopped answering (the request's own code is the suspect)."""
+
+
+class Zygote:
+    """One warm server for one uid. Not thread-safe: one request at a time (one slot)."""
+
+    def __init__(self, backend, uid: int | None, processes: int, scratch_mb: int) -> None:
+        from sdk.sandbox.bwrap import RUNTIME_MOUNT  # noqa: PLC0415
+        from sdk.sandbox.pool import sandbox_env  # noqa: PLC0415
+        from sdk.sandbox.seccomp import seccomp_bpf_path  # noqa: PLC0415
+
+        self.uid, self.processes, self.scratch_mb = uid, processes, scratch_mb
+        lim = SERVER_LIMITS.model_copy(update={"processes": processes, "scratch_mb": scratch_mb})
+        fd = os.open(seccomp_bpf_path(), os.O_RDONLY)
+        argv = (prlimit_args(lim, uid is not None) + backend.bwrap_argv(None, lim, seccomp_fd=fd)
+                + [backend.python(uid), "-I", "-S", "-B", RUNTIME_MOUNT + "/tl_zygote.py"])
+        ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         env=sandbox_env("/tmp"), cwd="/", pass_fds=(fd,), start_new_session=True, **ids)
+        finally:
+            os.close(fd)
+        self._buf = b""
+        if not self._line(time.monotonic() + START_TIMEOUT_S):
+            self.kill()
+            raise ServerGone("the warm server did not start")
+
+    def _line(self, deadline: float) -> bytes | None:
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line
+
+    def request(self, payload: dict, timeout_s: float) -> dict:
+        """Send one request, wait for its answer. Raises ServerGone (server then killed)."""
+        try:
+            self.proc.stdin.write(json.dumps(payload).encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError as exc:
+            self.kill()
+            raise ServerGone(f"the warm server is gone ({exc})") from exc
+        line = self._line(time.monotonic() + timeout_s + 10)
+        if line is None:
+            self.kill()
+            raise ServerGone("the warm server stopped answering (killed or stopped by the code it ran)")
+        return json.loads(line)
+
+    def pids(self) -> set[int]:
+        """The server's own processes: bwrap, bwrap's init in the namespace, the server (depth 2);
+        anything deeper is a request's process that outlived its request."""
+        own, frontier = {self.proc.pid}, {self.proc.pid}
+        for _ in range(2):
+            frontier = {pid for pid, ppid in _parents().items() if ppid in frontier}
+            own |= frontier
+        return own
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.uid is not None:
+            sweep_uid(self.uid)
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+class WarmServers:
+    """The warm servers of one backend, by uid."""
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+        self._servers: dict[int | None, Zygote] = {}
+        self._lock = threading.Lock()
+
+    def run(self, req: ExecRequest, code: str, uid: int | None, nonce: str) -> RawRun:
+        """Run a ``script`` request on the slot's warm server (started on first use).
+        Raises ServerGone when the server broke during this request."""
+        lim = req.limits
+        with self._lock:
+            server = self._servers.get(uid)
+        fits = server is not None and server.scratch_mb == lim.scratch_mb and server.processes >= lim.processes + 8
+        if server is not None and (not fits or not server.alive()):
+            server.kill()   # a different /tmp size or process budget needs a new server
+            server = None
+        if server is None:
+            server = Zygote(self.backend, uid, processes=max(lim.processes + 8, 64), scratch_mb=lim.scratch_mb)
+            with self._lock:
+                self._servers[uid] = server
+        test_path = sorted(req.tests)[0]
+        payload = {"nonce": nonce, "target": req.target_path, "code": code, "test_path": test_path,
+                   "test": req.tests[test_path], "entry": req.entry_point, "limits": lim.model_dump()}
+        try:
+            ans = server.request(payload, lim.timeout_s)
+        except ServerGone:
+            with self._lock:
+                self._servers.pop(uid, None)
+            raise
+        if "error" in ans:
+            raise ServerGone(ans["error"])
+        cap, biggest = lim.output_bytes, max(ans["stdout_size"], ans["stderr_size"])
+        flooded = biggest > FLOOD_FACTOR * cap or (ans["exit"] == -signal.SIGXFSZ and biggest >= lim.file_size_mb << 20)
+        return RawRun(exit_code=ans["exit"], timed_out=ans["timed_out"], output_exceeded=flooded,
+                      stdout=ans["stdout"].encode(), stderr=ans["stderr"].encode(),
+                      stdout_truncated=ans["stdout_size"] > cap, stderr_truncated=ans["stderr_size"] > cap,
+                      report=ans["report"].encode(), wall_s=ans["wall_s"], cpu_s=ans["cpu_s"])
+
+    def server_pids(self) -> set[int]:
+        """Pids of every live warm server (see :meth:`Zygote.pids`)."""
+        with self._lock:
+            servers = list(self._servers.values())
+        return set().union(*(z.pids() for z in servers if z.alive()))
+
+    def close(self) -> None:
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for s in servers:
+            s.kill()
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid for every process in /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    out[int(name)] = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
