@@ -97,14 +97,15 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child(mode: str, url: str, table: str) -> dict:
+def child(mode: str, url: str, table: str, redact: bool = True) -> dict:
     """Run one reader in this process; returns rows, seconds, peak RSS and RSS after imports."""
     if mode == "tuneloop":
         import warnings
 
         from connectors.sql_feedback import SqlFeedbackSource
         base = _rss_mb()
-        source = SqlFeedbackSource({"url": url, "table": table, "timezone": "UTC", "batch_size": 5000}, ROOT, "feedback/bench")
+        source = SqlFeedbackSource({"url": url, "table": table, "timezone": "UTC", "batch_size": 5000,
+                                    "redact": redact}, ROOT, "feedback/bench")
         start = time.perf_counter()
         with tempfile.TemporaryFile("w") as out, warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -130,9 +131,10 @@ def main() -> None:
     ap.add_argument("--url", default="postgresql+psycopg2://postgres@127.0.0.1:5432/test")
     ap.add_argument("--child", choices=["tuneloop", "pandas"])
     ap.add_argument("--table")
+    ap.add_argument("--no-redact", action="store_true", help="also time tuneloop without PII redaction")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.url, args.table)))
+        print(json.dumps(child(args.child, args.url, args.table, redact=not args.no_redact)))
         return
     import sqlalchemy as sa
 
@@ -141,12 +143,13 @@ def main() -> None:
     print(f"table {table}: {args.rows} rows loaded in {time.perf_counter() - t0:.1f} s")
     results = {}
     try:
-        for mode in ("pandas", "tuneloop"):
-            out = subprocess.run([sys.executable, __file__, "--child", mode, "--url", args.url, "--table", table],
-                                 capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        runs = [("pandas", []), ("tuneloop", [])] + ([("tuneloop-noredact", ["--no-redact"])] if args.no_redact else [])
+        for mode, extra in runs:
+            cmd = [sys.executable, __file__, "--child", mode.split("-")[0], "--url", args.url, "--table", table, *extra]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
             results[mode] = json.loads(out.stdout.strip().splitlines()[-1])
             r = results[mode]
-            print(f"{mode:9s} {r['rows']:>9,d} rows in {r['seconds']:7.1f} s = {r['rows'] / r['seconds']:>9,.0f} rows/s; "
+            print(f"{mode:17s} {r['rows']:>9,d} rows in {r['seconds']:7.1f} s = {r['rows'] / r['seconds']:>9,.0f} rows/s; "
                   f"peak RSS {r['peak_rss_mb']:7.1f} MB (after imports {r['base_rss_mb']:.1f} MB)")
     finally:
         engine = sa.create_engine(args.url)
