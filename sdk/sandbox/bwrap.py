@@ -112,7 +112,7 @@ class BubblewrapBackend:
         try:
             full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd) + argv
             raw = launch(full, cwd="/", env=sandbox_env("/tmp"), limits=limits, uid=uid, stdin=stdin,
-                         report=True, timeout_s=timeout_s, pass_fds=(fd,))
+                         report=True, timeout_s=timeout_s, pass_fds=(fd,), keep=self.warm.pids_of(uid))
         finally:
             os.close(fd)
         if raw.exit_code is not None and 128 < raw.exit_code < 128 + 65:

@@ -97,7 +97,7 @@ def prlimit_args(limits: Limits, with_nproc: bool) -> list[str]:
 
 def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, uid: int | None,
            stdin: bytes = b"", report: bool = False, timeout_s: float | None = None,
-           pass_fds: tuple[int, ...] = ()) -> RawRun:
+           pass_fds: tuple[int, ...] = (), keep: frozenset[int] = frozenset()) -> RawRun:
     """Run ``argv`` under ``limits`` and return what happened.
 
     Args:
@@ -108,6 +108,8 @@ def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, ui
         uid: run as this uid/gid (caller must be root), or None to keep the caller's.
         stdin: bytes written to the command's stdin, which is then closed.
         pass_fds: extra descriptors the command inherits (e.g. bwrap's seccomp program).
+        keep: pids of ``uid`` that must survive the clean-up (the slot's warm server); the
+            process limit is raised by their number.
     Raises:
         SandboxError: the command could not be started at all.
     """
@@ -117,7 +119,8 @@ def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, ui
     ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(prlimit_args(limits, uid is not None) + argv, cwd=cwd, env=env,
+        nproc = limits.model_copy(update={"processes": limits.processes + len(keep)})
+        proc = subprocess.Popen(prlimit_args(nproc, uid is not None) + argv, cwd=cwd, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 pass_fds=((wfd,) if report else ()) + tuple(pass_fds), start_new_session=True,
                                 close_fds=True, **ids)
@@ -129,14 +132,14 @@ def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, ui
     if report:
         os.close(wfd)
     try:
-        return _watch(proc, start, timeout, limits, uid, stdin, rfd)
+        return _watch(proc, start, timeout, limits, uid, stdin, rfd, keep)
     finally:
         if rfd >= 0:
             os.close(rfd)
 
 
 def _watch(proc: subprocess.Popen, start: float, timeout: float, limits: Limits, uid: int | None,
-           stdin: bytes, rfd: int) -> RawRun:
+           stdin: bytes, rfd: int, keep: frozenset[int]) -> RawRun:
     """Feed stdin, read the pipes, wait on a pidfd; kill and sweep at the end."""
     out, err, rep = _Stream(limits.output_bytes), _Stream(limits.output_bytes), _Stream(REPORT_CAP)
     try:
@@ -180,7 +183,7 @@ def _watch(proc: subprocess.Popen, start: float, timeout: float, limits: Limits,
             if flooded:
                 break
     finally:
-        leftovers = _kill_all(proc, uid)
+        leftovers = _kill_all(proc, uid, keep)
         if not exited:
             _, status, rusage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
@@ -207,30 +210,39 @@ def _drain(sel: selectors.BaseSelector, streams: dict, pidfd: int) -> None:
             pass
 
 
-def _kill_all(proc: subprocess.Popen, uid: int | None) -> int:
-    """Kill the process group, then (with a uid) every process of that uid. Returns how many
-    processes other than the main one were still alive."""
+def _kill_all(proc: subprocess.Popen, uid: int | None, keep: frozenset[int] = frozenset()) -> int:
+    """Kill the process group, then (with a uid) every process of that uid but ``keep``.
+    Returns how many processes other than the main one were still alive."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     if uid is None:
         return 0
-    return sweep_uid(uid, exclude=proc.pid)
+    return sweep_uid(uid, exclude=proc.pid, keep=keep)
 
 
-def sweep_uid(uid: int, exclude: int = -1, rounds: int = 50) -> int:
-    """SIGKILL every process owned by ``uid`` (must not be the caller's uid); returns how many
-    were found on the first look. Repeats until ``/proc`` shows none (a fork bomb re-forks)."""
+def sweep_uid(uid: int, exclude: int = -1, rounds: int = 50, keep: frozenset[int] = frozenset()) -> int:
+    """SIGKILL every process owned by ``uid`` (must not be the caller's uid) except ``keep``;
+    returns how many were found on the first look. Repeats until ``/proc`` shows none (a fork
+    bomb re-forks). Without ``keep`` it runs ``kill -9 -1`` as the uid, else kills by pid."""
     if uid == os.geteuid():
         raise SandboxError("refusing to sweep the caller's own uid", "run sandboxes under a dedicated uid")
     first = None
     for _ in range(rounds):
-        alive = [p for p in processes_of(uid) if p != exclude]
+        alive = [p for p in processes_of(uid) if p != exclude and p not in keep]
         if first is None:
             first = len(alive)
         if not alive:
             break
+        if keep:
+            for pid in alive:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.001)
+            continue
         subprocess.run(["/usr/bin/kill" if os.path.exists("/usr/bin/kill") else "/bin/kill", "-9", "-1"],
                        user=uid, group=uid, extra_groups=[], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, env={}, check=False)

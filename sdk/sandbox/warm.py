@@ -151,6 +151,12 @@ class WarmServers:
                       stdout_truncated=ans["stdout_size"] > cap, stderr_truncated=ans["stderr_size"] > cap,
                       report=ans["report"].encode(), wall_s=ans["wall_s"], cpu_s=ans["cpu_s"])
 
+    def pids_of(self, uid: int | None) -> frozenset[int]:
+        """The live warm server's processes for ``uid`` (empty if none)."""
+        with self._lock:
+            server = self._servers.get(uid)
+        return frozenset(server.pids()) if server is not None and server.alive() else frozenset()
+
     def server_pids(self) -> set[int]:
         """Pids of every live warm server (see :meth:`Zygote.pids`)."""
         with self._lock:

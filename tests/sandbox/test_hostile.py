@@ -160,3 +160,13 @@ def test_warm_requests_do_not_see_each_other(bw):
     assert bw.run_one(writer).status == ExecStatus.OK
     for _ in range(2):   # both slots
         assert bw.run_one(reader).status == ExecStatus.OK
+
+
+def test_cold_run_keeps_the_slots_warm_server(bw):
+    # a mixed workload (script requests warm, pytest requests cold) on the same slot uids:
+    # the cold run's clean-up must kill its own leftovers but not the warm server
+    bw.run([probe("return 1", "assert r == 1"), probe("return 2", "assert r == 2")])
+    servers = bw.backend.warm.server_pids()
+    leftover = probe("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\nreturn 3", "assert r == 3", cold=True)
+    assert [r.status for r in bw.run([leftover, leftover.model_copy(update={"solution": leftover.solution + "\n"})])] == [ExecStatus.OK] * 2
+    assert servers and servers <= bw.backend.warm.server_pids()
