@@ -56,7 +56,8 @@ class RecordBuilder:
     def _build(self, row: Row) -> Iterator[Record]:
         since = self.options.since
         if since is not None and (row.created_at is None or row.created_at < since):
-            self.counts["before_since"] += 1
+            # a row without a timestamp cannot be shown to be recent: left out, counted apart
+            self.counts["before_since" if row.created_at is not None else "no_timestamp_with_since"] += 1
             return
         v = row.values
         source = self._source(v)

@@ -68,8 +68,8 @@ log = logging.getLogger(__name__)
 
 TEXT_FIELDS = ("prompt", "response", "correction", "system_prompt", "tests", "expected")
 _ALIASES = {"row_id": ("id",)}
-COUNTS = ("rows_read", "duplicates_dropped", "unlabelled", "negative_unused", "before_since", "naive_timestamps",
-          "redactions", "sft_examples", "preference_pairs", "tasks", "quarantined")
+COUNTS = ("rows_read", "duplicates_dropped", "unlabelled", "negative_unused", "before_since", "no_timestamp_with_since",
+          "naive_timestamps", "redactions", "sft_examples", "preference_pairs", "tasks", "quarantined")
 
 
 class SqlFeedbackOptions(SourceOptions):

@@ -95,6 +95,8 @@ def test_f3_mixed_zones_become_utc_and_since_uses_the_instant(feedback_db):
     assert len(result.sft_examples) == 4 and result.counts["before_since"] == 0
     assert result.counts["naive_timestamps"] == 1
     assert any("naive timestamps read as UTC" in str(w.message) for w in caught)
+    undated = read(feedback_db([row("x", 1, at=None)]), since="2026-03-01T11:30:00Z")
+    assert undated.counts["no_timestamp_with_since"] == 1 and undated.counts["before_since"] == 0
     later = read(db, since="2026-03-01T12:30:00+00:00")
     assert len(later.sft_examples) == 2 and later.counts["before_since"] == 2
     berlin = read(db, timezone="Europe/Berlin", since="2026-03-01T12:30:00+00:00")  # naive 13:00 CET = 12:00 UTC
