@@ -66,11 +66,27 @@ def last_checkpoint(out_dir: Path) -> str | None:
     return str(ckpts[-1]) if ckpts else None
 
 
-def progress_callbacks() -> list[TrainerCallback]:
-    """Rich progress display (TRL's ``RichProgressCallback``)."""
+def progress_callbacks(out_dir: Path, show: bool = True) -> list[TrainerCallback]:
+    """A JSONL log under ``out_dir/log.jsonl`` and, when ``show``, a rich progress display
+    (TRL's ``RichProgressCallback``)."""
     from trl.trainer.callbacks import RichProgressCallback
 
-    return [RichProgressCallback()]
+    return [JsonlLogCallback(out_dir / "log.jsonl"), *([RichProgressCallback()] if show else [])]
+
+
+class JsonlLogCallback(TrainerCallback):
+    """Append every trainer log entry (with its step) to a JSONL file, so a run can be followed
+    with ``tail -f run_dir/<stage>/log.jsonl`` and inspected after a crash."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102 - TrainerCallback hook
+        if logs and state.is_world_process_zero:
+            with self.path.open("a") as fh:
+                fh.write(json.dumps({"step": state.global_step, "max_steps": state.max_steps,
+                                     "time": time.time(), **logs}, default=str) + "\n")
 
 
 def quiet_trainer(trainer) -> None:

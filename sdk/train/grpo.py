@@ -16,10 +16,15 @@ import logging
 from pathlib import Path
 from typing import Callable, Sequence
 
+from transformers import TrainerCallback
+
 from sdk.config import RlConfig
 from sdk.errors import ConfigError
 from sdk.tasks.records import Task
 from sdk.train.common import StageStats, common_args, last_checkpoint, on_gpu, progress_callbacks, quiet_trainer, write_json
+from sdk.train.curriculum import Item, is_default, order_rows
+from sdk.train.qlora import guards
+from sdk.train.difficulty import zero_std_summary
 
 log = logging.getLogger(__name__)
 
@@ -51,19 +56,35 @@ def grpo_args(cfg: RlConfig, out_dir: Path, seed: int) -> dict:
         max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, per_device_train_batch_size=cfg.batch_size,
         num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature, beta=cfg.beta, loss_type=cfg.loss_type, mask_truncated_completions=False,
-        **vllm_args(cfg.use_vllm), **common_args(out_dir, seed))
+        shuffle_dataset=is_default(cfg.order),  # a curriculum/mixing schedule is the data order
+        **vllm_args(cfg.use_vllm), **{**common_args(out_dir, seed), "save_steps": cfg.save_steps})
+
+
+def prompts_needed(cfg: RlConfig) -> int:
+    """Prompts GRPO consumes in ``max_steps`` (one process: ``batch_size / num_generations`` per step,
+    times ``WORLD_SIZE`` under ``accelerate launch``)."""
+    import os
+
+    return cfg.max_steps * (cfg.batch_size // cfg.num_generations) * int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], reward_fn: Callable,
              cfg: RlConfig, lora_cfg, out_dir: Path, seed: int, dtype: str = "auto",
-             progress: bool = True) -> StageStats:
+             progress: bool = True, callbacks: Sequence[TrainerCallback] = ()) -> StageStats:
     """Run GRPO; save the adapter to ``out_dir/adapter``.
+
+    With ``cfg.order`` set, the dataset is the curriculum/mixing schedule (:mod:`sdk.train.curriculum`)
+    of exactly the prompts ``max_steps`` consumes, and TRL's shuffling is off.
 
     Args:
         model_path: base model folder.
         adapter_dir: SFT adapter to continue (trainable), or None to start a fresh LoRA.
         tasks: train tasks with automatic verifiers.
         reward_fn: TRL reward callable ``(prompts, completions, **columns) -> list[float | None]``.
+        callbacks: extra trainer callbacks (e.g. :class:`sdk.train.qlora.GradientFlowGuard`).
+    Returns:
+        StageStats; ``extra`` holds the log history, the schedule summary (``order``) and the
+        zero-variance group count (``zero_std``, from TRL's ``frac_reward_zero_std``).
     Raises:
         ValueError: no task has an automatic verifier.
     """
@@ -77,6 +98,8 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     rows = grpo_rows(tasks)
     if not rows:
         raise ValueError("no GRPO rows: no train task has an automatic verifier")
+    items = [Item(t.domain, t.difficulty, len(t.prompt[-1].content)) for t in tasks if t.verifier.kind != "reference"]
+    rows, order = order_rows(rows, items, cfg.order, prompts_needed(cfg), seed)
     model, tokenizer = load_model(model_path, dtype=dtype)
     peft_cfg = None
     if adapter_dir is not None:
@@ -84,14 +107,20 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     else:
         peft_cfg = peft_config(lora_cfg)
     args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
+    callbacks = [*guards(model), *callbacks]
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer, peft_config=peft_cfg,
-                          callbacks=progress_callbacks() if progress else None)
+                          callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
     quiet_trainer(trainer)
     trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
     trainer.save_model(str(out_dir / "adapter"))
     history = trainer.state.log_history
     write_json(out_dir / "log_history.json", history)
     generated = int(sum(h.get("completions/mean_length", 0) * cfg.batch_size for h in history if "loss" in h))
+    zero_std = zero_std_summary(history, cfg.batch_size // cfg.num_generations)
+    if zero_std["zero_std_groups"]:
+        log.info("GRPO: %d of %d groups had rewards with no variance (no gradient)", zero_std["zero_std_groups"],
+                 zero_std["groups"])
     return StageStats("rl", tokens_generated=generated,
-                      extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step})
+                      extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step,
+                             "order": order, "zero_std": zero_std})

@@ -14,10 +14,14 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
+from transformers import TrainerCallback
+
 from sdk.config import SftConfig
 from sdk.sources import SftExample
 from sdk.tasks.records import Task, UnitTestVerifier
 from sdk.train.common import StageStats, common_args, last_checkpoint, peft_config, progress_callbacks, quiet_trainer, write_json
+from sdk.train.curriculum import Item, is_default, order_rows
+from sdk.train.qlora import guards
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +52,24 @@ def sft_rows(tasks: Sequence[Task], examples: Sequence[SftExample]) -> list[dict
     return rows
 
 
+def sft_items(tasks: Sequence[Task], examples: Sequence[SftExample]) -> list[Item]:
+    """Schedule items aligned with :func:`sft_rows` (same filters, same order): domain, measured
+    difficulty (tasks only) and length in characters of prompt + target."""
+    items = [Item(t.domain, t.difficulty, len(t.prompt[-1].content) + len(t.reference or ""))
+             for t in tasks if t.reference]
+    items += [Item(ex.domain, None, sum(len(m.content) for m in ex.messages))
+              for ex in examples if ex.messages and ex.messages[-1].role == "assistant"]
+    return items
+
+
 def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, seed: int,
-            dtype: str = "auto", progress: bool = True) -> StageStats:
+            dtype: str = "auto", progress: bool = True, items: Sequence[Item] | None = None,
+            callbacks: Sequence[TrainerCallback] = ()) -> StageStats:
     """Train a LoRA adapter on ``rows``; save it to ``out_dir/adapter``.
 
-    Resumes from the newest checkpoint under ``out_dir/checkpoints`` when one exists.
+    Resumes from the newest checkpoint under ``out_dir/checkpoints`` when one exists (checkpoints
+    every ``cfg.save_steps``). With ``cfg.order`` set and ``items`` (from :func:`sft_items`) given,
+    the rows are put in curriculum/mixing order and read sequentially (no shuffling).
 
     Returns:
         StageStats with tokens trained (TRL's ``num_tokens``) and the log history in ``extra``.
@@ -66,14 +83,20 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
 
     if not rows:
         raise ValueError("no SFT rows: no train task has a reference and no feedback example was found")
+    ordered = items is not None and not is_default(cfg.order)
+    if ordered:
+        rows, _ = order_rows(rows, items, cfg.order, None, seed)
     model, tokenizer = load_model(model_path, dtype=dtype)
     args = SFTConfig(
         num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         max_length=cfg.max_length, completion_only_loss=True, lr_scheduler_type="cosine", warmup_steps=0.05,
-        **common_args(out_dir, seed))
+        train_sampling_strategy="sequential" if ordered else "random",
+        **{**common_args(out_dir, seed), "save_steps": cfg.save_steps})
+    callbacks = [*guards(model), *callbacks]
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                         peft_config=peft_config(cfg.lora), callbacks=progress_callbacks() if progress else None)
+                         peft_config=peft_config(cfg.lora),
+                         callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
     quiet_trainer(trainer)
     trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
     trainer.save_model(str(out_dir / "adapter"))
