@@ -1,10 +1,10 @@
 """Benchmark (not a test): cost of the reward layer over the bare sandbox.
 
-    .venv/bin/python -m tests.rewards.bench_rewards [N]
+    .venv/bin/python bench/rewards.py [N]
 
 Prints completions/s for score_batch (extraction + static scan + one merged visible+hidden pytest
 run + scoring) and for sandbox.run with visible and hidden as separate requests, and their ratio; plus the parent-side cost per
-completion of extraction and the static scan alone. The lead may move it to bench/.
+completion of extraction and the static scan alone.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from sdk.rewards.integrity import scan_solution
 from sdk.rewards.tiered import build_request, score_batch
 from sdk.sandbox import make_sandbox
 
-from .helpers import add_task
+sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[1]))
+from tests.rewards.helpers import add_task  # noqa: E402
 
 
 def main(n: int = 32) -> None:
