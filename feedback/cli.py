@@ -18,3 +18,12 @@ def serve_cmd(url: str = typer.Option("sqlite:///feedback_store.db", help="SQLAl
         typer.echo(f"error: the collector needs FastAPI and uvicorn ({exc})\nfix: pip install 'tuneloop[serve]'", err=True)
         raise typer.Exit(2) from None
     serve(url=url, host=host, port=port)
+
+
+@app.command("create-key")
+def create_key_cmd(application: str = typer.Argument(..., help="application name, e.g. support-bot"),
+                   url: str = typer.Option("sqlite:///feedback_store.db", help="SQLAlchemy URL of the feedback store")) -> None:
+    """Create an API key for APPLICATION and print it once (only its SHA-256 is stored)."""
+    from feedback.store import new_api_key
+
+    typer.echo(new_api_key(url, application))
