@@ -105,14 +105,34 @@ def load_examples(p: "Pipeline") -> list[SftExample]:
 
 
 def stage_sft(p: "Pipeline") -> StageStats:
-    """LoRA SFT on train references and feedback examples."""
-    from sdk.train.sft import run_sft, sft_rows
+    """LoRA SFT on train references and feedback examples; then DPO on preference pairs if enabled."""
+    from sdk.train.sft import run_sft, sft_items, sft_rows
 
     train = list(load_taskset(p).split(Split.TRAIN)) if p.cfg.sft.include_train_references else []
     examples = load_examples(p) if p.cfg.sft.include_feedback else []
     rows = sft_rows(train, examples)
     p.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples)")
-    return run_sft(p.model_path, rows, p.cfg.sft, p.run_dir / "sft", p.cfg.seed, p.cfg.model.dtype, p.progress)
+    stats = run_sft(p.model_path, rows, p.cfg.sft, p.run_dir / "sft", p.cfg.seed, p.cfg.model.dtype, p.progress,
+                    items=sft_items(train, examples))
+    if p.cfg.sft.dpo.enabled:
+        stats.extra["dpo"] = _dpo(p)
+    return stats
+
+
+def _dpo(p: "Pipeline") -> dict:
+    """DPO after SFT on ``tasks/preference_pairs.jsonl``; the DPO adapter becomes ``sft/adapter``."""
+    from sdk.train.dpo import dpo_rows, load_pairs, promote, run_dpo
+
+    rows, skipped = dpo_rows(load_pairs(p.run_dir / "tasks" / "preference_pairs.jsonl"))
+    if not rows:
+        p.console.print("  DPO: no usable preference pairs; skipped")
+        return {"rows": 0, "skipped_pairs": skipped}
+    p.console.print(f"  DPO on {len(rows)} preference pairs ({skipped} skipped: empty or identical)")
+    sft_dir = p.run_dir / "sft"
+    dstats = run_dpo(p.model_path, sft_dir / "adapter", rows, p.cfg.sft.dpo, p.cfg.sft.lora, sft_dir / "dpo",
+                     p.cfg.seed, p.cfg.model.dtype, p.progress)
+    promote(sft_dir, sft_dir / "dpo", len(rows))
+    return {"rows": len(rows), "skipped_pairs": skipped, "steps": dstats.extra["steps"]}
 
 
 def stage_rl(p: "Pipeline") -> StageStats:
@@ -123,12 +143,23 @@ def stage_rl(p: "Pipeline") -> StageStats:
     train = list(load_taskset(p).split(Split.TRAIN))
     sft_adapter = p.run_dir / "sft" / "adapter"
     adapter = sft_adapter if p.cfg.sft.enabled and (sft_adapter / "adapter_config.json").is_file() else None
+    difficulty = None
+    if p.cfg.rl.difficulty.enabled:
+        from sdk.train.difficulty import measure_and_filter
+
+        with p.console.status(f"measuring pass rates ({p.cfg.rl.difficulty.k} samples per task)"):
+            train, _, difficulty = measure_and_filter(train, p.model_path, adapter, p.cfg.rl.difficulty, p.sandbox,
+                                                      p.cfg.reward, p.run_dir / "rl", p.cfg.seed, p.cfg.model.dtype)
+        p.console.print(f"  difficulty: kept {difficulty['kept']}, dropped {difficulty['dropped_by_reason']}")
     reward = SandboxReward(sandbox_config=p.cfg.sandbox, weights=p.cfg.reward,
                            log_path=str(p.run_dir / "rl" / "rewards.jsonl"))
     p.console.print(f"  GRPO on {len(train)} train tasks, {p.cfg.rl.max_steps} steps, "
                     f"{p.cfg.rl.num_generations} completions per prompt")
-    return run_grpo(p.model_path, adapter, train, reward, p.cfg.rl, p.cfg.sft.lora, p.run_dir / "rl",
-                    p.cfg.seed, p.cfg.model.dtype, p.progress)
+    stats = run_grpo(p.model_path, adapter, train, reward, p.cfg.rl, p.cfg.sft.lora, p.run_dir / "rl",
+                     p.cfg.seed, p.cfg.model.dtype, p.progress)
+    if difficulty is not None:
+        stats.extra["difficulty"] = difficulty
+    return stats
 
 
 def eval_tasks(p: "Pipeline") -> list[Task]:

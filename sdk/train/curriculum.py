@@ -125,3 +125,21 @@ def order_summary(items: Sequence[Item], order: Sequence[int]) -> dict:
                 if items[i].difficulty is not None]
         quarters.append(round(sum(part) / len(part), 3) if part else None)
     return {"rows": len(order), "per_domain": per_domain, "mean_pass_rate_by_quarter": quarters}
+
+
+def order_rows(rows: Sequence[dict], items: Sequence[Item], cfg: OrderConfig, n: int | None,
+               seed: int) -> tuple[list[dict], dict]:
+    """Rows in :func:`schedule` order (``n`` rows, default one pass), and :func:`order_summary`.
+
+    ``rows`` and ``items`` are aligned. With the default config the rows come back unchanged
+    (TRL shuffles them).
+
+    Raises:
+        ValueError: ``rows`` and ``items`` differ in length (a wiring bug).
+    """
+    if len(rows) != len(items):
+        raise ValueError(f"{len(rows)} rows but {len(items)} schedule items; they must be aligned")
+    if is_default(cfg):
+        return list(rows), {}
+    order = schedule(items, cfg, n, seed)
+    return [rows[i] for i in order], order_summary(items, order)

@@ -201,3 +201,41 @@ def zero_std_summary(log_history: Sequence[Mapping], groups_per_step: int) -> di
     groups = len(fracs) * groups_per_step
     return {"steps": len(fracs), "groups": groups, "zero_std_groups": zero,
             "frac_zero_std": round(zero / groups, 4) if groups else 0.0}
+
+
+def measure_and_filter(tasks: Sequence[Task], model_path: str, adapter_dir: Path | None, cfg, sandbox, weights,
+                       out_dir: Path, seed: int, dtype: str = "auto") -> tuple[list[Task], list[Quarantined], dict]:
+    """The pipeline's difficulty step: sample ``cfg.k`` completions per task from base + adapter
+    (:class:`sdk.generate.HFGenerator`), score them (``sdk.rewards.tiered.score_batch``), filter.
+
+    Args:
+        cfg: :class:`sdk.config.DifficultyConfig`.
+        sandbox, weights: the run's sandbox and :class:`sdk.config.RewardConfig`.
+        out_dir: gets ``difficulty_cache.jsonl``, ``difficulty.json`` (the report) and
+            ``difficulty_dropped.jsonl`` (the dropped tasks with reasons).
+    Returns:
+        ``(kept, dropped, report)``.
+    """
+    from sdk.generate import HFGenerator
+    from sdk.rewards.tiered import score_batch
+
+    policy = model_key(model_path, adapter_dir)
+    cache = DifficultyCache(out_dir / "difficulty_cache.jsonl")
+    key_of = lambda t: cache_key(policy, t.id, cfg.k, cfg.temperature, cfg.max_new_tokens, cfg.pass_threshold)  # noqa: E731
+    gen = None
+    if any(cache.get(key_of(t)) is None for t in tasks):
+        gen = HFGenerator(model_path, adapter_dir, batch_size=8, max_new_tokens=cfg.max_new_tokens,
+                          temperature=cfg.temperature, seed=seed, dtype=dtype)
+    try:
+        ests = measure(tasks, gen or (lambda prompts, n: []), lambda ts, cs: score_batch(ts, cs, sandbox, weights),
+                       cfg.k, cache, key_of, cfg.pass_threshold)
+    finally:
+        if gen is not None:
+            gen.close()
+    kept, dropped = split_by_difficulty(tasks, ests, cfg.min_pass_rate, cfg.max_pass_rate)
+    report = {**difficulty_report(ests, dropped), "kept": len(kept), "policy": policy, "k": cfg.k}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "difficulty.json").write_text(json.dumps(report, indent=2))
+    (out_dir / "difficulty_dropped.jsonl").write_text(
+        "".join(q.model_dump_json() + "\n" for q in dropped))
+    return kept, dropped, report

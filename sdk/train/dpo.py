@@ -1,0 +1,129 @@
+"""DPO on the feedback preference pairs through TRL's ``DPOTrainer``, continuing the SFT adapter.
+
+The feedback sources write :class:`sdk.sources.PreferencePair` records to
+``run_dir/tasks/preference_pairs.jsonl`` (a good and a bad answer to the same prompt). With
+``sft.dpo.enabled`` the SFT stage runs DPO on them after SFT (Rafailov et al. 2023) in TRL's
+conversational preference form (``prompt`` messages, ``chosen`` / ``rejected`` assistant turns).
+
+The reference model: TRL 1.16, given a ``PeftModel`` with a trained adapter and no
+``ref_model``, copies the adapter into a frozen ``ref`` adapter, so the reference is the SFT
+policy (as in the DPO paper, π_ref = π_SFT), not the bare base model, and no second model is
+loaded. The DPO adapter replaces ``sft/adapter`` (the SFT-only one is kept as
+``sft/adapter_sft``) with a ``lineage.json`` saying so, so GRPO and evaluation pick it up.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+from transformers import TrainerCallback
+
+from sdk.config import DpoConfig, LoraConfig
+from sdk.errors import SourceError
+from sdk.sources import PreferencePair
+from sdk.train.common import StageStats, common_args, last_checkpoint, peft_config, progress_callbacks, quiet_trainer, write_json
+
+log = logging.getLogger(__name__)
+
+
+def load_pairs(path: str | Path) -> list[PreferencePair]:
+    """Preference pairs from a JSONL file (missing file: none).
+
+    Raises:
+        SourceError: a line is not a valid :class:`PreferencePair` (names the line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    pairs = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            pairs.append(PreferencePair.model_validate_json(line))
+        except ValueError as exc:
+            raise SourceError(f"{path}:{n} is not a preference pair: {str(exc).splitlines()[0]}",
+                              "re-run the tasks stage (`tuneloop run --force`) to rewrite the file") from exc
+    return pairs
+
+
+def dpo_rows(pairs: Sequence[PreferencePair]) -> tuple[list[dict], int]:
+    """TRL conversational preference rows, and how many pairs were skipped.
+
+    Returns:
+        ``([{"prompt": [msg...], "chosen": [assistant msg], "rejected": [assistant msg]}], skipped)``;
+        a pair whose chosen and rejected texts are equal (after stripping) or empty teaches nothing
+        and is skipped.
+    """
+    rows, skipped = [], 0
+    for p in pairs:
+        chosen, rejected = p.chosen.strip(), p.rejected.strip()
+        if not chosen or not rejected or chosen == rejected:
+            skipped += 1
+            continue
+        rows.append({"prompt": [m.model_dump() for m in p.prompt],
+                     "chosen": [{"role": "assistant", "content": p.chosen}],
+                     "rejected": [{"role": "assistant", "content": p.rejected}]})
+    return rows, skipped
+
+
+def dpo_args(cfg: DpoConfig, out_dir: Path, seed: int) -> dict:
+    """Keyword arguments for TRL's ``DPOConfig`` from our :class:`DpoConfig`."""
+    return dict(beta=cfg.beta, loss_type=[cfg.loss_type], learning_rate=cfg.learning_rate,
+                num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
+                max_length=cfg.max_length, lr_scheduler_type="cosine",
+                **{**common_args(out_dir, seed), "save_steps": 10})
+
+
+def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: DpoConfig, lora: LoraConfig,
+            out_dir: Path, seed: int, dtype: str = "auto", progress: bool = True,
+            callbacks: Sequence[TrainerCallback] = ()) -> StageStats:
+    """Train with DPO; save the adapter to ``out_dir/adapter``. Resumes from ``out_dir/checkpoints``.
+
+    Args:
+        adapter_dir: the SFT adapter to continue (also the frozen reference), or None for a fresh
+            LoRA on the base (then the reference is the base).
+        rows: from :func:`dpo_rows`.
+    Raises:
+        ValueError: ``rows`` is empty.
+    """
+    from datasets import Dataset
+    from peft import PeftModel
+    from trl import DPOConfig, DPOTrainer
+
+    from sdk.models import load_model
+
+    if not rows:
+        raise ValueError("no DPO rows: the sources wrote no usable preference pairs")
+    model, tokenizer = load_model(model_path, dtype=dtype)
+    peft_cfg = None
+    if adapter_dir is not None:
+        model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
+    else:
+        peft_cfg = peft_config(lora)
+    trainer = DPOTrainer(model=model, args=DPOConfig(**dpo_args(cfg, out_dir, seed)),
+                         train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_cfg,
+                         callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
+    quiet_trainer(trainer)
+    trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
+    trainer.save_model(str(out_dir / "adapter"))
+    history = trainer.state.log_history
+    write_json(out_dir / "log_history.json", history)
+    return StageStats("dpo", extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step})
+
+
+def promote(sft_dir: Path, dpo_dir: Path, pairs: int) -> Path:
+    """Make the DPO adapter the SFT stage's output: ``sft/adapter`` → ``sft/adapter_sft``,
+    ``dpo/adapter`` → ``sft/adapter``, plus ``sft/adapter/lineage.json``. Returns the new adapter path."""
+    target, keep = sft_dir / "adapter", sft_dir / "adapter_sft"
+    if keep.exists():
+        shutil.rmtree(keep)
+    target.rename(keep)
+    shutil.copytree(dpo_dir / "adapter", target)
+    (target / "lineage.json").write_text(json.dumps(
+        {"stages": ["sft", "dpo"], "parent": str(keep.resolve()), "preference_pairs": pairs}, indent=2))
+    return target
