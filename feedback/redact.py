@@ -9,11 +9,12 @@ What is found (field case F4 in shared/cases/CASES.md):
 - ``NATIONAL_ID``: US SSN shapes (``000-12-3456``, ``000 12 3456``) and UK National Insurance
   numbers (``QQ123456C``);
 - ``CARD``: 13–19 digit runs (spaces or dashes allowed) that pass the Luhn check;
+- ``IBAN``: international bank account numbers passing the ISO 13616 mod-97 check;
 - ``IP``: IPv4 and IPv6 addresses (validated by :mod:`ipaddress`).
 
 Order numbers (``#123-456``) and dates (``2024-05-01``) do not match any of these shapes and
 stay. Spans are found on the original text; when two detectors overlap, the earlier detector
-in the list wins (emails, ids, cards and IPs before phones), then the longer span.
+in the list wins (emails, IBANs, ids, cards and IPs before phones), then the longer span.
 
 Placeholders are ``[TYPE_xxxxxx]`` where ``xxxxxx`` is a keyed hash (HMAC-SHA256, first 6 hex
 digits) of ``(scope, TYPE, normalised value)``. The scope is the conversation id, so the same
@@ -73,6 +74,7 @@ _EMAIL_CHECK = re.compile(r"[A-Za-z0-9._+\-]+(?:@|%40)[A-Za-z0-9\-]+\.[A-Za-z]{2
 _SSN = re.compile(r"(?<![\d-])\d{3}([- ])\d{2}\1\d{4}(?![\d-])")
 _NINO = re.compile(r"\b[A-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
 _IPV6 = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])")
 
@@ -123,6 +125,24 @@ def find_cards(text: str) -> list[Span]:
     return out
 
 
+def iban_ok(iban: str) -> bool:
+    """ISO 13616 check: move the first four characters to the end, letters to numbers, mod 97 == 1."""
+    moved = iban[4:] + iban[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+def find_ibans(text: str) -> list[Span]:
+    """IBANs (``DE89 3704 0044 0532 0130 00``, with or without spaces) passing the mod-97 check."""
+    out: list[Span] = []
+    if not _DIGITS_13.search(text) and not _DIGITS_6.search(text):
+        return out
+    for m in _IBAN.finditer(text):
+        compact = re.sub(r"\s", "", m.group()).upper()
+        if 15 <= len(compact) <= 34 and iban_ok(compact):
+            out.append(Span(m.start(), m.end(), "IBAN", compact))
+    return out
+
+
 def find_ips(text: str) -> list[Span]:
     """IPv4 and IPv6 addresses that :func:`ipaddress.ip_address` accepts; value: compressed form."""
     out: list[Span] = []
@@ -153,7 +173,7 @@ def phone_detector(default_region: str = "US") -> Detector:
 
 def default_detectors(default_region: str = "US") -> list[Detector]:
     """The built-in detectors in priority order."""
-    return [find_emails, find_national_ids, find_cards, find_ips, phone_detector(default_region)]
+    return [find_emails, find_ibans, find_national_ids, find_cards, find_ips, phone_detector(default_region)]
 
 
 class Redactor:

@@ -42,13 +42,14 @@ def test_placeholders_consistent_within_and_unlinkable_across_conversations():
     ("from 192.168.10.20 ok", "IP"), ("from 2001:db8::8a2e:370:7334 ok", "IP"),
     ("ni QQ 12 34 56 C ok", "NATIONAL_ID"), ("ssn 123 45 6789 ok", "NATIONAL_ID"),
     ("call +49 30 901820 ok", "PHONE"), ("call +1 415-555-0199 ok", "PHONE"),
+    ("iban DE89 3704 0044 0532 0130 00 ok", "IBAN"), ("iban GB82WEST12345698765432 ok", "IBAN"),
 ])
 def test_each_kind_is_found(text, kind):
     out, n = Redactor().redact(text, "c")
     assert n == 1 and re.fullmatch(rf"\w+ \[{kind}_[0-9a-f]{{6}}\] ok", out), out
 
 
-@pytest.mark.parametrize("text", ["card 4111 1111 1111 1112", "at 10:00:00 on 2024-05-01", "version 1.2.3.4.5",
+@pytest.mark.parametrize("text", ["card 4111 1111 1111 1112", "iban DE88 3704 0044 0532 0130 00", "at 10:00:00 on 2024-05-01", "version 1.2.3.4.5",
                                   "order #123-456 and invoice 12345"])
 def test_look_alikes_stay(text):
     assert Redactor().redact(text, "c") == (text, 0)
