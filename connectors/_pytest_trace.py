@@ -11,7 +11,9 @@ Environment:
 
 Output shape: ``{"items": [{"nodeid", "path", "cls", "name", "kind", "outcome",
 "calls": [[relpath, qualname, direct], ...]}], "errors": [str], "exitstatus": int}``.
-``direct`` is 1 when the caller's frame is outside the package (the test itself called it).
+``direct`` is 1 when the caller's frame is outside the package (the test itself called it) the
+first time that code object ran in the test (later calls take a fast path; the flag only ranks
+tests, it never decides coverage).
 
 Tracing uses a global ``sys.settrace`` function (and ``threading.settrace``) that returns None,
 so it sees only function entries (no line, return or C-call events), with a per-code-object cache,
@@ -34,6 +36,8 @@ _OUT = os.environ.get("TUNELOOP_TRACE_OUT", "")
 _TRACE = os.environ.get("TUNELOOP_TRACE_CALLS", "1") == "1"
 
 _cache: dict = {}
+_skip: set = set()
+_fast: set = set()
 _current: dict | None = None
 _items: dict[str, dict] = {}
 _errors: list[str] = []
@@ -55,22 +59,28 @@ def _key(code):
 
 
 def _trace(frame, event, arg):
-    # a global trace function sees only "call" events; returning None skips line tracing
-    if _current is None:
+    # A global trace function sees only "call" events (generator resumes included);
+    # returning None skips line tracing. Code outside the package, and package code already
+    # recorded in this test, take the one-set-lookup fast path.
+    code = frame.f_code
+    if code in _fast or _current is None:
         return None
-    key = _key(frame.f_code)
+    key = _key(code)
     if key is None:
-        return
+        _skip.add(code)
+        _fast.add(code)
+        return None
     back = frame.f_back
     direct = 1 if back is None or _key(back.f_code) is None else 0
     if direct > _current.get(key, -1):
         _current[key] = direct
+    _fast.add(code)
     return None
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    global _current
+    global _current, _fast
     cls = getattr(item, "cls", None)
     _items[item.nodeid] = {
         "nodeid": item.nodeid,
@@ -83,6 +93,7 @@ def pytest_runtest_protocol(item, nextitem):
     }
     if _TRACE:
         _current = {}
+        _fast = set(_skip)
         sys.settrace(_trace)
         threading.settrace(_trace)
     try:

@@ -200,3 +200,23 @@ class TestModule:
 def prune_tests(source: str, keep: set[tuple[str | None, str]], collected: set[tuple[str | None, str]]) -> str:
     """``TestModule(source, collected).keep(keep)``: cut the collected tests not in ``keep``."""
     return TestModule(source, collected).keep(keep)
+
+
+def replace_body(reference: str, entry_point: str, body: str) -> str:
+    """``reference`` with the body of its ``entry_point`` definition replaced by ``body``.
+
+    Makes the broken solutions (``return None``, ``raise NotImplementedError``) that a good
+    verifier must reject. ``entry_point`` may be ``Class.method``; the last part is matched
+    against the top-level definitions of ``reference``; decorators are kept.
+
+    Raises:
+        SyntaxError: ``reference`` or ``body`` does not parse.
+        ValueError: ``reference`` does not define the entry point at top level.
+    """
+    tree = ast.parse(reference)
+    name = entry_point.rsplit(".", 1)[-1]
+    for node in tree.body:
+        if isinstance(node, _FUNC) and node.name == name:
+            node.body = ast.parse(body).body
+            return ast.unparse(tree) + "\n"
+    raise ValueError(f"the reference does not define {name!r} at top level")

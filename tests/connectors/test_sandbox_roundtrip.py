@@ -6,29 +6,19 @@ Broken bodies are the reference with its body replaced by ``return None`` or
 
 from __future__ import annotations
 
-import ast
 import shutil
 from pathlib import Path
 
 import pytest
 
 from connectors.jsonl_bench import HumanEvalSource
+from connectors.pysource import replace_body
 from connectors.pytest_suite import PytestSuiteSource
 from sdk.config import SandboxConfig
 from sdk.sandbox.contract import ExecRequest, ExecStatus
 
 sandbox_mod = pytest.importorskip("sdk.sandbox")
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pyrepo"
-
-
-def broken(reference: str, entry_point: str, body: str) -> str:
-    """``reference`` with the entry point's body replaced by ``body`` (decorators kept)."""
-    tree = ast.parse(reference)
-    name = entry_point.rsplit(".", 1)[-1]
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            node.body = ast.parse(body).body
-    return ast.unparse(tree)
 
 
 def request(task, solution: str, hidden: bool = False) -> ExecRequest:
@@ -54,7 +44,7 @@ def _check(sandbox, tasks) -> None:
             reqs.append(request(task, task.reference, hidden=True))
             labels.append((ep, "reference/hidden", True))
         for body in ("return None", "raise NotImplementedError"):
-            reqs.append(request(task, broken(task.reference, ep, body)))
+            reqs.append(request(task, replace_body(task.reference, ep, body)))
             labels.append((ep, body, False))
     results = sandbox.run(reqs)
     wrong = [(label, r.status.value, r.detail[:200]) for label, r in zip(labels, results)
