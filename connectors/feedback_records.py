@@ -17,7 +17,6 @@ Quarantine entries carry the reason and only the row's ids, never its text.
 from __future__ import annotations
 
 import hashlib
-import hmac
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterator, Union
@@ -147,11 +146,11 @@ class RecordBuilder:
 
     def _source(self, v: dict[str, Any]) -> Source:
         """Provenance: row and message ids as stored; the user id only as a keyed pseudonym
-        (user ids are often e-mail addresses, and provenance travels with the training data)."""
+        (BLAKE2b MAC; user ids are often e-mail addresses, and provenance travels with the data)."""
         parts = [f"{f}={v[f]}" for f in ("row_id", "message_id") if v.get(f) is not None]
         if v.get("user_id") is not None:
-            key = self._redactor.key if getattr(self, "_redactor", None) is not None else b""
-            parts.append("user=" + hmac.new(key, str(v["user_id"]).encode(), hashlib.sha256).hexdigest()[:12])
+            key = self._redactor.key[:64] if getattr(self, "_redactor", None) is not None else b""
+            parts.append("user=" + hashlib.blake2b(str(v["user_id"]).encode(), key=key, digest_size=6).hexdigest())
         return Source(connector=self.name, uri=self._uri(), locator=";".join(parts))
 
     def _uri(self) -> str:

@@ -67,6 +67,7 @@ Detector = Callable[[str], Iterable[Span]]
 _EMAIL = re.compile(r"[A-Za-z0-9._+\-]+(?:@|%40)[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}", re.I)
 _DIGIT = re.compile(r"\d")
 _DIGITS_7 = re.compile(r"\d(?:\D{0,4}\d){6}")
+_NON_DIGITS = re.compile(r"\D+")
 _DIGITS_6 = re.compile(r"\d(?:\D{0,4}\d){5}")
 _DOTTED = re.compile(r"\d\.\d{1,3}\.\d")
 _DIGITS_13 = re.compile(r"\d(?:[ -]?\d){12}")
@@ -82,8 +83,11 @@ _IPV6 = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}
 def _may_hold_pii(text: str) -> bool:
     """Cheap necessary condition for any built-in detector to match (the fast path of plain text):
     an ``@``, six digits close together (ids, cards, phones), a dotted quad start, or an IPv6 shape."""
-    return ("@" in text or "%40" in text or _DIGITS_6.search(text) is not None or _DOTTED.search(text) is not None
-            or "::" in text or text.count(":") >= 7)
+    if "@" in text or "%40" in text or "::" in text or text.count(":") >= 7:
+        return True
+    if len(_NON_DIGITS.sub("", text)) < 4:  # every digit-based shape needs at least four digits
+        return False
+    return _DIGITS_6.search(text) is not None or _DOTTED.search(text) is not None
 
 
 def find_emails(text: str) -> list[Span]:
