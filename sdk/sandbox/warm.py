@@ -7,6 +7,10 @@ file for what separates one request from the next. Only requests that need no fi
 take this path (``framework == "script"``, no support files): the test source travels in the
 request, so the solution can never edit it.
 
+Where a cgroup is writable the whole slot (server and request tree) is also bounded in
+memory (``memory_mb`` + :data:`SERVER_OVERHEAD_MB`, tmpfs pages included) and tasks
+(:mod:`sdk.sandbox.cgroup`), attached once when the server starts.
+
 A request whose child breaks the server (``kill(-1)`` reaches it, ``SIGSTOP``, ...) gets no
 answer: the server is killed with everything of the slot's uid, the task fails
 (``failed``, with the reason), and the next request starts a fresh server (DESIGN.md pitfall).
@@ -22,10 +26,12 @@ import subprocess
 import threading
 import time
 
+from sdk.sandbox.cgroup import SlotCgroup
 from sdk.sandbox.contract import ExecRequest, Limits
 from sdk.sandbox.launch import FLOOD_FACTOR, RawRun, prlimit_args, sweep_uid
 
 START_TIMEOUT_S = 30.0
+SERVER_OVERHEAD_MB = 64   # the server's own memory, added to the request's limit in the slot cgroup
 SERVER_LIMITS = Limits(cpu_s=10 ** 7, memory_mb=1 << 20, file_size_mb=1 << 12, open_files=1024)
 
 
@@ -53,9 +59,24 @@ class Zygote:
         finally:
             os.close(fd)
         self._buf = b""
+        self.cgroup: SlotCgroup | None = None
         if not self._line(time.monotonic() + START_TIMEOUT_S):
             self.kill()
             raise ServerGone("the warm server did not start")
+        self.cgroup = SlotCgroup.create(f"tuneloop-{uid if uid is not None else os.getpid()}")
+        if self.cgroup is not None:
+            try:
+                self.cgroup.attach(self.server_process())
+            except OSError:
+                self.cgroup = None
+
+    def limit(self, memory_mb: int, processes: int) -> None:
+        """Bound the whole slot (server + request tree) through its cgroup, if it has one."""
+        if self.cgroup is not None:
+            try:
+                self.cgroup.set_limits(memory_mb, processes)
+            except OSError:
+                pass
 
     def _line(self, deadline: float) -> bytes | None:
         fd = self.proc.stdout.fileno()
@@ -93,6 +114,13 @@ class Zygote:
             own |= frontier
         return own
 
+    def server_process(self) -> set[int]:
+        """The Python server itself (depth 2 under bwrap): the only process put in the slot's
+        cgroup, so bwrap can never be the memory killer's victim; requests inherit the group."""
+        parents = _parents()
+        init = {p for p, pp in parents.items() if pp == self.proc.pid}
+        return {p for p, pp in parents.items() if pp in init}
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -104,6 +132,8 @@ class Zygote:
         if self.uid is not None:
             sweep_uid(self.uid)
         self.proc.wait()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()
@@ -136,6 +166,7 @@ class WarmServers:
         test_path = sorted(req.tests)[0]
         payload = {"nonce": nonce, "target": req.target_path, "code": code, "test_path": test_path,
                    "test": req.tests[test_path], "entry": req.entry_point, "limits": lim.model_dump()}
+        server.limit(lim.memory_mb + SERVER_OVERHEAD_MB, lim.processes + 8)
         try:
             ans = server.request(payload, lim.timeout_s)
         except ServerGone:

@@ -19,7 +19,8 @@ LIM = Limits(timeout_s=15, cpu_s=3, memory_mb=512, processes=32, scratch_mb=32) 
 @pytest.fixture
 def bw(bubblewrap_sandbox):
     yield bubblewrap_sandbox
-    assert bubblewrap_sandbox.stray_processes() == [], f"processes of sandbox uid {uid} survived"
+    strays = bubblewrap_sandbox.stray_processes()
+    assert strays == [], [open(f"/proc/{p}/cmdline", "rb").read() for p in strays]
 
 
 def probe(body: str, check: str, limits: Limits = LIM, cold: bool = False) -> ExecRequest:
@@ -170,3 +171,19 @@ def test_cold_run_keeps_the_slots_warm_server(bw):
     leftover = probe("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\nreturn 3", "assert r == 3", cold=True)
     assert [r.status for r in bw.run([leftover, leftover.model_copy(update={"solution": leftover.solution + "\n"})])] == [ExecStatus.OK] * 2
     assert servers and servers <= bw.backend.warm.server_pids()
+
+
+def test_forked_allocations_are_bounded_as_a_whole(bw):
+    # each of 6 processes stays under RLIMIT_AS (512 MiB) but together they want 6 x 300 MiB;
+    # with a slot cgroup (where writable) the tree is killed; without one each process is
+    # still bounded. Either way the host keeps its memory and nothing is left running.
+    body = ("import os, time\npids = []\nfor _ in range(5):\n    pid = os.fork()\n    if pid == 0:\n"
+            "        b = bytearray(300 << 20)\n        time.sleep(3)\n        os._exit(0)\n    pids.append(pid)\n"
+            "b = bytearray(300 << 20)\nreturn sum(os.waitpid(p, 0)[1] != 0 for p in pids)")
+    res = bw.run_one(probe(body, "assert r == 0, r", limits=LIM.model_copy(update={"memory_mb": 512})))
+    warm = bw.backend.warm
+    cgroups = [z.cgroup for z in warm._servers.values() if z.cgroup is not None]
+    if cgroups:
+        assert res.status in (ExecStatus.MEMORY_LIMIT, ExecStatus.FAILED), res
+    else:
+        assert res.status == ExecStatus.OK, res
