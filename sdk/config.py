@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sdk.errors import ConfigError
+from sdk.rollout.config import ToolsConfig
 from sdk.sandbox.contract import Limits
 
 
@@ -230,6 +231,7 @@ class RunConfig(_Cfg):
     rl: RlConfig = Field(default_factory=RlConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     gate: GateConfig = Field(default_factory=GateConfig)
+    tools: ToolsConfig | None = Field(None, description="tools and retrieval in rollouts (sdk.rollout); off when unset")
 
     # set by load_config, not by users
     base_dir: Path = Field(default=Path("."), exclude=True)
