@@ -50,8 +50,22 @@ def runtime_dir() -> Path:
         return _runtime
 
 
+def remove_stale(prefix: str) -> None:
+    """Delete ``<tmp>/<prefix><pid>-*`` folders of ours whose process is gone (a process that
+    ended through ``os._exit`` or a signal never ran its ``atexit`` clean-up)."""
+    tmp = Path(tempfile.gettempdir())
+    for path in tmp.glob(prefix + "*-*"):
+        pid = path.name[len(prefix):].split("-", 1)[0]
+        try:
+            if pid.isdigit() and path.stat().st_uid == os.geteuid() and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
 def _build_runtime() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="tuneloop-pyrt-"))
+    remove_stale("tuneloop-pyrt-")
+    root = Path(tempfile.mkdtemp(prefix=f"tuneloop-pyrt-{os.getpid()}-"))
     for name in PYTEST_DISTS:
         try:
             dist = md.distribution(name)

@@ -56,7 +56,10 @@ def seccomp_bpf_path() -> str:
     global _path
     with _lock:
         if _path is None or not os.path.exists(_path):
-            folder = tempfile.mkdtemp(prefix="tuneloop-seccomp-")
+            from sdk.sandbox.pyruntime import remove_stale  # noqa: PLC0415
+
+            remove_stale("tuneloop-seccomp-")
+            folder = tempfile.mkdtemp(prefix=f"tuneloop-seccomp-{os.getpid()}-")
             atexit.register(shutil.rmtree, folder, True)
             path = os.path.join(folder, "filter.bpf")
             with open(path, "wb") as fh:
