@@ -1,7 +1,7 @@
 """Train a model to use an inventory API and a document search, and report before/after.
 
-    .venv/bin/python -m examples.tool_agent.agent examples/tool_agent/config.yaml            # SmolLM2-135M
-    .venv/bin/python -m examples.tool_agent.agent examples/tool_agent/config.yaml --set model=/path/tiny
+    .venv/bin/python -m examples.tool_agent.agent examples/tool_agent/agent.yaml            # SmolLM2-135M
+    .venv/bin/python -m examples.tool_agent.agent examples/tool_agent/agent.yaml --set model=/path/tiny
 
 Steps: build the SQLite inventory and handbook (FTS5) in ``run_dir``; build answer-verified
 tasks and split them (train / held-out); evaluate the base model with multi-turn tool rollouts
@@ -29,7 +29,7 @@ from sdk.rollout.config import ToolsConfig
 
 
 class AgentConfig(BaseModel):
-    """The example's config (``config.yaml``); paths are relative to the config file."""
+    """The example's config (``agent.yaml``); paths are relative to the config file."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -9,7 +9,7 @@ from examples.tool_agent.agent import load
 from examples.tool_agent.inventory import build_db, inventory_tools
 from examples.tool_agent.tasks import build_tasks
 
-CONFIG = Path(__file__).resolve().parents[2] / "examples" / "tool_agent" / "config.yaml"
+CONFIG = Path(__file__).resolve().parents[2] / "examples" / "tool_agent" / "agent.yaml"
 
 
 def test_shipped_config_validates():
@@ -35,7 +35,7 @@ def test_tasks_are_answerable_by_their_tools(tmp_path):
 def test_example_runs_on_tiny_model(tmp_path, tiny_model_dir):
     from examples.tool_agent.agent import run
 
-    cfg = tmp_path / "config.yaml"
+    cfg = tmp_path / "agent.yaml"
     cfg.write_text(CONFIG.read_text())
     report = run(cfg, {"run_dir": str(tmp_path / "run"), "model": tiny_model_dir, "eval_limit": 3,
                        "eval_max_new_tokens": 12, "rl.max_steps": 1, "rl.num_generations": 2, "rl.batch_size": 2,
