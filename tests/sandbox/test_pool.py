@@ -36,3 +36,35 @@ def test_unknown_framework_and_bad_paths_are_infrastructure(process_sandbox):
     escape = process_sandbox.run_one(ExecRequest(solution=ADD_OK, tests={"../evil.py": "x"}))
     assert weird.status == ExecStatus.SANDBOX_ERROR and escape.status == ExecStatus.SANDBOX_ERROR
     assert weird.status.is_infrastructure
+
+
+def test_auto_falls_back_only_with_loud_opt_in(monkeypatch, caplog):
+    from sdk.sandbox import bwrap
+
+    def broken(cls, extra_ro=()):
+        raise SandboxError("user namespaces are disabled", "enable them")
+
+    monkeypatch.setattr(bwrap.BubblewrapBackend, "create", classmethod(broken))
+    with pytest.raises(SandboxError) as err:
+        make_sandbox(SandboxConfig())
+    assert "allow_unisolated" in err.value.fix and "user namespaces" in err.value.what
+    with pytest.raises(SandboxError):
+        make_sandbox(SandboxConfig(backend="bubblewrap", allow_unisolated=True))
+    with caplog.at_level("WARNING"):
+        sb = make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=1))
+    try:
+        assert sb.backend.name == "process" and not sb.backend.isolated
+        assert "WITHOUT namespaces" in caplog.text
+    finally:
+        sb.close()
+
+
+def test_default_config_is_isolated_here():
+    try:
+        sb = make_sandbox(SandboxConfig(concurrency=1))
+    except SandboxError as exc:
+        pytest.skip(f"bubblewrap unavailable: {exc}")
+    try:
+        assert sb.backend.isolated and sb.concurrency == 1
+    finally:
+        sb.close()
