@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
@@ -45,6 +46,15 @@ class Backend(Protocol):
         """Run ``argv`` in ``ws`` (cwd = ``ws.work``) with a report pipe (``{report_fd}``)."""
 
 
+def _release(pool: ThreadPoolExecutor, backend: Backend, leases: list) -> None:
+    pool.shutdown(wait=True)
+    if hasattr(backend, "close"):
+        backend.close()
+    for lease in leases:
+        lease.release()
+    leases.clear()
+
+
 def sandbox_env(home: str) -> dict[str, str]:
     """The complete environment of a sandboxed process (nothing inherited from the caller)."""
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "USER": "sandbox",
@@ -72,6 +82,8 @@ class LocalSandbox(Sandbox):
         self._cache: OrderedDict[str, ExecResult] | None = OrderedDict() if cache else None
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tl-sandbox")
+        # a sandbox dropped without close() still stops its warm servers and frees its uids
+        self._finalizer = weakref.finalize(self, _release, self._pool, backend, self._leases)
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -117,12 +129,7 @@ class LocalSandbox(Sandbox):
 
     def close(self) -> None:
         """Wait for running executions, stop warm servers, then give the uids back."""
-        self._pool.shutdown(wait=True)
-        if hasattr(self.backend, "close"):
-            self.backend.close()
-        for lease in self._leases:
-            lease.release()
-        self._leases = []
+        self._finalizer()
 
     # -- internals ----------------------------------------------------------------------------
     def _cached(self, key: str) -> ExecResult | None:

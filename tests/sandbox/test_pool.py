@@ -68,3 +68,17 @@ def test_default_config_is_isolated_here():
         assert sb.backend.isolated and sb.concurrency == 1
     finally:
         sb.close()
+
+
+def test_a_dropped_sandbox_frees_its_uids():
+    import gc
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("uid leases exist only for root")
+    sb = make_sandbox(SandboxConfig(backend="process", allow_unisolated=True, concurrency=2))
+    leases = list(sb._leases)
+    assert len(leases) == 2 and all(lease._fd >= 0 for lease in leases)
+    del sb
+    gc.collect()
+    assert all(lease._fd == -1 for lease in leases)   # the flocks were released
