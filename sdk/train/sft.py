@@ -91,7 +91,7 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
         num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         max_length=cfg.max_length, completion_only_loss=True, lr_scheduler_type="cosine", warmup_steps=0.05,
-        train_sampling_strategy="sequential" if ordered else "random",
+        train_sampling_strategy="sequential" if ordered else "group_by_length" if cfg.group_by_length else "random",
         **{**common_args(out_dir, seed), "save_steps": cfg.save_steps})
     callbacks = [*guards(model), *callbacks]
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
