@@ -18,11 +18,12 @@ from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sa
 from sdk.tasks.records import Language, Quarantined, Task, UnitTestVerifier
 
 
-def request_for(task: Task, solution: str, hidden: bool = False, limits: Limits | None = None) -> ExecRequest:
+def request_for(task: Task, solution: str, hidden: bool | None = False, limits: Limits | None = None) -> ExecRequest:
     """The sandbox request that judges ``solution`` for a unit-test ``task``.
 
     Args:
-        hidden: run the hidden tests instead of the visible ones.
+        hidden: False: the visible tests; True: the hidden tests; None: both in one run (one
+            interpreter start instead of two; outcomes keep their file names apart).
         limits: base limits; the verifier's ``timeout_s`` replaces ``limits.timeout_s``.
     Raises:
         TypeError: the task's verifier is not a :class:`UnitTestVerifier`.
@@ -32,7 +33,8 @@ def request_for(task: Task, solution: str, hidden: bool = False, limits: Limits 
         raise TypeError(f"task {task.id} has a {v.kind!r} verifier, not unit tests")
     limits = (limits or Limits()).model_copy(update={"timeout_s": v.timeout_s})
     return ExecRequest(language=v.language, framework=v.framework, solution=solution,
-                       tests=v.hidden_tests if hidden else v.tests, files=v.files, target_path=v.target_path,
+                       tests={**v.tests, **v.hidden_tests} if hidden is None else v.hidden_tests if hidden else v.tests,
+                       files=v.files, target_path=v.target_path,
                        entry_point=v.entry_point, prelude=v.prelude, limits=limits)
 
 
@@ -84,9 +86,7 @@ def validate_tasks(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | Non
         if not task.reference:
             bad[i] = "no_reference: a unit-test task needs a reference solution to be validated"
             continue
-        checks.append((i, "visible tests", request_for(task, task.reference, limits=limits)))
-        if v.hidden_tests:
-            checks.append((i, "hidden tests", request_for(task, task.reference, hidden=True, limits=limits)))
+        checks.append((i, "visible and hidden tests", request_for(task, task.reference, hidden=None, limits=limits)))
         stub = stub_for(task) if check_stub else None
         if stub:
             checks.append((i, "stub", request_for(task, stub, limits=limits)))
