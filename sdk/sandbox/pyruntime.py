@@ -81,9 +81,20 @@ def _build_runtime() -> Path:
                 shutil.copy2(src.with_suffix(".py"), root / (top + ".py"))
     for name in ("tl_runner.py", "tl_build.py", "tl_test.h", "tl_zygote.py"):
         shutil.copy2(RUNNER_DIR / name, root / name)
+    _byte_compile(root)
     for path in [root, *root.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return root
+
+
+def _byte_compile(root: Path) -> None:
+    """Pre-compile the runtime folder for every interpreter a backend may pick: the sandbox
+    runs with ``-B`` on a read-only copy, so without this pytest is compiled on every run
+    (measured: 0.33 s of CPU per pytest run without, 0.14 s with)."""
+    pythons = {base_interpreter(), process_interpreter(unprivileged=os.geteuid() == 0)}
+    for python in filter(None, pythons):
+        subprocess.run([python, "-I", "-m", "compileall", "-q", "-j", "0", str(root)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={}, check=False, timeout=300)
 
 
 def _top_levels(dist: md.Distribution) -> list[str]:
