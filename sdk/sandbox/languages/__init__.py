@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 from dataclasses import dataclass, field
@@ -114,8 +115,6 @@ def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
                                     "scratch_mb": max(lim.scratch_mb, spec.scratch_floor_mb),
                                     "file_size_mb": max(lim.file_size_mb, spec.fsize_floor_mb)})
     argv = [python, "-I", "-S", "-B", backend.runtime() + "/tl_build.py", "--fd", "{report_fd}", "--spec", SPEC_FILE]
-    import secrets  # noqa: PLC0415
-
     nonce = secrets.token_hex(16)
     with Workspace(files, uid) as ws:
         raw = backend.run(argv, ws, limits, uid, (nonce + "\n").encode(),
@@ -125,7 +124,8 @@ def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
 
 def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict:
     """The JSON spec for ``tl_build.py``; adds generated files to ``files``."""
-    which = lambda t: shutil.which(t, path=SEARCH)  # noqa: E731
+    def which(tool: str) -> str:
+        return shutil.which(tool, path=SEARCH) or tool
     srcs = sorted(p for p in files if p.endswith(spec.exts)) if spec.exts else []
     tests = sorted(req.tests)
     b: dict = {"compile_timeout": req.limits.compile_timeout_s, "run_timeout": req.limits.timeout_s, "env": {}}

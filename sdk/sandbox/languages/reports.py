@@ -34,7 +34,8 @@ def parse_junit(xml: str) -> tuple[TestOutcome, ...]:
     for case in root.iter("testcase"):
         suites = [a.get("name") for a in case.iterancestors("testsuite") if a.get("name")]
         cls = case.get("classname") or ""
-        name = "/".join([*reversed(suites), *( [cls] if cls and cls != "test" else [] ), case.get("name") or "?"])
+        parts = [*reversed(suites), cls] if cls and cls != "test" else list(reversed(suites))   # node: classname "test"
+        name = "/".join([*parts, case.get("name") or "?"])
         outcome, message = "passed", ""
         for child in case:
             tag = child.tag if isinstance(child.tag, str) else ""
