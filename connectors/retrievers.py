@@ -147,7 +147,7 @@ class Bm25Retriever(BaseRetriever):
     _vocab: list[set[str]] = PrivateAttr(default_factory=list)
 
     @classmethod
-    def from_texts(cls, texts: dict[str, str], k: int = 3, source: str = "") -> "Bm25Retriever":
+    def from_texts(cls, texts: dict[str, str], k: int = 3, source: str = "") -> Bm25Retriever:
         """A retriever over ``{id: text}``."""
         return cls(documents=[Document(page_content=v, id=key, metadata={"id": key, "source": source})
                               for key, v in texts.items()], k=k)

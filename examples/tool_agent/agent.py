@@ -166,8 +166,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     """A before/after table of the tool metrics."""
     keys = ["valid_tool_call_rate", "tool_use_rate", "task_success", "right_tool", "mean_reward", "calls_per_task"]
     lines = [f"# Tool agent: {report['model']}", "",
-             f"{report['train_tasks']} train tasks, {report['heldout_tasks']} held-out tasks, "
-             f"{report['rl_steps']} GRPO steps.", "", "| metric | base | tuned |", "|---|---|---|"]
+             (f"{report['train_tasks']} train tasks, {report['heldout_tasks']} held-out tasks, "
+              f"{report['rl_steps']} GRPO steps."), "", "| metric | base | tuned |", "|---|---|---|"]
     lines += [f"| {k} | {report['before'][k]:.3f} | {report['after'][k]:.3f} |" for k in keys]
     return "\n".join(lines) + "\n"
 

@@ -11,7 +11,15 @@
 """
 
 from sdk.rollout.errors import ToolError
-from sdk.rollout.tools import Tool, ToolBox, ToolCall, ToolOutcome, as_tool, normalize_arguments, parse_tool_calls
+from sdk.rollout.tools import (
+           Tool,
+           ToolBox,
+           ToolCall,
+           ToolOutcome,
+           as_tool,
+           normalize_arguments,
+           parse_tool_calls,
+)
 
 __all__ = ["Tool", "ToolBox", "ToolCall", "ToolError", "ToolOutcome", "as_tool", "normalize_arguments",
            "parse_tool_calls"]

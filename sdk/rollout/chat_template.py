@@ -23,8 +23,9 @@ installs it on a plain ChatML tokenizer whose template cannot render tool calls.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from sdk.rollout.errors import ToolError
 

@@ -26,7 +26,7 @@ class ToolRewardConfig(_Cfg):
     spare_calls: int = Field(1, ge=0, description="calls allowed beyond the expected tools before no_waste drops")
 
     @model_validator(mode="after")
-    def _some_weight(self) -> "ToolRewardConfig":
+    def _some_weight(self) -> ToolRewardConfig:
         if self.answer + self.right_tool + self.valid_args + self.no_waste <= 0:
             raise ValueError("every tool reward weight is 0: set tools.reward.answer: 1.0 (the usual choice)")
         return self

@@ -21,8 +21,9 @@ rendering a dummy conversation with and without the tool messages; those tokens 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sdk.rollout.chat_template import end_of_turn_ids, render
 from sdk.rollout.errors import ToolError

@@ -15,7 +15,8 @@ BM25 retrievers live in ``connectors.retrievers`` (``sdk`` never imports connect
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sdk.rollout.errors import ToolError
 from sdk.rollout.tools import Tool

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sdk.rollout.errors import ToolError
 from sdk.tasks.records import Frozen
@@ -103,14 +104,14 @@ def as_tool(obj: Any, name: str | None = None) -> Tool:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     if isinstance(obj, BaseTool):
-        func: Callable[..., Any] = lambda **kw: obj.invoke(kw)  # noqa: E731 - BaseTool owns validation/callbacks
+        func: Callable[..., Any] = lambda **kw: obj.invoke(kw)
     elif callable(obj):
         func = obj
     else:
         raise ToolError(f"{obj!r} is not a tool", "pass a langchain-core BaseTool or a function with type hints")
     try:
         spec = convert_to_openai_tool(obj)["function"]
-    except Exception as exc:  # noqa: BLE001 - langchain raises several types
+    except Exception as exc:
         raise ToolError(f"cannot derive a JSON schema for tool {getattr(obj, '__name__', obj)!r}: {exc}",
                         "give every parameter a type hint (and a docstring with Args:)") from exc
     params = spec.get("parameters") or {"type": "object", "properties": {}}

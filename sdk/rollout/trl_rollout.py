@@ -19,8 +19,9 @@ here reach reward functions as keyword arguments: ``tool_trace`` (JSON per rollo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sdk.rollout.chat_template import ensure_tool_template
 from sdk.rollout.episode import run_episodes, traces_json

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from sdk.rollout.chat_template import TOOL_CHATML_TEMPLATE, assistant_mask, check_prefix_preserving, ensure_tool_template
+from sdk.rollout.chat_template import (
+    TOOL_CHATML_TEMPLATE,
+    assistant_mask,
+    check_prefix_preserving,
+    ensure_tool_template,
+)
 from sdk.rollout.errors import ToolError
 
 T1 = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "2+2?"},

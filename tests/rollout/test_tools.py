@@ -9,8 +9,14 @@ from langchain_core.tools import tool
 
 from sdk.rollout.chat_template import render
 from sdk.rollout.errors import ToolError
-from sdk.rollout.tools import (ToolBox, ToolCall, as_tool, normalize_arguments, normalize_tool_calls,
-                               parse_tool_calls)
+from sdk.rollout.tools import (
+    ToolBox,
+    ToolCall,
+    as_tool,
+    normalize_arguments,
+    normalize_tool_calls,
+    parse_tool_calls,
+)
 
 
 @tool

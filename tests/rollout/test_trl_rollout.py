@@ -51,7 +51,7 @@ def test_tool_tokens_are_masked_in_trl_and_traces_reach_the_reward(tiny_model_di
 
     trainer._generate_single_turn = fake_generate
     prompts = [[{"role": "user", "content": "u0 How many A-100?"}]] * 2
-    prompt_ids, completion_ids, tool_mask, completions, _, extra, _, _ = trainer._generate(prompts)
+    _, completion_ids, tool_mask, completions, _, extra, _, _ = trainer._generate(prompts)
     assert tool_mask is not None and len(tool_mask[0]) == len(completion_ids[0])
     masked = tok.decode([t for t, m in zip(completion_ids[0], tool_mask[0]) if not m])
     trained = tok.decode([t for t, m in zip(completion_ids[0], tool_mask[0]) if m])
