@@ -15,11 +15,13 @@ differs between runs is flaky.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -27,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from sdk.errors import SourceError
 
 _PLUGIN = Path(__file__).with_name("_pytest_trace.py")
+log = logging.getLogger("tuneloop.connectors.pytest")
 
 
 class TestItem(BaseModel):
@@ -84,11 +87,15 @@ def run_suite(repo: Path, tests: str, package_dir: Path, *, reruns: int = 0, tim
     Raises:
         SourceError: pytest could not be started, timed out, or wrote no report.
     """
+    log.info("pytest source: tracing the suite in %s (this runs every test once)", repo / tests)
+    started = time.perf_counter()
     first = _run_once(repo, tests, package_dir, trace=True, timeout_s=timeout_s, python=python)
     items = tuple(_item(repo, raw) for raw in first["items"])
+    log.info("pytest source: traced %d tests in %.1f s", len(items), time.perf_counter() - started)
     seen = {i.nodeid: i.outcome for i in items}
     flaky: set[str] = set()
-    for _ in range(reruns):
+    for n in range(reruns):
+        log.info("pytest source: re-run %d of %d to find flaky tests", n + 1, reruns)
         again = _run_once(repo, tests, package_dir, trace=False, timeout_s=timeout_s, python=python)
         outcomes = {raw["nodeid"]: raw["outcome"] for raw in again["items"]}
         flaky |= {n for n, o in seen.items() if outcomes.get(n) != o}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import logging
 import subprocess
 from collections import defaultdict
 from pathlib import Path
@@ -40,6 +41,7 @@ from sdk.errors import SourceError
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.records import Message, Quarantined, Source, Task, UnitTestVerifier
 
+log = logging.getLogger("tuneloop.connectors.pytest")
 Unit = tuple[str, str | None, str]  # (test file, class or None, test function)
 _USABLE = {"passed"}
 _DATA_LIMIT = 64 * 1024
@@ -108,8 +110,9 @@ class PytestSuiteSource(TaskSource):
             raise SourceError(f"pytest collected no tests in {repo / opts.tests}" + (f":\n{errors}" if errors else ""),
                               "point `tests:` at the folder holding test_*.py files, or fix the collection errors shown")
         builder = _Builder(self, opts, repo, package_dir, files, run, items, _git_head(repo))
-        for info in modules:
+        for n, info in enumerate(modules, 1):
             builder.add_module(info)
+            log.info("pytest source: module %d/%d %s: %d tasks so far", n, len(modules), info.path, len(builder.result_.tasks))
         return builder.result()
 
     def _locate(self, opts: PytestSuiteOptions) -> tuple[Path, Path]:
