@@ -75,3 +75,29 @@ def test_zero_std_summary_from_trl_logs():
 def test_difficulty_config_rejects_an_empty_range():
     with pytest.raises(ValueError, match="min_pass_rate"):
         DifficultyConfig(min_pass_rate=0.7, max_pass_rate=0.3)
+
+
+def test_measure_and_filter_on_the_tiny_model_drops_always_and_never_solved(tiny_model_dir, tmp_path, monkeypatch):
+    from sdk.config import RewardConfig
+    from sdk.train import difficulty as mod
+
+    always = Task(domain="d", prompt=(Message(role="user", content="anything"),),
+                  verifier=AnswerVerifier(mode="regex", expected="(?s).*"), source=Source(connector="test"))
+    never = Task(domain="d", prompt=(Message(role="user", content="the secret"),),
+                 verifier=AnswerVerifier(expected="a string a random model never writes 12345"),
+                 source=Source(connector="test"))
+    cfg = DifficultyConfig(enabled=True, k=2, max_new_tokens=4)
+    kept, dropped, report = mod.measure_and_filter([always, never], tiny_model_dir, None, cfg, sandbox=None,
+                                                   weights=RewardConfig(), out_dir=tmp_path, seed=0)
+    assert kept == [] and sorted(q.reason for q in dropped) == ["difficulty: always solved (2/2 passed)",
+                                                                "difficulty: never solved (0/2 passed)"]
+    assert report["dropped_by_reason"] == {"difficulty: always solved": 1, "difficulty: never solved": 1}
+    assert (tmp_path / "difficulty_dropped.jsonl").read_text().count("\n") == 2
+
+    class NoGeneration:
+        def __init__(self, *a, **kw):
+            raise AssertionError("every estimate should come from the cache")
+
+    monkeypatch.setattr("sdk.generate.HFGenerator", NoGeneration)
+    _, again, _ = mod.measure_and_filter([always, never], tiny_model_dir, None, cfg, None, RewardConfig(), tmp_path, 0)
+    assert [q.reason for q in again] == [q.reason for q in dropped]
