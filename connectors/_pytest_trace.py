@@ -80,6 +80,7 @@ def _trace(frame, event, arg):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    """Record the item and trace package calls while it runs (setup, call, teardown)."""
     global _current, _fast
     cls = getattr(item, "cls", None)
     _items[item.nodeid] = {
@@ -107,6 +108,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_runtest_logreport(report):
+    """Fold the setup/call/teardown reports into one outcome per item."""
     rec = _items.get(report.nodeid)
     if rec is None:
         return
@@ -119,11 +121,13 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_collectreport(report):
+    """Keep collection errors: they explain an empty or partial suite."""
     if report.failed:
         _errors.append(f"{report.nodeid or '<session>'}: {str(report.longrepr)[-400:]}")
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """Write the report file read back by :mod:`connectors.pytest_collect`."""
     if not _OUT:
         return
     with open(_OUT, "w", encoding="utf-8") as fh:

@@ -70,6 +70,7 @@ class TestCaseRecord(_Rec):
 
     @property
     def key(self) -> tuple[str, str]:
+        """The record's identity, ``(classname, name)``."""
         return (self.classname, self.name)
 
 
@@ -92,6 +93,7 @@ class JUnitReport(_Rec):
 
     @property
     def broken_suites(self) -> tuple[SuiteRecord, ...]:
+        """Suites flagged broken (J7), in document order."""
         return tuple(s for s in self.suites if s.broken)
 
     def usable(self) -> tuple[TestCaseRecord, ...]:
@@ -168,6 +170,7 @@ class _Walker:
         return found
 
     def case(self, node, suite: str) -> None:
+        """Record one ``<testcase>``: worst status of its children, their messages, time, location."""
         status, messages = "passed", []
         for child in node:
             tag = _local(child.tag) if isinstance(child.tag, str) else ""

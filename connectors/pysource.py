@@ -45,6 +45,7 @@ class PyFunction:
 
     @property
     def name(self) -> str:
+        """The bare function or method name."""
         return self.qualname.rsplit(".", 1)[-1]
 
     @property

@@ -160,6 +160,7 @@ class _Builder:
                            collection_errors=len(run.errors))
 
     def add_module(self, info: ModuleInfo) -> None:
+        """Turn each function of ``info`` into a task, a quarantine entry or a count."""
         for fn in info.functions:
             self.counts["functions_found"] += 1
             locator = f"{fn.path}::{fn.qualname}"
@@ -246,6 +247,7 @@ class _Builder:
         return f"{head}\n\n```python\n{body.rstrip()}\n```"
 
     def result(self) -> SourceResult:
+        """The tasks, quarantine and counts built so far."""
         self.counts["tasks"] = len(self.result_.tasks)
         self.counts["quarantined"] = len(self.result_.quarantined)
         self.result_.counts = dict(self.counts)
