@@ -1,0 +1,109 @@
+"""Held-out monitoring during training: per-domain scores every N steps, early stop and rollback.
+
+A :class:`HeldoutMonitor` is a trainer callback. Every ``every`` optimizer steps it calls an
+evaluation function ``eval_fn(model) -> {domain: score}`` (e.g. greedy pass rate on a few held-out
+tasks per domain), keeps the history, and snapshots the trainable weights (for LoRA a few MB, kept
+in memory) whenever no domain is below its best by more than ``threshold``. When a domain falls
+further than that, it restores the last good snapshot and stops training, so the adapter the
+trainer saves next is the last good one. :func:`regressions` is the pure decision.
+
+Deviation from "roll back to the last good checkpoint on disk": the on-disk checkpoints follow
+``save_steps`` and may not line up with evaluations; an in-memory snapshot of the LoRA weights at
+each good evaluation is exact and costs no I/O. The optimizer state is not rolled back (training
+stops right after).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+from transformers import TrainerCallback
+
+log = logging.getLogger(__name__)
+
+EvalFn = Callable[[object], Mapping[str, float]]
+
+
+def regressions(history: Sequence[Mapping[str, float]], threshold: float) -> dict[str, float]:
+    """Domains whose latest score is below their best earlier score by more than ``threshold``.
+
+    Args:
+        history: per-evaluation ``{domain: score}``, oldest first.
+        threshold: allowed drop, in score units (e.g. 0.1 = ten points of pass rate).
+    Returns:
+        ``{domain: drop}`` for each regressed domain (empty when none, or fewer than 2 evaluations).
+    """
+    if len(history) < 2:
+        return {}
+    latest, earlier = history[-1], history[:-1]
+    out = {}
+    for domain, score in latest.items():
+        best = max((h[domain] for h in earlier if domain in h), default=None)
+        if best is not None and best - score > threshold:
+            out[domain] = round(best - score, 6)
+    return out
+
+
+class HeldoutMonitor(TrainerCallback):
+    """Evaluate every ``every`` steps; on a regression beyond ``threshold``, roll back and stop.
+
+    Args:
+        eval_fn: ``model -> {domain: score}``; called with the training model (switch it to
+            eval mode and back inside if it generates).
+        every: steps between evaluations (also evaluated before the first step).
+        threshold: allowed drop per domain from its best score.
+    Attributes:
+        history: ``[{"step": n, "scores": {...}}]``.
+        rolled_back_to: step whose weights were restored, or None.
+        regressed: ``{domain: drop}`` that triggered the rollback.
+    """
+
+    def __init__(self, eval_fn: EvalFn, every: int, threshold: float) -> None:
+        if every <= 0:
+            raise ValueError(f"every must be > 0, got {every}")
+        self.eval_fn, self.every, self.threshold = eval_fn, every, threshold
+        self.history: list[dict] = []
+        self.rolled_back_to: int | None = None
+        self.regressed: dict[str, float] = {}
+        self._good: tuple[int, dict] | None = None
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if model is not None and not self.history:
+            self._evaluate(state.global_step, model)
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if model is None or state.global_step % self.every:
+            return control
+        self._evaluate(state.global_step, model)
+        bad = regressions([h["scores"] for h in self.history], self.threshold)
+        if bad and self._good is not None:
+            step, snapshot = self._good
+            _restore(model, snapshot)
+            self.rolled_back_to, self.regressed = step, bad
+            log.warning("held-out regression %s at step %d: restored step %d and stopped", bad, state.global_step, step)
+            control.should_training_stop = True
+        return control
+
+    def _evaluate(self, step: int, model) -> None:
+        scores = dict(self.eval_fn(model))
+        self.history.append({"step": step, "scores": scores})
+        if not regressions([h["scores"] for h in self.history], self.threshold):
+            self._good = (step, _snapshot(model))
+
+    def summary(self) -> dict:
+        """For the stage stats: evaluations, the rollback step and the regressed domains."""
+        return {"evaluations": self.history, "rolled_back_to": self.rolled_back_to, "regressed": self.regressed}
+
+
+def _snapshot(model) -> dict:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def _restore(model, snapshot: dict) -> None:
+    import torch
+
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n in snapshot:
+                p.copy_(snapshot[n])
