@@ -98,14 +98,28 @@ def fenced(code: str) -> str:
     return f"```python\n{code}\n```"
 
 
-def module_imports(module: str) -> str:
-    """The import block of ``acme_ledger/<module>.py``, one statement a line, as the IDE shows it."""
+def module_imports(module: str, uses: str | None = None) -> str:
+    """The import block of ``acme_ledger/<module>.py``, one statement a line, as the IDE shows it.
+
+    With ``uses`` (the function's source), only the imported names it uses are kept, as the
+    pytest connector's prompt does (``connectors.pysource.ModuleInfo.imports_for``).
+    """
     source = (HERE / "acme_ledger" / f"{module}.py").read_text(encoding="utf-8")
     nodes = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    return "".join(ast.get_source_segment(source, n) + "\n" for n in nodes)
+    if uses is None:
+        return "".join(ast.get_source_segment(source, n) + "\n" for n in nodes)
+    used = {n.id for n in ast.walk(ast.parse(uses)) if isinstance(n, ast.Name)}
+    out = []
+    for node in nodes:
+        names = [a for a in node.names if (a.asname or a.name.split(".")[0]) in used]
+        if names:
+            clone = (ast.ImportFrom(node.module, names, node.level) if isinstance(node, ast.ImportFrom)
+                     else ast.Import(names))
+            out.append(ast.unparse(clone) + "\n")
+    return "".join(out)
 
 
-def ide_prompt(module: str, name: str, params: str, doc: str) -> str:
+def ide_prompt(module: str, name: str, params: str, doc: str, uses: str | None = None) -> str:
     """The IDE plug-in's "write this function in this file" template.
 
     It mirrors the task prompt of tuneloop's pytest connector (``connectors/pytest_suite.py``,
@@ -115,11 +129,11 @@ def ide_prompt(module: str, name: str, params: str, doc: str) -> str:
     stub = f'def {name}({params}) -> Result:\n    """{doc}"""\n    ...'
     return (
         f"Write the function `{name}` of `acme_ledger/{module}.py`. Reply with the complete `def {name}` "
-        f"definition in one ```python block.\n\n{fenced(module_imports(module) + chr(10) + chr(10) + stub)}"
+        f"definition in one ```python block.\n\n{fenced(module_imports(module, uses) + chr(10) + chr(10) + stub)}"
     )
 
 
-def make_prompt(rng: random.Random, module: str, name: str, params: str, doc: str) -> str:
+def make_prompt(rng: random.Random, module: str, name: str, params: str, doc: str, uses: str | None = None) -> str:
     """A user request in one of four styles.
 
     ``ide``: :func:`ide_prompt`; ``stub``: a pasted stub; ``ask``: a direct request;
@@ -127,7 +141,7 @@ def make_prompt(rng: random.Random, module: str, name: str, params: str, doc: st
     """
     style = rng.choice(("ide", "ide", "stub", "ask", "casual"))
     if style == "ide":
-        return ide_prompt(module, name, params, doc)
+        return ide_prompt(module, name, params, doc, uses)
     if style == "stub":
         stub = f'def {name}({params}) -> Result:\n    """{doc}"""'
         return f"Implement this acme_ledger helper:\n{fenced(stub)}"
@@ -200,7 +214,7 @@ def _requests(rng: random.Random, users: list[dict]) -> list[dict]:
                     "helper": name,
                     "user": rng.choice(users),
                     "app": APP,
-                    "prompt": make_prompt(rng, module, name, params, doc),
+                    "prompt": make_prompt(rng, module, name, params, doc, good_version(name, params, doc, body)),
                     "response": intro + fenced(code),
                     "correction": fenced(good_version(name, params, doc, body)),
                     "when": START + timedelta(seconds=rng.randint(0, 20 * 86400), milliseconds=rng.randint(0, 999)),

@@ -312,4 +312,4 @@ def test_ide_style_feedback_prompts_match_the_task_prompt_format():
     cases = [("money", "add_cents", "a: Money, b: Money", "Sum of two amounts."),
              ("dates", "add_days", "d: date, n: int", "The date n days after d; NEGATIVE if n < 0.")]
     for module, name, params, doc in cases:
-        assert seed_feedback.ide_prompt(module, name, params, doc) == by_name[name].prompt[-1].content
+        assert seed_feedback.ide_prompt(module, name, params, doc, by_name[name].reference) == by_name[name].prompt[-1].content
