@@ -72,6 +72,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="validate only the first N tasks (0: all)")
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/tuneloop/bench")
+    ap.add_argument("--verbose", action="store_true", help="list every task that did not validate, with why")
     args = ap.parse_args()
     repo = args.repo or fetch_sdist(DEFAULT[0], DEFAULT[1], args.cache)
 
@@ -89,10 +90,10 @@ def main() -> None:
     verdicts: dict[str, list[str]] = {}
     for (tid, label, _), res in zip(plan, results):
         want_pass = label in ("reference", "hidden")
-        if res.status.is_infrastructure:
-            verdicts.setdefault(tid, []).append(f"{label}: {res.status.value}")
-        elif res.all_passed != want_pass:
-            verdicts.setdefault(tid, []).append(f"{label}: {'passed' if res.all_passed else res.status.value}")
+        if res.status.is_infrastructure or res.all_passed != want_pass:
+            failed = [t.name for t in res.tests if t.outcome != "passed"][:3]
+            verdict = "passed" if res.all_passed else f"{res.status.value} {failed or res.detail[:120]}"
+            verdicts.setdefault(tid, []).append(f"{label}: {verdict}")
     validated = [t for t in tasks if t.id not in verdicts]
     why = Counter(p.split(":")[0] + (" passes" if p.split(":")[0] in BROKEN else " fails")
                   for ps in verdicts.values() for p in ps[:1])
@@ -104,6 +105,10 @@ def main() -> None:
     print(f"sandbox executions    {len(plan)} in {sandbox_s:.1f} s ({len(plan) / sandbox_s:.2f}/s)")
     print(f"validated per second  {len(validated) / total_s:.3f} (build + validation, {total_s:.1f} s wall)")
     print(f"sandbox share of time {sandbox_s / total_s:.2f}")
+    if args.verbose:
+        for task in tasks:
+            for problem in verdicts.get(task.id, []):
+                print(f"  not validated: {task.source.locator}: {problem}")
 
 
 if __name__ == "__main__":

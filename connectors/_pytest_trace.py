@@ -9,8 +9,9 @@ Environment:
     TUNELOOP_TRACE_OUT: JSON file written at session end.
     TUNELOOP_TRACE_CALLS: "1" to trace calls (the first run), "0" to record outcomes only.
 
-Output shape: ``{"items": [{"nodeid", "path", "cls", "name", "kind", "outcome",
-"calls": [[relpath, qualname, direct], ...]}], "errors": [str], "exitstatus": int}``.
+Output shape: ``{"items": [{"nodeid", "path", "cls", "name", "kind", "outcome", "duration",
+"calls": [[relpath, qualname, direct], ...]}], "errors": [str], "exitstatus": int}``; duration is
+the item's setup + call + teardown seconds (traced, so slower than untraced).
 ``direct`` is 1 when the caller's frame is outside the package (the test itself called it) the
 first time that code object ran in the test (later calls take a fast path; the flag only ranks
 tests, it never decides coverage).
@@ -90,6 +91,7 @@ def pytest_runtest_protocol(item, nextitem):
         "name": getattr(item, "originalname", None) or item.name,
         "kind": "Function" if isinstance(item, pytest.Function) else type(item).__name__,
         "outcome": "passed",
+        "duration": 0.0,
         "calls": [],
     }
     if _TRACE:
@@ -112,6 +114,7 @@ def pytest_runtest_logreport(report):
     rec = _items.get(report.nodeid)
     if rec is None:
         return
+    rec["duration"] += float(getattr(report, "duration", 0.0) or 0.0)
     if report.failed:
         rec["outcome"] = "failed" if report.when == "call" else "error"
     elif report.skipped and rec["outcome"] == "passed":

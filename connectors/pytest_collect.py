@@ -41,6 +41,7 @@ class TestItem(BaseModel):
         cls: test class name or None; name: the test function's name without parameters.
         kind: pytest item type (``Function``, ``DoctestItem``...); only ``Function`` is used.
         outcome: passed, failed, error, skipped, xfailed or xpassed on the original code.
+        duration: setup + call + teardown seconds in the traced run (an over-estimate).
         calls: ``(module path relative to the package folder, qualname, direct)``; direct is
             1 when the test's own code made the call.
     """
@@ -54,6 +55,7 @@ class TestItem(BaseModel):
     name: str
     kind: str = "Function"
     outcome: str = "passed"
+    duration: float = 0.0
     calls: tuple[tuple[str, str, int], ...] = ()
 
     @property
@@ -110,7 +112,7 @@ def _item(repo: Path, raw: dict) -> TestItem:
     except ValueError:
         pass
     return TestItem(nodeid=raw["nodeid"], path=path, cls=raw.get("cls"), name=raw["name"], kind=raw["kind"],
-                    outcome=raw["outcome"], calls=tuple(tuple(c) for c in raw.get("calls", ())))
+                    outcome=raw["outcome"], duration=float(raw.get("duration", 0.0)), calls=tuple(tuple(c) for c in raw.get("calls", ())))
 
 
 def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout_s: float,

@@ -68,7 +68,8 @@ class PytestSuiteOptions(SourceOptions):
             the sandbox's splicer replaces top-level definitions only, so method tasks need a
             splicer that re-indents a ``def`` into its class before they can validate.
         timeout_s: wall-clock limit of one run of the whole suite, seconds.
-        test_timeout_s: the verifier's limit for one run of a task's tests, seconds.
+        test_timeout_s: the verifier's limit for one run of a task's tests, seconds; doubled for
+            tasks whose tests took long in the traced run (see ``_Builder._timeout``).
         python: interpreter that runs the suite (default: tuneloop's own).
     """
 
@@ -214,7 +215,7 @@ class _Builder:
         verifier = UnitTestVerifier(
             framework="pytest", files=self.files, target_path=fn.path, entry_point=fn.qualname,
             tests=self._test_files(visible, hidden=False), hidden_tests=self._test_files(sorted(hidden), hidden=True),
-            timeout_s=self.opts.test_timeout_s)
+            timeout_s=self._timeout(visible, sorted(hidden)))
         module = _module_name(info.path, self.pkg_rel)
         return Task(
             domain=f"{self.source.domain}/{module}", prompt=(Message(role="user", content=self._prompt(info, fn)),),
@@ -222,6 +223,18 @@ class _Builder:
             metadata={"tests": [i.nodeid for u in visible for i in self.units[u]],
                       "hidden_tests": [i.nodeid for u in sorted(hidden) for i in self.units[u]],
                       "direct_tests": sum(covering[u] for u in ranked)})
+
+    def _timeout(self, *groups: list[Unit]) -> float:
+        """``test_timeout_s``, doubled until it exceeds 3x the slowest group's traced seconds + 2 s.
+
+        Doubling (not the measured value itself) keeps task ids stable across runs whose
+        timings differ a little: only a test suite that got much slower changes its tasks' ids.
+        """
+        need = 3 * max(sum(i.duration for u in g for i in self.units[u]) for g in groups) + 2
+        timeout = self.opts.test_timeout_s
+        while timeout < need and timeout < 600:
+            timeout *= 2
+        return timeout
 
     def _test_files(self, units: list[Unit], hidden: bool) -> dict[str, str]:
         by_file: dict[str, set[tuple[str | None, str]]] = defaultdict(set)

@@ -152,3 +152,17 @@ def test_missing_package_and_bad_options(tmp_path):
         PytestSuiteSource({"path": str(tmp_path / "missing"), "package": "x"}, tmp_path, "d").read()
     with pytest.raises(ConfigError):
         PytestSuiteSource({"path": ".", "package": "x", "hidden_fraction": 1.5}, tmp_path, "d")
+
+
+def test_slow_tests_get_a_longer_verifier_timeout(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pkg/__init__.py").write_text("import time\n\ndef slow(s):\n    time.sleep(s)\n    return s\n\n"
+                                          "def fast():\n    return 1\n")
+    (repo / "tests/test_pkg.py").write_text("from pkg import fast, slow\n\ndef test_slow():\n    assert slow(2.5) == 2.5\n\n"
+                                            "def test_fast():\n    assert fast() == 1\n")
+    res = PytestSuiteSource({"path": str(repo), "package": "pkg", "test_timeout_s": 5}, tmp_path, "d").read()
+    timeouts = {t.verifier.entry_point: t.verifier.timeout_s for t in res.tasks}
+    assert timeouts["fast"] == 5.0
+    assert timeouts["slow"] >= 10.0 and timeouts["slow"] in (10.0, 20.0, 40.0, 80.0)  # doubled: 3 x 2.5 s + 2 > 5
