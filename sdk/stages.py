@@ -114,6 +114,7 @@ def stage_sft(p: "Pipeline") -> StageStats:
     p.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples)")
     stats = run_sft(p.model_path, rows, p.cfg.sft, p.run_dir / "sft", p.cfg.seed, p.cfg.model.dtype, p.progress,
                     items=sft_items(train, examples))
+    _lineage(p, "sft", p.run_dir / "sft" / "adapter", None, stats)
     if p.cfg.sft.dpo.enabled:
         stats.extra["dpo"] = _dpo(p)
     return stats
@@ -131,7 +132,8 @@ def _dpo(p: "Pipeline") -> dict:
     sft_dir = p.run_dir / "sft"
     dstats = run_dpo(p.model_path, sft_dir / "adapter", rows, p.cfg.sft.dpo, p.cfg.sft.lora, sft_dir / "dpo",
                      p.cfg.seed, p.cfg.model.dtype, p.progress)
-    promote(sft_dir, sft_dir / "dpo", len(rows))
+    promote(sft_dir, sft_dir / "dpo")
+    _lineage(p, "dpo", sft_dir / "adapter", sft_dir / "adapter_sft", dstats)
     return {"rows": len(rows), "skipped_pairs": skipped, "steps": dstats.extra["steps"]}
 
 
@@ -157,9 +159,20 @@ def stage_rl(p: "Pipeline") -> StageStats:
                     f"{p.cfg.rl.num_generations} completions per prompt")
     stats = run_grpo(p.model_path, adapter, train, reward, p.cfg.rl, p.cfg.sft.lora, p.run_dir / "rl",
                      p.cfg.seed, p.cfg.model.dtype, p.progress)
+    _lineage(p, "rl", p.run_dir / "rl" / "adapter", adapter, stats)
     if difficulty is not None:
         stats.extra["difficulty"] = difficulty
     return stats
+
+
+def _lineage(p: "Pipeline", stage: str, adapter: Path, parent: Path | None, stats: StageStats) -> None:
+    """Write ``adapter/lineage.json`` (see :mod:`sdk.train.lineage`)."""
+    from sdk.train.lineage import Lineage, write_lineage
+
+    write_lineage(adapter, Lineage(
+        stage=stage, base_model=p.cfg.model.name, parent=str(parent) if parent else None,
+        taskset_version=load_taskset(p).version, fingerprint=p.fingerprint("sft" if stage == "dpo" else stage),
+        steps=int(stats.extra.get("steps", 0)), rows=int(stats.extra.get("rows", 0))))
 
 
 def eval_tasks(p: "Pipeline") -> list[Task]:

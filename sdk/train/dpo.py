@@ -9,12 +9,11 @@ The reference model: TRL 1.16, given a ``PeftModel`` with a trained adapter and 
 ``ref_model``, copies the adapter into a frozen ``ref`` adapter, so the reference is the SFT
 policy (as in the DPO paper, π_ref = π_SFT), not the bare base model, and no second model is
 loaded. The DPO adapter replaces ``sft/adapter`` (the SFT-only one is kept as
-``sft/adapter_sft``) with a ``lineage.json`` saying so, so GRPO and evaluation pick it up.
+``sft/adapter_sft``) and its ``lineage.json`` names that parent, so GRPO and evaluation pick it up.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -116,14 +115,12 @@ def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: Dp
     return StageStats("dpo", extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step})
 
 
-def promote(sft_dir: Path, dpo_dir: Path, pairs: int) -> Path:
+def promote(sft_dir: Path, dpo_dir: Path) -> Path:
     """Make the DPO adapter the SFT stage's output: ``sft/adapter`` → ``sft/adapter_sft``,
-    ``dpo/adapter`` → ``sft/adapter``, plus ``sft/adapter/lineage.json``. Returns the new adapter path."""
+    ``dpo/adapter`` → ``sft/adapter``. Returns the new adapter path (the caller writes its lineage)."""
     target, keep = sft_dir / "adapter", sft_dir / "adapter_sft"
     if keep.exists():
         shutil.rmtree(keep)
     target.rename(keep)
     shutil.copytree(dpo_dir / "adapter", target)
-    (target / "lineage.json").write_text(json.dumps(
-        {"stages": ["sft", "dpo"], "parent": str(keep.resolve()), "preference_pairs": pairs}, indent=2))
     return target

@@ -3,8 +3,6 @@ loss-variant / KL / DPO config paths land in TRL's configs (tiny model, CPU)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from sdk.config import DpoConfig, LoraConfig, OrderConfig, RlConfig, SftConfig
@@ -12,6 +10,7 @@ from sdk.sources import PreferencePair
 from sdk.tasks.records import AnswerVerifier, Message, Source, Task
 from sdk.train.dpo import dpo_args, dpo_rows, load_pairs, promote, run_dpo
 from sdk.train.grpo import grpo_args, prompts_needed, run_grpo
+from sdk.train.lineage import Lineage, lineage_chain, read_lineage, write_lineage
 from sdk.train.sft import run_sft, sft_items, sft_rows
 
 
@@ -93,8 +92,11 @@ def test_dpo_continues_the_sft_adapter_and_is_promoted(tiny_model_dir, tmp_path)
     after = load_file(str(sft_dir / "dpo" / "adapter" / "adapter_model.safetensors"))
     assert set(after) == set(before), "the DPO adapter is the SFT adapter continued (no 'ref' copy saved)"
     assert any(not (after[k] == before[k]).all() for k in before), "DPO moved the weights"
-    new = promote(sft_dir, sft_dir / "dpo", len(rows))
-    assert json.loads((new / "lineage.json").read_text())["stages"] == ["sft", "dpo"]
+    write_lineage(sft_dir / "adapter", Lineage(stage="sft", base_model=tiny_model_dir, steps=2))
+    new = promote(sft_dir, sft_dir / "dpo")
+    write_lineage(new, Lineage(stage="dpo", base_model=tiny_model_dir, parent=str(sft_dir / "adapter_sft"), steps=2))
+    assert [x.stage for x in lineage_chain(new)] == ["dpo", "sft"], "the DPO adapter names its SFT parent"
+    assert load_file(str(new / "adapter_model.safetensors")).keys() == after.keys()
     assert (sft_dir / "adapter_sft" / "adapter_model.safetensors").is_file()
 
 
@@ -126,3 +128,13 @@ def test_dpo_config_paths_reach_trl(tmp_path, loss_type):
 
     args = DPOConfig(**dpo_args(DpoConfig(loss_type=loss_type, beta=0.3), tmp_path, seed=0))
     assert args.loss_type == [loss_type] and args.beta == 0.3
+
+
+def test_lineage_round_trip_and_broken_files(tmp_path):
+    assert read_lineage(tmp_path) is None
+    write_lineage(tmp_path, Lineage(stage="rl", base_model="m", parent=str(tmp_path / "missing"), steps=3))
+    got = read_lineage(tmp_path)
+    assert got.stage == "rl" and got.steps == 3 and got.created.endswith("+00:00")
+    assert len(lineage_chain(tmp_path)) == 1, "a missing parent ends the chain"
+    (tmp_path / "lineage.json").write_text("{not json")
+    assert read_lineage(tmp_path) is None
