@@ -110,7 +110,11 @@ class PytestSuiteSource(TaskSource):
             errors = "\n".join(run.errors[:5])
             raise SourceError(f"pytest collected no tests in {repo / opts.tests}" + (f":\n{errors}" if errors else ""),
                               "point `tests:` at the folder holding test_*.py files, or fix the collection errors shown")
+        for test_file in {i.path for i in items}:
+            files.pop(test_file, None)  # a test module inside the package travels as a (pruned) test, never whole
         builder = _Builder(self, opts, repo, package_dir, files, run, items, _git_head(repo))
+        tests_rel = (repo / opts.tests).resolve().relative_to(repo.resolve()).as_posix() + "/"
+        modules = [m for m in modules if not m.path.startswith(tests_rel)]  # tests inside the package are not targets
         for n, info in enumerate(modules, 1):
             builder.add_module(info)
             log.info("pytest source: module %d/%d %s: %d tasks so far", n, len(modules), info.path, len(builder.result_.tasks))

@@ -166,3 +166,17 @@ def test_slow_tests_get_a_longer_verifier_timeout(tmp_path):
     timeouts = {t.verifier.entry_point: t.verifier.timeout_s for t in res.tasks}
     assert timeouts["fast"] == 5.0
     assert timeouts["slow"] >= 10.0 and timeouts["slow"] in (10.0, 20.0, 40.0, 80.0)  # doubled: 3 x 2.5 s + 2 > 5
+
+
+def test_tests_inside_the_package_are_not_targets(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "pkg" / "tests").mkdir(parents=True)
+    (repo / "pkg/__init__.py").write_text("def one():\n    return 1\n")
+    (repo / "pkg/tests/__init__.py").write_text("")
+    (repo / "pkg/tests/test_one.py").write_text("from pkg import one\n\ndef helper():\n    return 1\n\n"
+                                                "def test_one():\n    assert one() == helper()\n")
+    res = PytestSuiteSource({"path": str(repo), "package": "pkg", "tests": "pkg/tests"}, tmp_path, "d").read()
+    assert [t.verifier.entry_point for t in res.tasks] == ["one"] and not res.quarantined
+    assert res.counts["functions_found"] == 1
+    assert list(res.tasks[0].verifier.tests) == ["pkg/tests/test_one.py"]
+    assert "pkg/tests/test_one.py" not in res.tasks[0].verifier.files
