@@ -18,6 +18,7 @@ little still gets a non-empty first phase. Tasks without a measured pass rate si
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,7 +66,7 @@ def phase_chunks(items: Sequence[Item], mode: str, phases: int, seed: int) -> li
     bounds = [round(j * len(idx) / k) for j in range(k + 1)]
     rng = random.Random(seed)
     chunks = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in pairwise(bounds):
         chunk = idx[a:b]
         rng.shuffle(chunk)
         chunks.append(chunk)

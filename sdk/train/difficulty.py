@@ -221,7 +221,7 @@ def measure_and_filter(tasks: Sequence[Task], model_path: str, adapter_dir: Path
 
     policy = model_key(model_path, adapter_dir)
     cache = DifficultyCache(out_dir / "difficulty_cache.jsonl")
-    key_of = lambda t: cache_key(policy, t.id, cfg.k, cfg.temperature, cfg.max_new_tokens, cfg.pass_threshold)  # noqa: E731
+    key_of = lambda t: cache_key(policy, t.id, cfg.k, cfg.temperature, cfg.max_new_tokens, cfg.pass_threshold)
     gen = None
     if any(cache.get(key_of(t)) is None for t in tasks):
         gen = HFGenerator(model_path, adapter_dir, batch_size=8, max_new_tokens=cfg.max_new_tokens,

@@ -16,15 +16,23 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from transformers import TrainerCallback
 
 from sdk.config import DpoConfig, LoraConfig
 from sdk.errors import SourceError
 from sdk.sources import PreferencePair
-from sdk.train.common import StageStats, common_args, last_checkpoint, peft_config, progress_callbacks, quiet_trainer, write_json
+from sdk.train.common import (
+    StageStats,
+    common_args,
+    last_checkpoint,
+    peft_config,
+    progress_callbacks,
+    quiet_trainer,
+    write_json,
+)
 
 log = logging.getLogger(__name__)
 

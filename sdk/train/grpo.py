@@ -23,8 +23,8 @@ from sdk.errors import ConfigError
 from sdk.tasks.records import Task
 from sdk.train.common import StageStats, common_args, last_checkpoint, on_gpu, progress_callbacks, quiet_trainer, write_json
 from sdk.train.curriculum import Item, is_default, order_rows
-from sdk.train.qlora import guards
 from sdk.train.difficulty import zero_std_summary
+from sdk.train.qlora import guards
 
 log = logging.getLogger(__name__)
 

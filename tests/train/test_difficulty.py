@@ -8,8 +8,15 @@ import pytest
 
 from sdk.config import DifficultyConfig
 from sdk.tasks.records import AnswerVerifier, Message, Source, Task
-from sdk.train.difficulty import (DifficultyCache, cache_key, difficulty_report, estimate, measure,
-                                  split_by_difficulty, zero_std_summary)
+from sdk.train.difficulty import (
+    DifficultyCache,
+    cache_key,
+    difficulty_report,
+    estimate,
+    measure,
+    split_by_difficulty,
+    zero_std_summary,
+)
 
 
 def _task(i: int) -> Task:
@@ -52,7 +59,7 @@ def test_measure_uses_the_cache_and_survives_a_torn_line(tmp_path):
         return [SimpleNamespace(score=1.0 if c == t.verifier.expected else 0.0) for t, c in zip(ts, comps)]
 
     cache = DifficultyCache(tmp_path / "difficulty.jsonl")
-    key = lambda t: cache_key("policy", t.id, 4, 1.0, 16, 1.0)  # noqa: E731
+    key = lambda t: cache_key("policy", t.id, 4, 1.0, 16, 1.0)
     first = measure(tasks, generate, score, 4, cache, key, batch_tasks=2)
     assert calls == [2, 1] and all(e.pass_rate == 0.25 for e in first.values())
     with (tmp_path / "difficulty.jsonl").open("a") as fh:
@@ -60,7 +67,7 @@ def test_measure_uses_the_cache_and_survives_a_torn_line(tmp_path):
     again = measure(tasks, generate, score, 4, DifficultyCache(tmp_path / "difficulty.jsonl"), key)
     assert calls == [2, 1], "every task came from the cache"
     assert again == first
-    other = lambda t: cache_key("other-policy", t.id, 4, 1.0, 16, 1.0)  # noqa: E731
+    other = lambda t: cache_key("other-policy", t.id, 4, 1.0, 16, 1.0)
     measure(tasks[:1], generate, score, 4, cache, other)
     assert calls == [2, 1, 1], "a different policy is measured again"
 
