@@ -29,8 +29,8 @@ STAGES: tuple[str, ...] = ("tasks", "sft", "rl", "eval", "report")
 _DEPS: dict[str, tuple[str, ...]] = {
     "tasks": ("sources", "tasks", "sandbox", "seed"),
     "sft": ("model", "sft", "seed"),
-    "rl": ("model", "rl", "reward", "sandbox", "seed"),
-    "eval": ("model", "eval", "reward", "sandbox", "seed"),
+    "rl": ("model", "rl", "reward", "sandbox", "seed", "tools"),
+    "eval": ("model", "eval", "reward", "sandbox", "seed", "tools"),
     "report": ("gate",),
 }
 

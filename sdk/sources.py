@@ -113,6 +113,22 @@ class TaskSource:
         raise NotImplementedError
 
 
+def import_dotted(path: str) -> Any:
+    """The object at ``package.module:attr``.
+
+    Raises:
+        ConfigError: the module or attribute cannot be imported.
+    """
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        raise ConfigError(f"{path!r} is not a dotted path", "write `package.module:name`")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{path!r} cannot be imported ({exc})",
+                          "use `package.module:name` of an installed package or a module on PYTHONPATH") from exc
+
+
 def resolve_source(type_name: str) -> type[TaskSource]:
     """Find a source class by entry-point name or ``module:Class`` path.
 
@@ -120,12 +136,7 @@ def resolve_source(type_name: str) -> type[TaskSource]:
         ConfigError: no such entry point or class.
     """
     if ":" in type_name:
-        module_name, _, attr = type_name.partition(":")
-        try:
-            return getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"source type {type_name!r} cannot be imported ({exc})",
-                              "use `package.module:ClassName` of an installed package") from exc
+        return import_dotted(type_name)
     found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if type_name not in found:
         raise ConfigError(f"unknown source type {type_name!r}",

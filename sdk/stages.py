@@ -155,14 +155,56 @@ def stage_rl(p: "Pipeline") -> StageStats:
         p.console.print(f"  difficulty: kept {difficulty['kept']}, dropped {difficulty['dropped_by_reason']}")
     reward = SandboxReward(sandbox_config=p.cfg.sandbox, weights=p.cfg.reward,
                            log_path=str(p.run_dir / "rl" / "rewards.jsonl"))
+    rollout = None
+    if p.cfg.tools is not None and p.cfg.tools.tools:
+        reward, rollout = _tool_rollout(p)
     p.console.print(f"  GRPO on {len(train)} train tasks, {p.cfg.rl.max_steps} steps, "
                     f"{p.cfg.rl.num_generations} completions per prompt")
+    monitor = _heldout_monitor(p)
     stats = run_grpo(p.model_path, adapter, train, reward, p.cfg.rl, p.cfg.sft.lora, p.run_dir / "rl",
-                     p.cfg.seed, p.cfg.model.dtype, p.progress)
+                     p.cfg.seed, p.cfg.model.dtype, p.progress, rollout_func=rollout,
+                     callbacks=[monitor] if monitor else [])
     _lineage(p, "rl", p.run_dir / "rl" / "adapter", adapter, stats)
+    if monitor is not None:
+        stats.extra["heldout"] = monitor.summary()
     if difficulty is not None:
         stats.extra["difficulty"] = difficulty
     return stats
+
+
+def _tool_rollout(p: "Pipeline"):
+    """Reward and rollout function for tool tasks: tools from ``cfg.tools.tools`` (dotted paths to
+    tools, typed functions or factories returning a list of them), multi-turn rollouts through
+    :class:`sdk.rollout.trl_rollout.ToolRolloutFunc`, traces in ``rl/traces.jsonl``."""
+    from sdk.rollout.rewards import ToolTaskReward
+    from sdk.rollout.tools import ToolBox, as_tool
+    from sdk.rollout.trl_rollout import ToolRolloutFunc
+    from sdk.sources import import_dotted
+
+    tc = p.cfg.tools
+    tools = []
+    for path in tc.tools:
+        obj = import_dotted(path)
+        made = obj() if callable(obj) and getattr(obj, "__name__", "").startswith(("make_", "build_")) else obj
+        tools += [as_tool(t) for t in (made if isinstance(made, (list, tuple)) else [made])]
+
+    def make_box():
+        return ToolBox(tools, max_calls=tc.max_calls, max_result_chars=tc.max_result_chars)
+
+    return ToolTaskReward(tc.reward), ToolRolloutFunc(make_box, tc.max_turns, p.run_dir / "rl" / "traces.jsonl")
+
+
+def _heldout_monitor(p: "Pipeline"):
+    """A :class:`sdk.train.monitor.HeldoutMonitor` when ``rl.heldout.every`` > 0 and there are held-out tasks."""
+    from sdk.rewards.tiered import score_batch
+    from sdk.train.monitor import HeldoutMonitor, heldout_eval_fn, pick_heldout
+
+    hc = p.cfg.rl.heldout
+    probe = pick_heldout(list(load_taskset(p).split(Split.HELDOUT)), hc.per_domain) if hc.every else []
+    if not probe:
+        return None
+    score = lambda ts, cs: score_batch(ts, cs, p.sandbox, p.cfg.reward)  # noqa: E731
+    return HeldoutMonitor(heldout_eval_fn(probe, score, hc.max_new_tokens), hc.every, hc.max_drop)
 
 
 def _lineage(p: "Pipeline", stage: str, adapter: Path, parent: Path | None, stats: StageStats) -> None:

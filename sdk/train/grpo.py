@@ -70,8 +70,12 @@ def prompts_needed(cfg: RlConfig) -> int:
 
 def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], reward_fn: Callable,
              cfg: RlConfig, lora_cfg, out_dir: Path, seed: int, dtype: str = "auto",
-             progress: bool = True, callbacks: Sequence[TrainerCallback] = ()) -> StageStats:
+             progress: bool = True, callbacks: Sequence[TrainerCallback] = (),
+             rollout_func: Callable | None = None) -> StageStats:
     """Run GRPO; save the adapter to ``out_dir/adapter``.
+
+    ``rollout_func``: a TRL rollout function for multi-turn tool rollouts
+    (:class:`sdk.rollout.trl_rollout.ToolRolloutFunc`); None = TRL's single-turn generation.
 
     With ``cfg.order`` set, the dataset is the curriculum/mixing schedule (:mod:`sdk.train.curriculum`)
     of exactly the prompts ``max_steps`` consumes, and TRL's shuffling is off.
@@ -109,7 +113,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
     callbacks = [*guards(model), *callbacks]
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
-                          processing_class=tokenizer, peft_config=peft_cfg,
+                          processing_class=tokenizer, peft_config=peft_cfg, rollout_func=rollout_func,
                           callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
     quiet_trainer(trainer)
     trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
