@@ -143,10 +143,12 @@ class ExecResult(BaseModel):
 
     @property
     def passed(self) -> int:
+        """Number of tests that passed."""
         return sum(t.outcome == "passed" for t in self.tests)
 
     @property
     def total(self) -> int:
+        """Number of tests that ran (skipped ones excluded)."""
         return sum(t.outcome != "skipped" for t in self.tests)
 
     @property
@@ -162,6 +164,7 @@ class Sandbox:
     """
 
     def run_one(self, request: ExecRequest) -> ExecResult:  # pragma: no cover - interface
+        """Run one request (the hook implementations override)."""
         raise NotImplementedError
 
     def run(self, requests: list[ExecRequest]) -> list[ExecResult]:

@@ -37,10 +37,12 @@ class TaskSet:
 
     @property
     def tasks(self) -> tuple[Task, ...]:
+        """The tasks, in insertion order (duplicates collapsed)."""
         return self._tasks
 
     @property
     def quarantined(self) -> tuple[Quarantined, ...]:
+        """Held-back tasks and rows, each with its reason."""
         return self._quarantined
 
     @property
