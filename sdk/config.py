@@ -141,6 +141,18 @@ class DifficultyConfig(_Cfg):
         return self
 
 
+class HeldoutWatchConfig(_Cfg):
+    """Held-out monitoring during GRPO (``sdk.train.monitor``): every ``every`` steps, the mean greedy
+    reward on ``per_domain`` held-out tasks of each domain; when a domain drops more than
+    ``max_drop`` below its best, the last good LoRA weights are restored and training stops.
+    Off by default (each evaluation costs a generation pass)."""
+
+    every: int = Field(0, ge=0, description="steps between evaluations; 0 = off")
+    per_domain: int = Field(4, gt=0, description="held-out tasks per domain (first by id)")
+    max_new_tokens: int = Field(128, gt=0)
+    max_drop: float = Field(0.2, ge=0, description="allowed drop of a domain's mean reward from its best")
+
+
 class DpoConfig(_Cfg):
     """DPO on the feedback preference pairs through TRL's ``DPOTrainer`` (``sdk.train.dpo``), run
     after SFT and continuing its adapter; the reference is the SFT adapter (frozen copy)."""
@@ -191,6 +203,7 @@ class RlConfig(_Cfg):
     save_steps: int = Field(10, gt=0, description="checkpoint every this many steps (resume point after a crash)")
     order: OrderConfig = Field(default_factory=OrderConfig)
     difficulty: DifficultyConfig = Field(default_factory=DifficultyConfig)
+    heldout: HeldoutWatchConfig = Field(default_factory=HeldoutWatchConfig)
 
     @model_validator(mode="after")
     def _group(self) -> "RlConfig":

@@ -1,8 +1,8 @@
 """Held-out monitoring during training: per-domain scores every N steps, early stop and rollback.
 
 A :class:`HeldoutMonitor` is a trainer callback. Every ``every`` optimizer steps it calls an
-evaluation function ``eval_fn(model) -> {domain: score}`` (e.g. greedy pass rate on a few held-out
-tasks per domain), keeps the history, and snapshots the trainable weights (for LoRA a few MB, kept
+evaluation function ``eval_fn(model, tokenizer) -> {domain: score}`` (:func:`heldout_eval_fn`: mean
+greedy reward on a few held-out tasks per domain), keeps the history, and snapshots the trainable weights (for LoRA a few MB, kept
 in memory) whenever no domain is below its best by more than ``threshold``. When a domain falls
 further than that, it restores the last good snapshot and stops training, so the adapter the
 trainer saves next is the last good one. :func:`regressions` is the pure decision.
@@ -22,7 +22,7 @@ from transformers import TrainerCallback
 
 log = logging.getLogger(__name__)
 
-EvalFn = Callable[[object], Mapping[str, float]]
+EvalFn = Callable[[object, object], Mapping[str, float]]
 
 
 def regressions(history: Sequence[Mapping[str, float]], threshold: float) -> dict[str, float]:
@@ -49,8 +49,8 @@ class HeldoutMonitor(TrainerCallback):
     """Evaluate every ``every`` steps; on a regression beyond ``threshold``, roll back and stop.
 
     Args:
-        eval_fn: ``model -> {domain: score}``; called with the training model (switch it to
-            eval mode and back inside if it generates).
+        eval_fn: ``(model, tokenizer) -> {domain: score}``; called with the training model
+            (switch it to eval mode and back inside if it generates).
         every: steps between evaluations (also evaluated before the first step).
         threshold: allowed drop per domain from its best score.
     Attributes:
@@ -68,14 +68,14 @@ class HeldoutMonitor(TrainerCallback):
         self.regressed: dict[str, float] = {}
         self._good: tuple[int, dict] | None = None
 
-    def on_train_begin(self, args, state, control, model=None, **kwargs):
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
         if model is not None and not self.history:
-            self._evaluate(state.global_step, model)
+            self._evaluate(state.global_step, model, processing_class)
 
-    def on_step_end(self, args, state, control, model=None, **kwargs):
+    def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         if model is None or state.global_step % self.every:
             return control
-        self._evaluate(state.global_step, model)
+        self._evaluate(state.global_step, model, processing_class)
         bad = regressions([h["scores"] for h in self.history], self.threshold)
         if bad and self._good is not None:
             step, snapshot = self._good
@@ -85,8 +85,8 @@ class HeldoutMonitor(TrainerCallback):
             control.should_training_stop = True
         return control
 
-    def _evaluate(self, step: int, model) -> None:
-        scores = dict(self.eval_fn(model))
+    def _evaluate(self, step: int, model, tokenizer) -> None:
+        scores = dict(self.eval_fn(model, tokenizer))
         self.history.append({"step": step, "scores": scores})
         if not regressions([h["scores"] for h in self.history], self.threshold):
             self._good = (step, _snapshot(model))
@@ -107,3 +107,49 @@ def _restore(model, snapshot: dict) -> None:
         for n, p in model.named_parameters():
             if n in snapshot:
                 p.copy_(snapshot[n])
+
+
+def heldout_eval_fn(tasks: Sequence, score: Callable[[list, list[str]], list], max_new_tokens: int = 128,
+                    batch_size: int = 8) -> EvalFn:
+    """An ``eval_fn``: greedy completions of ``tasks`` from the training model, scored by ``score``
+    (``(tasks, completions) -> results with .score``), averaged per domain (unjudged samples left out).
+
+    The model is put in eval mode for generation and back in train mode after.
+    """
+    import torch
+
+    def run(model, tokenizer) -> dict[str, float]:
+        was_training = model.training
+        model.eval()
+        side, tokenizer.padding_side = tokenizer.padding_side, "left"
+        texts = []
+        try:
+            for start in range(0, len(tasks), batch_size):
+                part = tasks[start:start + batch_size]
+                prompts = [tokenizer.apply_chat_template([m.model_dump() for m in t.prompt], tokenize=False,
+                                                         add_generation_prompt=True) for t in part]
+                enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+                with torch.no_grad():
+                    out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                         pad_token_id=tokenizer.pad_token_id)
+                texts += tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        finally:
+            tokenizer.padding_side = side
+            model.train(was_training)
+        sums: dict[str, list[float]] = {}
+        for task, res in zip(tasks, score(list(tasks), texts)):
+            if res.score is not None:
+                sums.setdefault(task.domain, []).append(res.score)
+        return {d: sum(v) / len(v) for d, v in sums.items()}
+
+    return run
+
+
+def pick_heldout(tasks: Sequence, per_domain: int) -> list:
+    """The first ``per_domain`` tasks of each domain by id (a fixed, reproducible probe set)."""
+    out, count = [], {}
+    for t in sorted(tasks, key=lambda t: t.id):
+        if count.get(t.domain, 0) < per_domain:
+            out.append(t)
+            count[t.domain] = count.get(t.domain, 0) + 1
+    return out

@@ -24,7 +24,7 @@ def test_monitor_rolls_back_to_the_last_good_weights_and_stops(tiny_model_dir, t
     seen: list[dict] = []
     scores = iter([0.5, 0.6, 0.6, 0.2, 0.9, 0.9, 0.9])
 
-    def eval_fn(model):
+    def eval_fn(model, tokenizer):
         seen.append({n.replace(".default", ""): p.detach().clone()
                      for n, p in model.named_parameters() if p.requires_grad})
         return {"acme": next(scores)}
@@ -47,4 +47,35 @@ def test_monitor_rolls_back_to_the_last_good_weights_and_stops(tiny_model_dir, t
 
 def test_monitor_rejects_a_zero_interval():
     with pytest.raises(ValueError, match="every"):
-        HeldoutMonitor(lambda m: {}, every=0, threshold=0.1)
+        HeldoutMonitor(lambda m, t: {}, every=0, threshold=0.1)
+
+
+def test_heldout_eval_fn_scores_greedy_completions_per_domain(tiny_model_dir):
+    from types import SimpleNamespace
+
+    from sdk.models import load_model
+    from sdk.tasks.records import AnswerVerifier, Message, Source, Task
+    from sdk.train.monitor import heldout_eval_fn, pick_heldout
+
+    def task(domain, i, expected):
+        return Task(domain=domain, prompt=(Message(role="user", content=f"q{i}"),), source=Source(connector="t"),
+                    verifier=AnswerVerifier(expected=expected))
+
+    tasks = [task("easy", i, "x") for i in range(3)] + [task("hard", i, "y") for i in range(3)]
+    probe = pick_heldout(tasks, per_domain=2)
+    assert len(probe) == 4 and {t.domain for t in probe} == {"easy", "hard"}
+    assert pick_heldout(tasks, 2) == probe, "the probe set is fixed"
+
+    seen = []
+
+    def score(ts, completions):
+        seen.extend(completions)
+        return [SimpleNamespace(score=1.0 if t.domain == "easy" else None if i == 3 else 0.0)
+                for i, t in enumerate(ts)]
+
+    model, tok = load_model(tiny_model_dir, dtype="float32")
+    model.train()
+    scores = heldout_eval_fn(probe, score, max_new_tokens=4, batch_size=3)(model, tok)
+    assert scores == {"easy": 1.0, "hard": 0.0}, "per-domain means; an unjudged sample is left out"
+    assert len(seen) == 4 and all(isinstance(c, str) for c in seen)
+    assert model.training, "the model is back in train mode"
