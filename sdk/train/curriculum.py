@@ -17,6 +17,7 @@ little still gets a non-empty first phase. Tasks without a measured pass rate si
 
 from __future__ import annotations
 
+import logging
 import random
 from itertools import pairwise
 from collections.abc import Sequence
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 
 from sdk.config import OrderConfig
 from sdk.train.mixing import domain_weights, mix_sequence
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -142,5 +145,8 @@ def order_rows(rows: Sequence[dict], items: Sequence[Item], cfg: OrderConfig, n:
         raise ValueError(f"{len(rows)} rows but {len(items)} schedule items; they must be aligned")
     if is_default(cfg):
         return list(rows), {}
+    if cfg.curriculum == "easy_to_hard" and all(x.difficulty is None for x in items):
+        log.warning("curriculum easy_to_hard but no row has a measured pass rate: the order is one shuffled "
+                    "phase; enable rl.difficulty to measure pass rates first")
     order = schedule(items, cfg, n, seed)
     return [rows[i] for i in order], order_summary(items, order)

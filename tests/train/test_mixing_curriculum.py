@@ -111,3 +111,17 @@ def test_schedule_drops_zero_weight_domains_and_default_config_is_flagged():
 def test_static_mixing_without_weights_is_rejected_by_the_config():
     with pytest.raises(ValueError, match="domain_weights"):
         OrderConfig(mixing="static")
+
+
+def test_order_rows_keeps_default_order_and_warns_without_pass_rates(caplog):
+    from sdk.train.curriculum import order_rows
+
+    rows = [{"i": i} for i in range(4)]
+    items = [Item("a", None, 10 - i) for i in range(4)]
+    assert order_rows(rows, items, OrderConfig(), None, 0) == (rows, {})
+    got, summary = order_rows(rows, items, OrderConfig(curriculum="easy_to_hard"), 6, 0)
+    assert len(got) == 6 and summary["rows"] == 6 and "no row has a measured pass rate" in caplog.text
+    short_first, _ = order_rows(rows, items, OrderConfig(curriculum="short_to_long", phases=4), None, 0)
+    assert short_first == rows[::-1]
+    with pytest.raises(ValueError, match="aligned"):
+        order_rows(rows, items[:3], OrderConfig(curriculum="short_to_long"), None, 0)
