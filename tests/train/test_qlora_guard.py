@@ -94,3 +94,32 @@ def test_gradient_flow_guard_catches_a_cut_graph(tiny_model_dir):
     with pytest.raises(ModelError, match="no gradient"):
         GradientFlowGuard().on_pre_optimizer_step(None, state, None, model=model)
     GradientFlowGuard(steps=1).on_pre_optimizer_step(None, SimpleNamespace(global_step=1), None, model=model)
+
+
+@pytest.mark.gpu
+def test_qlora_on_gpu_keeps_gradients_after_generation(fp_model_dir):
+    """On CUDA: a 4-bit model with LoRA, guarded, generates in eval mode and then still trains
+    with the same LoRA gradients as before generating (the repacking path is CPU-only; this
+    checks that nothing else in the 4-bit path breaks gradients after eval-mode use)."""
+    pytest.importorskip("bitsandbytes")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(fp_model_dir, quantization_config=q, device_map={"": 0})
+    model = get_peft_model(model, LoraConfig(r=4, target_modules="all-linear", task_type="CAUSAL_LM"))
+    for n, p in model.named_parameters():
+        if "lora_B" in n:
+            torch.nn.init.normal_(p, std=0.1)
+    disable_cpu_repacking(model)
+    batch = {"input_ids": torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(0)).cuda()}
+    before = _lora_grads(model, batch)
+    model.eval()
+    with torch.no_grad():
+        model.generate(**batch, max_new_tokens=4, do_sample=False)
+    after = _lora_grads(model, batch)
+    assert repacked_modules(model) == [] and missing_gradients(model) == []
+    for name, g in before.items():
+        assert torch.allclose(after[name].float(), g.float(), rtol=1e-3, atol=1e-5), name
