@@ -30,7 +30,7 @@ from connectors.pysource import replace_body  # noqa: E402
 from connectors.pytest_suite import PytestSuiteSource  # noqa: E402
 from sdk.config import SandboxConfig  # noqa: E402
 from sdk.sandbox import make_sandbox  # noqa: E402
-from sdk.sandbox.contract import ExecRequest  # noqa: E402
+from sdk.sandbox.contract import ExecRequest, Limits  # noqa: E402
 
 DEFAULT = ("more-itertools", "10.7.0", "more_itertools")
 BROKEN = ("return None", "raise NotImplementedError")
@@ -55,7 +55,8 @@ def _requests(task) -> list[tuple[str, ExecRequest]]:
 
     def req(solution: str, tests: dict[str, str]) -> ExecRequest:
         return ExecRequest(framework=v.framework, solution=solution, tests=tests, files=v.files,
-                           target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude)
+                           target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude,
+                           limits=Limits(timeout_s=v.timeout_s))
 
     out = [("reference", req(task.reference, v.tests))]
     if v.hidden_tests:

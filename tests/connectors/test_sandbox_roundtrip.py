@@ -15,7 +15,7 @@ from connectors.jsonl_bench import HumanEvalSource
 from connectors.pysource import replace_body
 from connectors.pytest_suite import PytestSuiteSource
 from sdk.config import SandboxConfig
-from sdk.sandbox.contract import ExecRequest, ExecStatus
+from sdk.sandbox.contract import ExecRequest, ExecStatus, Limits
 
 sandbox_mod = pytest.importorskip("sdk.sandbox")
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pyrepo"
@@ -24,7 +24,8 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pyrepo"
 def request(task, solution: str, hidden: bool = False) -> ExecRequest:
     v = task.verifier
     return ExecRequest(framework=v.framework, solution=solution, tests=v.hidden_tests if hidden else v.tests,
-                       files=v.files, target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude)
+                       files=v.files, target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude,
+                       limits=Limits(timeout_s=v.timeout_s))
 
 
 @pytest.fixture(scope="module")
