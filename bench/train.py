@@ -157,13 +157,11 @@ def main() -> None:
             from sdk.train.sft import sft_rows
 
             rows = sft_rows(tasks[: a.rows], [])
-            base = sft_trl_defaults(model, rows, tmp / "trl")
-            ours = sft_tuneloop(model, rows, tmp / "ours")
-            grouped = sft_tuneloop(model, rows, tmp / "grouped", group_by_length=True)
-            print(f"SFT {a.model}, {len(rows)} HumanEval rows, 1 epoch")
-            for name, (tps, tok, rt) in [("TRL SFTTrainer defaults (bf16=False)", base), ("tuneloop defaults", ours),
-                                         ("tuneloop + group_by_length", grouped)]:
-                print(f"  {name:40s} {tps:9.1f} tokens/s  ({tok} tokens in {rt:.1f} s)")
+            print(f"SFT {a.model}, {len(rows)} HumanEval rows, 1 epoch", flush=True)
+            base = _show("TRL SFTTrainer defaults (bf16=False)", sft_trl_defaults(model, rows, tmp / "trl"))
+            ours = _show("tuneloop defaults", sft_tuneloop(model, rows, tmp / "ours"))
+            grouped = _show("tuneloop + group_by_length", sft_tuneloop(model, rows, tmp / "grouped",
+                                                                       group_by_length=True))
             print(f"  ratio tuneloop/TRL = {ours[0] / base[0]:.2f}x; with group_by_length = "
                   f"{grouped[0] / base[0]:.2f}x (target >= 1.5x)")
         if not a.skip_grpo:
@@ -181,6 +179,12 @@ def main() -> None:
             print(f"  in-process Python reward     {t_py:6.2f} s/step")
             print(f"  ratio sandbox/in-process = {t_sb / t_py:.2f}x (target <= 1.1x); "
                   f"completions that reached the sandbox: {reached}")
+
+
+def _show(name: str, result: tuple[float, int, float]) -> tuple[float, int, float]:
+    tps, tok, rt = result
+    print(f"  {name:40s} {tps:9.1f} tokens/s  ({tok} tokens in {rt:.1f} s)", flush=True)
+    return result
 
 
 def _reached_sandbox(log: Path) -> str:
