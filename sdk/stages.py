@@ -153,8 +153,10 @@ def stage_rl(p: "Pipeline") -> StageStats:
             train, _, difficulty = measure_and_filter(train, p.model_path, adapter, p.cfg.rl.difficulty, p.sandbox,
                                                       p.cfg.reward, p.run_dir / "rl", p.cfg.seed, p.cfg.model.dtype)
         p.console.print(f"  difficulty: kept {difficulty['kept']}, dropped {difficulty['dropped_by_reason']}")
+    # No reference baseline: a task's tests only cover its target, so "tests the reference passes
+    # that the completion fails" would charge every failing test twice (tests tier + penalty).
     reward = SandboxReward(sandbox_config=p.cfg.sandbox, weights=p.cfg.reward,
-                           log_path=str(p.run_dir / "rl" / "rewards.jsonl"))
+                           log_path=str(p.run_dir / "rl" / "rewards.jsonl"), reference_baseline=False)
     rollout = None
     if p.cfg.tools is not None and p.cfg.tools.tools:
         reward, rollout = _tool_rollout(p)
