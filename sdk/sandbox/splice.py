@@ -49,12 +49,18 @@ def splice(original: str, solution: str, entry_point: str, filename: str = "targ
     Raises:
         SpliceError: the solution does not parse (``syntax=True``) or does not define
             ``entry_point`` at top level; or ``original`` does not parse.
+
+    A dotted ``entry_point`` ``Class.method`` replaces that method inside ``Class``: the
+    solution may give it as a top-level ``def method`` or inside a ``class Class``; it is
+    re-indented to the original method's column (see :func:`_splice_method`).
     """
     sol_tree = parse_solution(solution)
     try:
         orig_tree = ast.parse(original, filename=filename)
     except SyntaxError as exc:
         raise SpliceError(f"{filename} does not parse: {exc}") from exc
+    if "." in entry_point:
+        return _splice_method(original, orig_tree, solution, sol_tree, entry_point)
     sol_lines, orig_lines = solution.splitlines(), original.splitlines()
     defs = [n for n in sol_tree.body if isinstance(n, _DEFS) and n.name == entry_point]
     if not defs:
@@ -94,3 +100,28 @@ def _import_insertion_line(tree: ast.Module) -> int:
         else:
             break
     return at
+
+
+def _splice_method(original: str, orig_tree: ast.Module, solution: str, sol_tree: ast.Module,
+                   entry_point: str) -> str:
+    """Replace method ``Class.method`` of ``original`` with the solution's ``method``."""
+    cls_name, _, meth = entry_point.rpartition(".")
+    cls = next((n for n in orig_tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
+    target = next((n for n in (cls.body if cls else []) if isinstance(n, _DEFS[:2]) and n.name == meth), None)
+    if target is None:
+        raise SpliceError(f"the task file has no method `{entry_point}`")
+    candidates = [n for n in sol_tree.body if isinstance(n, _DEFS[:2]) and n.name == meth]
+    for node in sol_tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls_name:
+            candidates += [n for n in node.body if isinstance(n, _DEFS[:2]) and n.name == meth]
+    if not candidates:
+        raise SpliceError(f"the solution does not define `{meth}` (top level or inside `class {cls_name}`)")
+    node = candidates[-1]
+    s0, s1 = _span(node)
+    sol_lines = solution.splitlines()[s0:s1]
+    strip = len(sol_lines[0]) - len(sol_lines[0].lstrip())
+    indent = " " * target.col_offset
+    new_def = [indent + line[strip:] if line.strip() else "" for line in sol_lines]
+    o0, o1 = _span(target)
+    orig_lines = original.splitlines()
+    return "\n".join(orig_lines[:o0] + new_def + orig_lines[o1:]) + "\n"
