@@ -17,6 +17,19 @@ packed sequences attends to the first: logits differ by 0.25 on the tiny model, 
 it would train on cross-contaminated context. It is correct with FlashAttention on a GPU.
 
     .venv/bin/python bench/train.py [--model tiny|smollm2-135m] [--rows 32] [--grpo-steps 3] [--skip-grpo]
+
+Measured 2026-11-30 on the shared 2-core development machine (load average 4-11 from other jobs,
+so absolute numbers are several times slower than DESIGN.md's and ratios are noisy):
+
+* tiny model, 32 rows: TRL defaults 275 tok/s, tuneloop 393 tok/s (1.43x), + group_by_length 329 (1.20x);
+  GRPO 5.42 s/step sandboxed vs 3.86 in-process (1.40x), with 0/16 completions reaching the
+  sandbox (the random model's output never parses), so the gap is reward-side overhead + noise.
+* smollm2-135m, 12 rows: TRL defaults 27.9 tok/s, tuneloop 27.7 (0.99x), + group_by_length 26.2 (0.94x).
+  The 1.5x target is not met on the real model: tuneloop's differences from TRL's defaults
+  (no gradient checkpointing, batch 4 instead of 8, max_length 512) cancel out here, and packing
+  is unusable on CPU (above).
+* smollm2-135m GRPO, 4 tasks, median of 2 steps: sandboxed 127.0 s/step vs in-process 129.1 s/step
+  (0.98x, target <= 1.1x met); 5/12 completions reached the sandbox. Generation dominates the step.
 """
 
 from __future__ import annotations
