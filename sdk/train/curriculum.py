@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 import random
-from itertools import pairwise
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from sdk.config import OrderConfig
 from sdk.train.mixing import domain_weights, mix_sequence
