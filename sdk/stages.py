@@ -113,7 +113,7 @@ def stage_sft(p: "Pipeline") -> StageStats:
     rows = sft_rows(train, examples)
     p.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples)")
     stats = run_sft(p.model_path, rows, p.cfg.sft, p.run_dir / "sft", p.cfg.seed, p.cfg.model.dtype, p.progress,
-                    items=sft_items(train, examples))
+                    items=sft_items(train, examples), load_in_4bit=p.cfg.model.load_in_4bit)
     _lineage(p, "sft", p.run_dir / "sft" / "adapter", None, stats)
     if p.cfg.sft.dpo.enabled:
         stats.extra["dpo"] = _dpo(p)
@@ -131,7 +131,7 @@ def _dpo(p: "Pipeline") -> dict:
     p.console.print(f"  DPO on {len(rows)} preference pairs ({skipped} skipped: empty or identical)")
     sft_dir = p.run_dir / "sft"
     dstats = run_dpo(p.model_path, sft_dir / "adapter", rows, p.cfg.sft.dpo, p.cfg.sft.lora, sft_dir / "dpo",
-                     p.cfg.seed, p.cfg.model.dtype, p.progress)
+                     p.cfg.seed, p.cfg.model.dtype, p.progress, load_in_4bit=p.cfg.model.load_in_4bit)
     promote(sft_dir, sft_dir / "dpo")
     _lineage(p, "dpo", sft_dir / "adapter", sft_dir / "adapter_sft", dstats)
     return {"rows": len(rows), "skipped_pairs": skipped, "steps": dstats.extra["steps"]}
@@ -165,7 +165,7 @@ def stage_rl(p: "Pipeline") -> StageStats:
     monitor = _heldout_monitor(p)
     stats = run_grpo(p.model_path, adapter, train, reward, p.cfg.rl, p.cfg.sft.lora, p.run_dir / "rl",
                      p.cfg.seed, p.cfg.model.dtype, p.progress, rollout_func=rollout,
-                     callbacks=[monitor] if monitor else [])
+                     callbacks=[monitor] if monitor else [], load_in_4bit=p.cfg.model.load_in_4bit)
     _lineage(p, "rl", p.run_dir / "rl" / "adapter", adapter, stats)
     if monitor is not None:
         stats.extra["heldout"] = monitor.summary()

@@ -88,7 +88,7 @@ def dpo_args(cfg: DpoConfig, out_dir: Path, seed: int) -> dict:
 
 def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: DpoConfig, lora: LoraConfig,
             out_dir: Path, seed: int, dtype: str = "auto", progress: bool = True,
-            callbacks: Sequence[TrainerCallback] = ()) -> StageStats:
+            callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False) -> StageStats:
     """Train with DPO; save the adapter to ``out_dir/adapter``. Resumes from ``out_dir/checkpoints``.
 
     Args:
@@ -106,7 +106,7 @@ def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: Dp
 
     if not rows:
         raise ValueError("no DPO rows: the sources wrote no usable preference pairs")
-    model, tokenizer = load_model(model_path, dtype=dtype)
+    model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
     peft_cfg = None
     if adapter_dir is not None:
         model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)

@@ -71,7 +71,7 @@ def prompts_needed(cfg: RlConfig) -> int:
 def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], reward_fn: Callable,
              cfg: RlConfig, lora_cfg, out_dir: Path, seed: int, dtype: str = "auto",
              progress: bool = True, callbacks: Sequence[TrainerCallback] = (),
-             rollout_func: Callable | None = None) -> StageStats:
+             rollout_func: Callable | None = None, load_in_4bit: bool = False) -> StageStats:
     """Run GRPO; save the adapter to ``out_dir/adapter``.
 
     ``rollout_func``: a TRL rollout function for multi-turn tool rollouts
@@ -104,7 +104,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
         raise ValueError("no GRPO rows: no train task has an automatic verifier")
     items = [Item(t.domain, t.difficulty, len(t.prompt[-1].content)) for t in tasks if t.verifier.kind != "reference"]
     rows, order = order_rows(rows, items, cfg.order, prompts_needed(cfg), seed)
-    model, tokenizer = load_model(model_path, dtype=dtype)
+    model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
     peft_cfg = None
     if adapter_dir is not None:
         model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)

@@ -64,7 +64,7 @@ def sft_items(tasks: Sequence[Task], examples: Sequence[SftExample]) -> list[Ite
 
 def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, seed: int,
             dtype: str = "auto", progress: bool = True, items: Sequence[Item] | None = None,
-            callbacks: Sequence[TrainerCallback] = ()) -> StageStats:
+            callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False) -> StageStats:
     """Train a LoRA adapter on ``rows``; save it to ``out_dir/adapter``.
 
     Resumes from the newest checkpoint under ``out_dir/checkpoints`` when one exists (checkpoints
@@ -86,7 +86,7 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     ordered = items is not None and not is_default(cfg.order)
     if ordered:
         rows, _ = order_rows(rows, items, cfg.order, None, seed)
-    model, tokenizer = load_model(model_path, dtype=dtype)
+    model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
     args = SFTConfig(
         num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
