@@ -265,9 +265,27 @@ def stage_report(p: "Pipeline") -> StageStats:
 
     report, gate = make_report(p)
     stats = StageStats("report", extra={"report": report})
+    _record_verdict(p, report, gate)
     if gate is not None:
         gate.raise_if_failed()
     return stats
+
+
+def _record_verdict(p: "Pipeline", report: dict, gate) -> None:
+    """Write the gate verdict and held-out pass@1 into the evaluated adapter's ``lineage.json``:
+    a failed gate marks the adapter not promotable."""
+    from sdk.train.lineage import read_lineage, write_lineage
+
+    adapter = p.adapter_for_eval()
+    lineage = read_lineage(adapter) if adapter is not None else None
+    if lineage is None:
+        return
+    held = (report.get("by_split") or {}).get("heldout") or {}
+    scores = {side: float(held[side]["1"]["value"]) for side in ("base", "tuned")
+              if isinstance(held.get(side), dict) and isinstance(held[side].get("1"), dict)}
+    write_lineage(adapter, lineage.model_copy(update={
+        "promotable": None if gate is None else bool(gate.passed),
+        "gate_reasons": tuple(gate.reasons) if gate is not None else (), "heldout_pass_at_1": scores}))
 
 
 def _save_jsonl(path: Path, rows: list[dict]) -> None:

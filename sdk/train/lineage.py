@@ -30,6 +30,9 @@ class Lineage(Frozen):
         steps: optimizer steps trained in this stage.
         rows: training rows (prompts, examples or pairs) in this stage.
         created: ISO-8601 UTC time of writing.
+        promotable: the regression gate's verdict once the report ran (None: not gated yet).
+        gate_reasons: why the gate refused it.
+        heldout_pass_at_1: base and tuned held-out pass@1 from the report, when evaluated.
     """
 
     stage: str
@@ -40,6 +43,9 @@ class Lineage(Frozen):
     steps: int = 0
     rows: int = 0
     created: str = ""
+    promotable: bool | None = None
+    gate_reasons: tuple[str, ...] = ()
+    heldout_pass_at_1: dict[str, float] = {}
 
 
 def write_lineage(adapter_dir: str | Path, lineage: Lineage) -> Path:

@@ -106,3 +106,19 @@ def test_cli_empty_test_suite(tmp_path, tiny_model_dir):
                    "sources:\n  - {type: pytest, domain: x, options: {path: ., package: pkg}}\n")
     result = CliRunner().invoke(app, ["run", str(cfg), "--stage", "tasks"])
     assert result.exit_code != 0 and "fix:" in result.output and "Traceback" not in result.output
+
+
+def test_failed_gate_exits_and_marks_adapter_not_promotable(finished_run):
+    from sdk.errors import GateError
+    from sdk.train.lineage import read_lineage
+
+    cfg, _ = finished_run
+    pipe = Pipeline(cfg, progress=False)
+    lineage = read_lineage(pipe.adapter_for_eval())
+    assert lineage.promotable is None and set(lineage.heldout_pass_at_1) == {"base", "tuned"}
+    strict = cfg.model_copy(update={"gate": cfg.gate.model_copy(update={"enabled": True, "min_heldout_gain": 0.5})})
+    with pytest.raises(GateError):
+        Pipeline(strict, progress=False).run(("report",))
+    lineage = read_lineage(pipe.adapter_for_eval())
+    assert lineage.promotable is False and lineage.gate_reasons
+    assert (cfg.run_path / "report.json").is_file()
