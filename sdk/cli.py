@@ -39,18 +39,26 @@ def _overrides(pairs: list[str] | None) -> dict:
         key, sep, value = pair.partition("=")
         if not sep:
             raise TuneloopError(f"--set {pair!r} is not KEY=VALUE", "write e.g. --set rl.max_steps=2")
-        out[key] = yaml.safe_load(value)
+        if not key.strip():
+            raise TuneloopError(f"--set {pair!r} has no key before `=`", "write e.g. --set rl.max_steps=2")
+        try:
+            out[key] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise TuneloopError(f"--set {pair!r}: the value is not valid YAML ({exc.problem or exc})",
+                                "quote the value, e.g. --set 'tasks.system_prompt=\"a: b\"', or fix its brackets") from exc
     return out
 
 
-def _run(config: Path, stages: tuple[str, ...], overrides: list[str] | None, force: bool) -> None:
+def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | None, force: bool) -> None:
     logging.basicConfig(level=os.environ.get("TUNELOOP_LOG", "WARNING"))
     show = sys.stderr.isatty() or bool(os.environ.get("TUNELOOP_PROGRESS"))
 
     def go():
         pipe = _pipeline(config, overrides)
         pipe.progress = show
-        pipe.run(stages, force=force)
+        from sdk.pipeline import STAGES
+
+        pipe.run(stages or STAGES, force=force)
 
     try:
         _guard(go)
@@ -64,9 +72,7 @@ def run(config: Path = ConfigArg, stage: Optional[list[str]] = typer.Option(
         None, "--stage", help="run only these stages (repeatable): tasks, sft, rl, eval, report"),
         set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
     """Run the whole pipeline (or the given stages) into the config's run_dir."""
-    from sdk.pipeline import STAGES
-
-    _run(config, tuple(stage) if stage else STAGES, set_, force)
+    _run(config, tuple(stage) if stage else None, set_, force)
 
 
 @tasks_app.command("build")
@@ -101,9 +107,11 @@ def report(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt) -> None
 
 def _pipeline(config: Path, overrides: list[str] | None):
     from sdk.config import load_config
+
+    cfg = load_config(config, _overrides(overrides))  # validate before the slow torch/transformers imports
     from sdk.pipeline import Pipeline
 
-    return Pipeline(load_config(config, _overrides(overrides)), console=console)
+    return Pipeline(cfg, console=console)
 
 
 def _guard(fn):
