@@ -51,6 +51,8 @@ def _overrides(pairs: list[str] | None) -> dict:
 
 def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | None, force: bool) -> None:
     logging.basicConfig(level=os.environ.get("TUNELOOP_LOG", "WARNING"))
+    if not os.environ.get("TUNELOOP_LOG"):  # its CPU-kernel notice on import is noise on every command
+        logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
     show = sys.stderr.isatty() or bool(os.environ.get("TUNELOOP_PROGRESS"))
 
     def go():

@@ -128,8 +128,12 @@ class Pipeline:
         from sdk.train.common import quiet_libraries
 
         quiet_libraries()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "config.json").write_text(self.cfg.model_dump_json(indent=2))
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            (self.run_dir / "config.json").write_text(self.cfg.model_dump_json(indent=2))
+        except OSError as exc:
+            raise ConfigError(f"cannot write the run folder {self.run_dir}: {exc.strerror or exc}",
+                              "set `run_dir` (or --set run_dir=...) to a writable folder path") from exc
         result: dict[str, Any] = {}
         try:
             if any(s in ("sft", "rl", "eval") and (force or not self.is_complete(s)) for s in stages):
@@ -142,6 +146,9 @@ class Pipeline:
                     self.console.print(f"[dim]· {stage}: disabled in config[/dim]")
                     continue
                 self.console.rule(f"[bold]{stage}")
+                # a stage being redone is not complete until it finishes again: a crash or kill inside a
+                # --force re-run must not leave the old marker vouching for half-rewritten outputs
+                self.state_path(stage).unlink(missing_ok=True)
                 with StageClock(stage) as clock:
                     out = getattr(impl, f"stage_{stage}")(self)
                 stats = out if isinstance(out, StageStats) else StageStats(stage)

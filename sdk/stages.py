@@ -68,8 +68,11 @@ def stage_tasks(p: "Pipeline") -> StageStats:
         counts[f"{i}:{label}"] = result.counts
         p.console.print(f"  {label}: {result.counts}")
     if not tasks and not examples:
-        raise SourceError("the sources produced no tasks and no SFT examples",
-                          "check each source's path/URL and options; see the counts printed above")
+        reasons = Counter(q.reason for q in quarantined).most_common(3)
+        why = "".join(f"\n  - {n} quarantined: {r[:300]}" for r, n in reasons)
+        raise SourceError("the sources produced no tasks and no SFT examples" + (f"; top reasons:{why}" if why else ""),
+                          "check each source's path/URL and options (e.g. `fields:` of a jsonl source, `rating:` "
+                          "of a feedback source); see the counts printed above")
     tasks, dups = assign_splits(tasks, cfg.tasks.heldout_fraction, cfg.tasks.ood_domains, cfg.seed, fixed)
     quarantined += dups
     if cfg.tasks.validate_references and tasks:

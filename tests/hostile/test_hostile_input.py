@@ -1,0 +1,96 @@
+"""Hostile and careless input: each gets one message naming the fix and a non-zero exit, never a
+traceback or a silently wrong state. No model is needed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sdk.cli import app
+from sdk.config import parse_config
+from sdk.errors import SourceError
+from sdk.pipeline import Pipeline
+
+ROW = {"task_id": "T/0", "prompt": 'def add(a, b):\n    """Add."""\n',
+       "canonical_solution": "    return a + b\n", "entry_point": "add",
+       "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n"}
+
+
+def _config(tmp_path: Path, rows: list[dict], run_dir: str | None = None) -> Path:
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"run_dir: {run_dir or tmp_path / 'run'}\n"
+                   f"sources:\n  - {{type: jsonl, domain: bench, options: {{path: {bench}}}}}\n"
+                   "tasks: {validate_references: false}\n")
+    return cfg
+
+
+def _invoke(args: list[str]):
+    result = CliRunner().invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+@pytest.mark.parametrize("pair,words", [("sources=[", "not valid YAML"),
+                                        ("tasks.system_prompt=a: b: c", "not valid YAML"),
+                                        ("=3", "no key")])
+def test_bad_set_syntax_is_one_error(tmp_path, pair, words):
+    result = _invoke(["run", str(_config(tmp_path, [ROW])), "--stage", "tasks", "--set", pair])
+    assert result.exit_code == 2
+    assert words in result.output and "fix:" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("kind", ["file", "under_file"])
+def test_unwritable_run_dir_is_one_error(tmp_path, kind):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    run_dir = blocker if kind == "file" else blocker / "run"
+    result = _invoke(["run", str(_config(tmp_path, [ROW], str(run_dir))), "--stage", "tasks"])
+    assert result.exit_code == 2
+    assert "cannot write the run folder" in result.output and "run_dir" in result.output
+
+
+def test_config_error_does_not_import_torch(tmp_path):
+    """A misspelled key fails before the slow training imports (and their import-time warnings)."""
+    cfg = _config(tmp_path, [ROW])
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom sdk.cli import app\n"
+            f"r = CliRunner().invoke(app, ['run', {str(cfg)!r}, '--set', 'sft.epocs=1'])\n"
+            "assert r.exit_code == 2, r.output\nassert 'epochs' in r.output, r.output\n"
+            "assert 'torch' not in sys.modules and 'sdk.pipeline' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_no_tasks_error_names_the_quarantine_reason(tmp_path):
+    wrong = [{("solution" if k == "canonical_solution" else k): v for k, v in ROW.items()}]
+    result = _invoke(["run", str(_config(tmp_path, wrong)), "--stage", "tasks"])
+    assert result.exit_code == 2
+    assert "missing field 'canonical_solution'" in result.output
+
+
+def test_redone_stage_drops_its_marker_first(tmp_path, monkeypatch):
+    """A --force re-run that dies mid-stage must not leave the old marker saying the stage is complete."""
+    import sdk.stages
+
+    cfg = parse_config({"run_dir": str(tmp_path / "run"), "tasks": {"validate_references": False},
+                        "sources": [{"type": "jsonl", "domain": "bench",
+                                     "options": {"path": str(_config(tmp_path, [ROW]).parent / "bench.jsonl")}}]},
+                       base_dir=tmp_path)
+    pipe = Pipeline(cfg, progress=False)
+    pipe.run(("tasks",))
+    assert pipe.is_complete("tasks")
+
+    def killed(p):
+        (p.run_dir / "tasks" / "tasks.jsonl").write_text('{"trunc')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sdk.stages, "stage_tasks", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Pipeline(cfg, progress=False).run(("tasks",), force=True)
+    assert not Pipeline(cfg, progress=False).is_complete("tasks")
