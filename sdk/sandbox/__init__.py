@@ -85,6 +85,10 @@ def make_sandbox(config: "SandboxConfig | None" = None) -> Sandbox:
     from sdk.config import SandboxConfig  # noqa: PLC0415
 
     config = config or SandboxConfig()
+    if config.backend == "ray":
+        from sdk.sandbox.ray_backend import RaySandbox  # noqa: PLC0415
+
+        return RaySandbox(config)
     concurrency = config.concurrency or (os.cpu_count() or 1)
     backend = _choose_backend(config)
     return LocalSandbox(backend, concurrency=concurrency, cache=config.cache)
