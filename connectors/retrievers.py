@@ -71,6 +71,7 @@ class SqlFtsRetriever(BaseRetriever):
 
     @property
     def engine(self):
+        """The SQLAlchemy engine, created on first use."""
         if self._engine is None:
             from sqlalchemy import create_engine
 

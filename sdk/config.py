@@ -276,6 +276,7 @@ class RunConfig(_Cfg):
 
     @property
     def run_path(self) -> Path:
+        """The run folder, resolved against the config file's folder."""
         return self.resolve(self.run_dir)
 
 

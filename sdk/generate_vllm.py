@@ -26,4 +26,5 @@ class VLLMGenerator:  # pragma: no cover - needs a GPU and vLLM
         return [[(c.text, len(c.token_ids)) for c in o.outputs] for o in outs]
 
     def close(self) -> None:
+        """Release what this object holds (processes, files, models); safe to call twice."""
         del self.llm

@@ -63,6 +63,7 @@ class Pipeline:
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
 
     def state_path(self, stage: str) -> Path:
+        """Where the stage's completion marker lives: ``run_dir/state/<stage>.json``."""
         return self.run_dir / "state" / f"{stage}.json"
 
     def is_complete(self, stage: str) -> bool:

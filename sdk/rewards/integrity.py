@@ -87,6 +87,7 @@ class Finding(Frozen):
 
     @property
     def hacking(self) -> bool:
+        """True when any flag marks suspected reward hacking (score forced to 0)."""
         return self.flag in HACKING_FLAGS
 
 

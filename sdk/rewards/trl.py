@@ -73,9 +73,11 @@ class _Lazy(Sandbox):
         self.owner = owner
 
     def run_one(self, request):  # type: ignore[no-untyped-def]
+        """Run one request through the wrapped sandbox."""
         return self.owner.sandbox.run_one(request)
 
     def run(self, requests):  # type: ignore[no-untyped-def]
+        """Run the command or requests under this backend's isolation and limits."""
         return self.owner.sandbox.run(requests) if requests else []
 
 

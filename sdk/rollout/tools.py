@@ -48,6 +48,7 @@ class ToolCall(Frozen):
 
     @property
     def valid(self) -> bool:
+        """True when the call parsed and its arguments match the tool's schema."""
         return not self.error
 
 
@@ -238,10 +239,12 @@ class ToolBox:
         self.calls = 0
 
     def schemas(self) -> list[dict[str, Any]]:
+        """The JSON schemas of the tools, in the OpenAI tool format."""
         return tool_schemas(list(self.tools.values()))
 
     @property
     def exhausted(self) -> bool:
+        """True once ``max_calls`` calls have been answered in this rollout."""
         return self.calls >= self.max_calls
 
     def answer(self, call: ToolCall) -> ToolOutcome:

@@ -97,9 +97,11 @@ class BubblewrapBackend:
 
     # -- Backend protocol ---------------------------------------------------------------------
     def python(self, uid: int | None) -> str | None:
+        """The interpreter path this backend runs Python with for ``uid``, or None."""
         return self.interpreter
 
     def runtime(self) -> str:
+        """The read-only Python runtime (interpreter + pytest copy) this backend uses."""
         return RUNTIME_MOUNT
 
     def close(self) -> None:
@@ -108,6 +110,7 @@ class BubblewrapBackend:
 
     def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
             timeout_s: float | None = None) -> RawRun:
+        """Run the command or requests under this backend's isolation and limits."""
         fd = os.open(seccomp_bpf_path(), os.O_RDONLY)
         try:
             full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd) + argv

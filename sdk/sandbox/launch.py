@@ -71,6 +71,7 @@ class _Stream:
     total: int = 0
 
     def feed(self, chunk: bytes) -> None:
+        """Write the request's stdin to the child, then close it."""
         room = self.cap - len(self.data)
         if room > 0:
             self.data += chunk[:room]

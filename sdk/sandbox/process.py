@@ -19,12 +19,15 @@ class ProcessBackend:
     isolated = False
 
     def python(self, uid: int | None) -> str | None:
+        """The interpreter path this backend runs Python with for ``uid``, or None."""
         return process_interpreter(unprivileged=uid is not None)
 
     def runtime(self) -> str:
+        """The read-only Python runtime (interpreter + pytest copy) this backend uses."""
         return str(runtime_dir())
 
     def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
             timeout_s: float | None = None) -> RawRun:
+        """Run the command or requests under this backend's isolation and limits."""
         return launch(argv, cwd=str(ws.work), env=sandbox_env(str(ws.scratch)), limits=limits, uid=uid,
                       stdin=stdin, report=True, timeout_s=timeout_s)

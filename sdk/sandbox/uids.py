@@ -28,6 +28,7 @@ class UidLease:
         self.uid, self._fd = uid, fd
 
     def release(self) -> None:
+        """Give the leased uid back to the machine-wide pool."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

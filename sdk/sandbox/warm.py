@@ -122,9 +122,11 @@ class Zygote:
         return {p for p, pp in parents.items() if pp in init}
 
     def alive(self) -> bool:
+        """True while the pre-forked server process is running."""
         return self.proc.poll() is None
 
     def kill(self) -> None:
+        """Kill the pre-forked server and everything of its uid."""
         try:
             os.killpg(self.proc.pid, 9)
         except (ProcessLookupError, PermissionError):
@@ -195,6 +197,7 @@ class WarmServers:
         return set().union(*(z.pids() for z in servers if z.alive()))
 
     def close(self) -> None:
+        """Release what this object holds (processes, files, models); safe to call twice."""
         with self._lock:
             servers, self._servers = list(self._servers.values()), {}
         for s in servers:

@@ -60,6 +60,7 @@ class Workspace:
             raise
 
     def close(self) -> None:
+        """Release what this object holds (processes, files, models); safe to call twice."""
         for d in [self.base, *self.base.rglob("*")] if self.base.exists() else []:
             try:
                 if d.is_dir() and not d.is_symlink():

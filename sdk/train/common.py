@@ -83,6 +83,7 @@ class JsonlLogCallback(TrainerCallback):
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102 - TrainerCallback hook
+        """Append the log entry with its step to the JSONL file."""
         if logs and state.is_world_process_zero:
             with self.path.open("a") as fh:
                 fh.write(json.dumps({"step": state.global_step, "max_steps": state.max_steps,

@@ -104,9 +104,11 @@ class DifficultyCache:
                     continue  # a torn last line after a crash: that task is measured again
 
     def get(self, key: str) -> DifficultyEstimate | None:
+        """The cached pass-rate estimate for ``key``, or None."""
         return self._rows.get(key)
 
     def put(self, key: str, est: DifficultyEstimate) -> None:
+        """Store a pass-rate estimate under ``key`` (atomic write)."""
         self._rows[key] = est
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as fh:

@@ -69,10 +69,12 @@ class HeldoutMonitor(TrainerCallback):
         self._good: tuple[int, dict] | None = None
 
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
+        """Trainer hook: set up before the first step."""
         if model is not None and not self.history:
             self._evaluate(state.global_step, model, processing_class)
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        """Trainer hook: check after each optimizer step."""
         if model is None or state.global_step % self.every:
             return control
         self._evaluate(state.global_step, model, processing_class)

@@ -59,10 +59,12 @@ class QLoraGuard(TrainerCallback):
     """Trainer callback: disable 4-bit repacking at train start; fail if any layer gets repacked."""
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
+        """Trainer hook: set up before the first step."""
         if model is not None:
             disable_cpu_repacking(model)
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
+        """Trainer hook: check after each optimizer step."""
         if model is not None and repacked_modules(model):
             disable_cpu_repacking(model)  # raises with the fix
 
@@ -80,6 +82,7 @@ class GradientFlowGuard(TrainerCallback):
         self.steps = steps
 
     def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+        """Trainer hook: check gradients before the optimizer applies them."""
         if model is None or state.global_step >= self.steps:
             return
         missing = missing_gradients(model)
