@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sdk.errors import SourceError
+from sdk.errors import ConfigError, SourceError
 from sdk.sources import SftExample, resolve_source
 from sdk.tasks.records import Message, Split, Task
 from sdk.tasks.split import assign_splits
@@ -163,6 +163,11 @@ def stage_rl(p: "Pipeline") -> StageStats:
     rollout = None
     if p.cfg.tools is not None and p.cfg.tools.tools:
         reward, rollout = _tool_rollout(p)
+    if not any(t.verifier.kind != "reference" for t in train):
+        raise ConfigError(f"GRPO has nothing to train on: none of the {len(train)} train tasks has an automatic "
+                          "verifier" + (" (after the difficulty filter)" if difficulty is not None else ""),
+                          "add a test-suite source (pytest, jsonl, humaneval) whose split is auto or train, "
+                          "or turn GRPO off with `rl: {enabled: false}` (--set rl.enabled=false)")
     p.console.print(f"  GRPO on {len(train)} train tasks, {p.cfg.rl.max_steps} steps, "
                     f"{p.cfg.rl.num_generations} completions per prompt")
     monitor = _heldout_monitor(p)
@@ -240,6 +245,10 @@ def stage_eval(p: "Pipeline") -> StageStats:
     from sdk.rewards.tiered import score_batch
 
     tasks = eval_tasks(p)
+    if not tasks:
+        raise ConfigError(f"no task to evaluate: the task set has none in the eval splits {p.cfg.eval.splits}",
+                          "add a test-suite source (pytest, jsonl, humaneval) with split auto, heldout or ood, "
+                          "or list the splits that have tasks under `eval.splits` (see tasks/counts.json)")
     ec = p.cfg.eval
     models = [("base", None)]
     adapter = p.adapter_for_eval()

@@ -94,3 +94,34 @@ def test_redone_stage_drops_its_marker_first(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         Pipeline(cfg, progress=False).run(("tasks",), force=True)
     assert not Pipeline(cfg, progress=False).is_complete("tasks")
+
+
+def _no_verifiable_tasks(tmp_path: Path, **sections):
+    """A run whose task set is empty (all rows bad), so GRPO and eval have nothing to work on."""
+    from sdk.tasks.taskset import TaskSet
+
+    cfg = parse_config({"run_dir": str(tmp_path / "run"), "sources": [{"type": "jsonl", "domain": "b",
+                        "options": {"path": str(tmp_path / "x.jsonl")}}], **sections}, base_dir=tmp_path)
+    pipe = Pipeline(cfg, progress=False)
+    TaskSet([], []).save(pipe.run_dir / "tasks" / "tasks.jsonl")
+    return pipe
+
+
+def test_rl_without_verifiable_train_tasks_is_one_error(tmp_path):
+    """Feedback-only configs: GRPO said `ValueError: no GRPO rows` with a traceback."""
+    import sdk.stages
+    from sdk.errors import ConfigError
+
+    pipe = _no_verifiable_tasks(tmp_path)
+    with pytest.raises(ConfigError, match="rl.enabled=false"):
+        sdk.stages.stage_rl(pipe)
+
+
+def test_eval_without_tasks_is_one_error(tmp_path):
+    """Eval on 0 tasks printed `0/0 passed` and the report then failed with a misleading fix."""
+    import sdk.stages
+    from sdk.errors import ConfigError
+
+    pipe = _no_verifiable_tasks(tmp_path)
+    with pytest.raises(ConfigError, match="eval.splits"):
+        sdk.stages.stage_eval(pipe)
