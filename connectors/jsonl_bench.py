@@ -140,8 +140,13 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any], str]]:
     if not path.is_file():
         raise SourceError(f"benchmark file {path} does not exist", "set `path:` to a .jsonl or .jsonl.gz file")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with opener(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:  # per line, so one bad byte costs one row; a BOM (Windows editors) is not an error
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                yield lineno, {}, f"line {lineno} is not UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})"
+                continue
             if not line.strip():
                 continue
             try:

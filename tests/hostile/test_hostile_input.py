@@ -125,3 +125,21 @@ def test_eval_without_tasks_is_one_error(tmp_path):
     pipe = _no_verifiable_tasks(tmp_path)
     with pytest.raises(ConfigError, match="eval.splits"):
         sdk.stages.stage_eval(pipe)
+
+
+def test_jsonl_bom_and_one_bad_byte_cost_one_row_at_most(tmp_path):
+    """A BOM is not an error; a non-UTF-8 byte quarantines its own line only (hostile #14, #15)."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    from connectors.jsonl_bench import JsonlBenchmarkSource
+
+    row = {"task_id": "t/0", "prompt": "def f(x):\n    \"\"\"Double.\"\"\"\n", "entry_point": "f",
+           "canonical_solution": "    return 2 * x\n", "test": "def check(candidate):\n    assert candidate(2) == 4\n"}
+    other = {**row, "task_id": "t/1", "entry_point": "g", "prompt": row["prompt"].replace("f(", "g(")}
+    path = _Path(tmp_path) / "bench.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + _json.dumps(row).encode() + b"\n" + b"{\"bad\": \"\xff\"}\n"
+                     + _json.dumps(other).encode() + b"\n")
+    result = JsonlBenchmarkSource({"path": str(path)}, _Path(tmp_path), "bench").read()
+    assert len(result.tasks) == 2
+    assert len(result.quarantined) == 1 and "not UTF-8" in result.quarantined[0].reason
