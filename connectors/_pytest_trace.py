@@ -8,6 +8,9 @@ Environment:
     TUNELOOP_TRACE_ROOT: absolute package folder; only code objects under it are recorded.
     TUNELOOP_TRACE_OUT: JSON file written at session end.
     TUNELOOP_TRACE_CALLS: "1" to trace calls (the first run), "0" to record outcomes only.
+    TUNELOOP_TEST_TIMEOUT: seconds one test may run (setup + call + teardown) before it is
+        failed with ``TestHang`` (SIGALRM, main thread), so one hanging test costs that test,
+        not the whole suite. Default 60; 0 disables.
 
 Output shape: ``{"items": [{"nodeid", "path", "cls", "name", "kind", "outcome", "duration",
 "calls": [[relpath, qualname, direct], ...]}], "errors": [str], "exitstatus": int}``; duration is
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 
@@ -35,6 +39,17 @@ import pytest
 _ROOT = os.path.realpath(os.environ.get("TUNELOOP_TRACE_ROOT", "/nonexistent")) + os.sep
 _OUT = os.environ.get("TUNELOOP_TRACE_OUT", "")
 _TRACE = os.environ.get("TUNELOOP_TRACE_CALLS", "1") == "1"
+_TEST_TIMEOUT = float(os.environ.get("TUNELOOP_TEST_TIMEOUT", "60") or 0)
+
+
+class TestHang(Exception):
+    """A test ran past ``TUNELOOP_TEST_TIMEOUT``."""
+
+    __test__ = False
+
+
+def _hang(signum, frame):
+    raise TestHang(f"test ran longer than {_TEST_TIMEOUT:g} s (TUNELOOP_TEST_TIMEOUT)")
 
 _cache: dict = {}
 _skip: set = set()
@@ -99,9 +114,14 @@ def pytest_runtest_protocol(item, nextitem):
         _fast = set(_skip)
         sys.settrace(_trace)
         threading.settrace(_trace)
+    if _TEST_TIMEOUT > 0 and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGALRM, _hang)
+        signal.setitimer(signal.ITIMER_REAL, _TEST_TIMEOUT)
     try:
         yield
     finally:
+        if _TEST_TIMEOUT > 0 and threading.current_thread() is threading.main_thread():
+            signal.setitimer(signal.ITIMER_REAL, 0)
         if _TRACE:
             sys.settrace(None)
             threading.settrace(None)

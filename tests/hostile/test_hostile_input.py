@@ -143,3 +143,22 @@ def test_jsonl_bom_and_one_bad_byte_cost_one_row_at_most(tmp_path):
     result = JsonlBenchmarkSource({"path": str(path)}, _Path(tmp_path), "bench").read()
     assert len(result.tasks) == 2
     assert len(result.quarantined) == 1 and "not UTF-8" in result.quarantined[0].reason
+
+
+def test_one_hanging_test_costs_that_test_not_the_suite(tmp_path, monkeypatch):
+    """Hostile #11: a test that never returns is failed after TUNELOOP_TEST_TIMEOUT; the rest build."""
+    from pathlib import Path as _Path
+
+    from connectors.pytest_suite import PytestSuiteSource
+
+    (tmp_path / "hpkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "hpkg" / "__init__.py").write_text(
+        "def add(a, b):\n    return a + b\n\n\ndef spin(n):\n    while True:\n        pass\n")
+    (tmp_path / "tests" / "test_h.py").write_text(
+        "from hpkg import add, spin\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+        "def test_spin():\n    spin(1)\n")
+    monkeypatch.setenv("TUNELOOP_TEST_TIMEOUT", "2")
+    result = PytestSuiteSource({"path": str(tmp_path), "package": "hpkg"}, _Path(tmp_path), "x").read()
+    assert [t.verifier.entry_point for t in result.tasks] == ["add"]
+    assert result.counts["test_functions_failing"] == 1
