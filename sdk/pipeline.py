@@ -137,6 +137,8 @@ class Pipeline:
                               "set `run_dir` (or --set run_dir=...) to a writable folder path") from exc
         result: dict[str, Any] = {}
         try:
+            if "tasks" in stages and (force or not self.is_complete("tasks")):
+                self.check_sources()  # a typo in the last source must not wait for the first to be read
             if any(s in ("sft", "rl", "eval") and (force or not self.is_complete(s)) for s in stages):
                 _ = self.model_path  # fail fast on a bad model before hours of work
             for stage in stages:
@@ -160,6 +162,20 @@ class Pipeline:
         finally:
             self.close()
         return result
+
+    def check_sources(self) -> None:
+        """Resolve every source type and validate its options, reading nothing.
+
+        Raises:
+            ConfigError: an unknown source type or invalid connector options (names the source).
+        """
+        from sdk.sources import resolve_source
+
+        for i, src in enumerate(self.cfg.sources):
+            try:
+                resolve_source(src.type)(src.options, self.cfg.base_dir, src.domain)
+            except ConfigError as exc:
+                raise ConfigError(f"sources[{i}] ({src.type}): {exc.what}", exc.fix) from exc
 
     def adapter_for_eval(self) -> Path | None:
         """The newest adapter: GRPO's if it ran, else SFT's, else None (base only)."""

@@ -162,3 +162,18 @@ def test_one_hanging_test_costs_that_test_not_the_suite(tmp_path, monkeypatch):
     result = PytestSuiteSource({"path": str(tmp_path), "package": "hpkg"}, _Path(tmp_path), "x").read()
     assert [t.verifier.entry_point for t in result.tasks] == ["add"]
     assert result.counts["test_functions_failing"] == 1
+
+
+def test_bad_options_of_a_later_source_fail_before_any_source_is_read(tmp_path):
+    """Hostile #27: the typo in sources[1] is reported at once, naming the source."""
+    from sdk.config import parse_config
+    from sdk.errors import ConfigError
+    from sdk.pipeline import Pipeline
+
+    cfg = parse_config({"run_dir": str(tmp_path / "run"), "sources": [
+        {"type": "humaneval", "domain": "he"},
+        {"type": "sql_feedback", "domain": "fb", "options": {"urll": "sqlite:///x.db"}}]}, base_dir=tmp_path)
+    with pytest.raises(ConfigError) as err:
+        Pipeline(cfg, progress=False).run(("tasks",))
+    assert err.value.what.startswith("sources[1] (sql_feedback)")
+    assert not (tmp_path / "run" / "tasks").exists()
