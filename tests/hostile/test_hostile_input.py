@@ -177,3 +177,25 @@ def test_bad_options_of_a_later_source_fail_before_any_source_is_read(tmp_path):
         Pipeline(cfg, progress=False).run(("tasks",))
     assert err.value.what.startswith("sources[1] (sql_feedback)")
     assert not (tmp_path / "run" / "tasks").exists()
+
+
+def test_thumbs_table_read_as_stars_is_refused(tmp_path):
+    """Hostile #19: a wrong rating scale is an error, not thumbs-up silently read as 1 star."""
+    import sqlite3
+    from pathlib import Path as _Path
+
+    from connectors.sql_feedback import SqlFeedbackSource
+    from sdk.errors import SourceError
+
+    db = tmp_path / "fb.db"
+    con = sqlite3.connect(db)
+    con.execute("create table t (id integer primary key, prompt text, response text, rating integer)")
+    con.executemany("insert into t (prompt, response, rating) values (?, ?, ?)",
+                    [(f"q{i}", f"a{i}", 1 if i % 2 else -1) for i in range(10)])
+    con.commit()
+    con.close()
+    source = SqlFeedbackSource({"url": f"sqlite:///{db}", "table": "t", "rating": "stars_1_5"}, _Path(tmp_path), "fb")
+    with pytest.raises(SourceError, match="outside the declared"):
+        source.read()
+    ok = SqlFeedbackSource({"url": f"sqlite:///{db}", "table": "t", "rating": "thumbs"}, _Path(tmp_path), "fb").read()
+    assert len(ok.sft_examples) == 5
