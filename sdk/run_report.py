@@ -27,9 +27,12 @@ def make_report(p: "Pipeline") -> tuple[dict[str, Any], "GateResult | None"]:
 
     counts_path = p.run_dir / "tasks" / "counts.json"
     counts = json.loads(counts_path.read_text()) if counts_path.is_file() else {}
-    meta = {"model": p.cfg.model.name, "sources": counts.get("sources", {}),
-            "sft_examples": counts.get("sft_examples"), "preference_pairs": counts.get("preference_pairs"),
-            "quarantine_reasons": counts.get("quarantine_reasons"), "config": json.loads(p.cfg.model_dump_json())}
+    sources = "; ".join(f"{k.split(':', 1)[1]}: {v.get('tasks', 0)} tasks, {v.get('sft_examples', 0)} SFT examples"
+                        for k, v in counts.get("sources", {}).items())
+    meta = {"model": p.cfg.model.name, "sources": sources, "sft_examples": counts.get("sft_examples"),
+            "preference_pairs": counts.get("preference_pairs"),
+            "quarantine_reasons": ", ".join(f"{k}: {v}" for k, v in (counts.get("quarantine_reasons") or {}).items())
+            or "none", "config": str(p.run_dir / "config.json")}
     report, gate, json_path, html_path = report_from_run(p.run_dir, p.cfg.gate, meta=meta, seed=p.cfg.seed)
     print_summary(report, p.console)
     p.console.print(f"  report: {html_path}\n          {json_path}")

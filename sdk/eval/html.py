@@ -25,6 +25,7 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.muted{color
 .pass{color:#137333;font-weight:600}.fail{color:#b3261e;font-weight:600}
 .rec{background:#eef4fb;border-left:4px solid #1f77b4;padding:.6rem 1rem}
 figure{margin:.5rem 0}img{max-width:100%}code{font-size:.85rem}
+#meta td{text-align:left;white-space:normal;max-width:60rem;overflow-wrap:anywhere}#meta thead{display:none}
 """
 
 
