@@ -90,6 +90,20 @@ class JsonlLogCallback(TrainerCallback):
                                      "time": time.time(), **logs}, default=str) + "\n")
 
 
+def train_and_save(trainer, out_dir: Path) -> list[dict]:
+    """Quiet the trainer, train (resuming from the newest checkpoint under ``out_dir``), save the
+    adapter to ``out_dir/adapter`` and the log history to ``out_dir/log_history.json``.
+
+    Returns the trainer's log history (one dict per logged step, TRL's keys).
+    """
+    quiet_trainer(trainer)
+    trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
+    trainer.save_model(str(out_dir / "adapter"))
+    history = trainer.state.log_history
+    write_json(out_dir / "log_history.json", history)
+    return history
+
+
 def quiet_trainer(trainer) -> None:
     """Drop transformers' ``PrinterCallback`` (it prints every log dict when tqdm is off);
     the logs still reach ``trainer.state.log_history`` and the rich progress display."""

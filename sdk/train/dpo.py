@@ -27,11 +27,9 @@ from sdk.sources import PreferencePair
 from sdk.train.common import (
     StageStats,
     common_args,
-    last_checkpoint,
     peft_config,
     progress_callbacks,
-    quiet_trainer,
-    write_json,
+    train_and_save,
 )
 
 log = logging.getLogger(__name__)
@@ -115,11 +113,7 @@ def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: Dp
     trainer = DPOTrainer(model=model, args=DPOConfig(**dpo_args(cfg, out_dir, seed)),
                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_cfg,
                          callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
-    quiet_trainer(trainer)
-    trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
-    trainer.save_model(str(out_dir / "adapter"))
-    history = trainer.state.log_history
-    write_json(out_dir / "log_history.json", history)
+    history = train_and_save(trainer, out_dir)
     return StageStats("dpo", extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step})
 
 

@@ -21,7 +21,13 @@ from transformers import TrainerCallback
 from sdk.config import RlConfig
 from sdk.errors import ConfigError
 from sdk.tasks.records import Task
-from sdk.train.common import StageStats, common_args, last_checkpoint, on_gpu, progress_callbacks, quiet_trainer, write_json
+from sdk.train.common import (
+    StageStats,
+    common_args,
+    on_gpu,
+    progress_callbacks,
+    train_and_save,
+)
 from sdk.train.curriculum import Item, is_default, order_rows
 from sdk.train.difficulty import zero_std_summary
 from sdk.train.qlora import guards
@@ -115,11 +121,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer, peft_config=peft_cfg, rollout_func=rollout_func,
                           callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
-    quiet_trainer(trainer)
-    trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
-    trainer.save_model(str(out_dir / "adapter"))
-    history = trainer.state.log_history
-    write_json(out_dir / "log_history.json", history)
+    history = train_and_save(trainer, out_dir)
     generated = int(sum(h.get("completions/mean_length", 0) * cfg.batch_size for h in history if "loss" in h))
     zero_std = zero_std_summary(history, cfg.batch_size // cfg.num_generations)
     if zero_std["zero_std_groups"]:

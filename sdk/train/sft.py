@@ -19,7 +19,13 @@ from transformers import TrainerCallback
 from sdk.config import SftConfig
 from sdk.sources import SftExample
 from sdk.tasks.records import Task, UnitTestVerifier
-from sdk.train.common import StageStats, common_args, last_checkpoint, peft_config, progress_callbacks, quiet_trainer, write_json
+from sdk.train.common import (
+    StageStats,
+    common_args,
+    peft_config,
+    progress_callbacks,
+    train_and_save,
+)
 from sdk.train.curriculum import Item, is_default, order_rows
 from sdk.train.qlora import guards
 
@@ -97,11 +103,7 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                          peft_config=peft_config(cfg.lora),
                          callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
-    quiet_trainer(trainer)
-    trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
-    trainer.save_model(str(out_dir / "adapter"))
-    history = trainer.state.log_history
-    write_json(out_dir / "log_history.json", history)
+    history = train_and_save(trainer, out_dir)
     tokens = max((int(h.get("num_tokens", 0)) for h in history), default=0)
     return StageStats("sft", tokens_trained=tokens, extra={"log_history": history, "rows": len(rows),
                                                            "steps": trainer.state.global_step})
