@@ -90,3 +90,20 @@ def test_report_parsers():
     lt = "running 2 tests\ntest a::x ... ok\ntest a::y ... FAILED\ntest z ... ignored\n"
     assert [(t.name, t.outcome) for t in reports.parse_libtest(lt)] == [("a::x", "passed"), ("a::y", "failed"), ("z", "skipped")]
     assert reports.parse_junit("") == () and reports.parse_tltest("garbage") == ()
+
+
+def test_c_exit_zero_inside_the_code_under_test_is_not_a_pass():
+    """A C solution that calls exit(0) before a test's assertion fails that test ('exited_early')."""
+    from sdk.config import SandboxConfig
+    from sdk.sandbox import make_sandbox
+
+    if toolchain_status(L.C):
+        pytest.skip(toolchain_status(L.C))
+    box = make_sandbox(SandboxConfig(cache=False))
+    try:
+        [res] = box.run([ExecRequest(language=L.C, framework="tltest", target_path="add.c", limits=LIM,
+                                     solution="#include <stdlib.h>\nint add(int a, int b) { exit(0); return a + b; }\n",
+                                     tests=CASES[L.C]["tests"])])
+    finally:
+        box.close()
+    assert res.passed == 0 and res.status == ExecStatus.FAILED
