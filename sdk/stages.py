@@ -101,10 +101,10 @@ def load_taskset(p: "Pipeline") -> TaskSet:
 
 def load_examples(p: "Pipeline") -> list[SftExample]:
     """The SFT examples written by the tasks stage."""
-    path = p.run_dir / "tasks" / "sft_examples.jsonl"
-    if not path.is_file():
-        return []
-    return [SftExample.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
+    from sdk.jsonl import read_models
+
+    return read_models(p.run_dir / "tasks" / "sft_examples.jsonl", SftExample, SourceError,
+                       "re-run the tasks stage (`tuneloop run --force`) to rewrite the file", missing_ok=True)
 
 
 def stage_sft(p: "Pipeline") -> StageStats:

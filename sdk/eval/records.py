@@ -214,16 +214,7 @@ def load_rows(path: str | Path) -> list[EvalRow]:
     Raises:
         EvalError: the file is missing or a line is not a valid row (the line number is named).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise EvalError(f"eval rows file {path} does not exist", "pass the rows JSONL a previous evaluation wrote")
-    rows = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(EvalRow.model_validate_json(line))
-        except ValueError as exc:
-            raise EvalError(f"{path}:{i} is not a valid eval row: {exc}",
-                            "regenerate the file with sdk.eval.records.save_rows") from exc
-    return rows
+    from sdk.jsonl import read_models
+
+    return read_models(path, EvalRow, EvalError, "regenerate the file with sdk.eval.records.save_rows "
+                       "(a previous evaluation writes it)")

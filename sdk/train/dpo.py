@@ -41,19 +41,10 @@ def load_pairs(path: str | Path) -> list[PreferencePair]:
     Raises:
         SourceError: a line is not a valid :class:`PreferencePair` (names the line).
     """
-    path = Path(path)
-    if not path.is_file():
-        return []
-    pairs = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            pairs.append(PreferencePair.model_validate_json(line))
-        except ValueError as exc:
-            raise SourceError(f"{path}:{n} is not a preference pair: {str(exc).splitlines()[0]}",
-                              "re-run the tasks stage (`tuneloop run --force`) to rewrite the file") from exc
-    return pairs
+    from sdk.jsonl import read_models
+
+    return read_models(path, PreferencePair, SourceError,
+                       "re-run the tasks stage (`tuneloop run --force`) to rewrite the file", missing_ok=True)
 
 
 def dpo_rows(pairs: Sequence[PreferencePair]) -> tuple[list[dict], int]:
