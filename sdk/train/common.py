@@ -120,6 +120,7 @@ def quiet_libraries() -> None:
     from transformers.utils import logging as hf_logging
 
     warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=SyntaxWarning)  # from parsing model-written code
     warnings.filterwarnings("ignore", category=UserWarning, module="trl")
     warnings.filterwarnings("ignore", category=UserWarning, module="peft")
     hf_logging.set_verbosity_error()
