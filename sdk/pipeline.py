@@ -152,6 +152,7 @@ class Pipeline:
                 # a stage being redone is not complete until it finishes again: a crash or kill inside a
                 # --force re-run must not leave the old marker vouching for half-rewritten outputs
                 self.state_path(stage).unlink(missing_ok=True)
+                self._claim_checkpoints(stage, force)
                 with StageClock(stage) as clock:
                     out = getattr(impl, f"stage_{stage}")(self)
                 stats = out if isinstance(out, StageStats) else StageStats(stage)
@@ -162,6 +163,26 @@ class Pipeline:
         finally:
             self.close()
         return result
+
+    def _claim_checkpoints(self, stage: str, force: bool) -> None:
+        """Keep a stage's trainer checkpoints only if they were written under the same fingerprint.
+
+        TRL resumes from the newest checkpoint it finds; after a crash that is right, but after a
+        config change (or ``--force``) it would silently continue the old run instead of training
+        the new one. The checkpoints folder records the fingerprint it belongs to; a mismatch, a
+        missing record or ``force`` deletes it (and the stage's adapter) before the stage runs.
+        """
+        import shutil
+
+        ckpts = self.run_dir / stage / "checkpoints"
+        owner = ckpts / "FINGERPRINT"
+        want = self.fingerprint(stage)
+        if ckpts.exists() and (force or not owner.is_file() or owner.read_text().strip() != want):
+            shutil.rmtree(ckpts)
+            shutil.rmtree(self.run_dir / stage / "adapter", ignore_errors=True)
+        if stage in ("sft", "rl"):
+            ckpts.mkdir(parents=True, exist_ok=True)
+            owner.write_text(want + "\n")
 
     def check_sources(self) -> None:
         """Resolve every source type and validate its options, reading nothing.

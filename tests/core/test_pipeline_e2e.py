@@ -122,3 +122,23 @@ def test_failed_gate_exits_and_marks_adapter_not_promotable(finished_run):
     lineage = read_lineage(pipe.adapter_for_eval())
     assert lineage.promotable is False and lineage.gate_reasons
     assert (cfg.run_path / "report.json").is_file()
+
+
+def test_changed_config_retrains_instead_of_resuming_old_checkpoints(finished_run, tmp_path):
+    """A changed stage config must not let TRL resume the previous run's last checkpoint."""
+    import shutil
+
+    cfg, _ = finished_run
+    run = tmp_path / "copy"
+    shutil.copytree(cfg.run_path, run)
+    (run / "sft" / "log.jsonl").unlink()
+
+    def sft_with(steps):
+        return cfg.model_copy(update={"run_dir": str(run), "sft": cfg.sft.model_copy(
+            update={"max_steps": steps, "save_steps": 1})})
+
+    Pipeline(sft_with(2), progress=False).run(("sft",))  # leaves checkpoint-1 and checkpoint-2
+    Pipeline(sft_with(3), progress=False).run(("sft",))  # new config: must train steps 1..3 again
+    steps = [r["step"] for r in map(json.loads, (run / "sft" / "log.jsonl").read_text().splitlines())
+             if "loss" in r]
+    assert steps == [1, 2, 1, 2, 3], steps
