@@ -54,12 +54,19 @@ class Pipeline:
 
     # ----- bookkeeping ---------------------------------------------------------------
     def fingerprint(self, stage: str) -> str:
-        """Hash of the stage's config sections and the upstream stage's fingerprint."""
+        """Hash of the stage's config sections and the upstream stage's fingerprint; stages after
+        ``tasks`` also hash the task-set version, so a rebuilt task set (new data) redoes them."""
         dump = self.cfg.model_dump(mode="json")
         body: dict[str, Any] = {k: dump.get(k) for k in _DEPS[stage]}
         idx = STAGES.index(stage)
         if idx:
             body["upstream"] = self.fingerprint(STAGES[idx - 1])
+            counts = self.run_dir / "tasks" / "counts.json"
+            if stage == "sft" and counts.is_file():
+                try:
+                    body["taskset"] = json.loads(counts.read_text()).get("version")
+                except json.JSONDecodeError:
+                    body["taskset"] = None
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
 
     def state_path(self, stage: str) -> Path:

@@ -142,3 +142,18 @@ def test_changed_config_retrains_instead_of_resuming_old_checkpoints(finished_ru
     steps = [r["step"] for r in map(json.loads, (run / "sft" / "log.jsonl").read_text().splitlines())
              if "loss" in r]
     assert steps == [1, 2, 1, 2, 3], steps
+
+
+def test_rebuilt_task_set_invalidates_training(finished_run):
+    """The fingerprint chain carries the task-set version: new data after `tasks --force` redoes sft."""
+    cfg, _ = finished_run
+    pipe = Pipeline(cfg, progress=False)
+    counts_path = cfg.run_path / "tasks" / "counts.json"
+    original = counts_path.read_text()
+    try:
+        assert pipe.is_complete("sft") and pipe.is_complete("eval")
+        counts = json.loads(original)
+        counts_path.write_text(json.dumps({**counts, "version": "0" * 16}))
+        assert not pipe.is_complete("sft") and not pipe.is_complete("eval")
+    finally:
+        counts_path.write_text(original)
