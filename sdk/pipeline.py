@@ -55,7 +55,8 @@ class Pipeline:
     # ----- bookkeeping ---------------------------------------------------------------
     def fingerprint(self, stage: str) -> str:
         """Hash of the stage's config sections and the upstream stage's fingerprint; stages after
-        ``tasks`` also hash the task-set version, so a rebuilt task set (new data) redoes them."""
+        ``tasks`` also hash the data version (tasks, SFT examples, preference pairs), so a rebuilt task
+        set with new content redoes them."""
         dump = self.cfg.model_dump(mode="json")
         body: dict[str, Any] = {k: dump.get(k) for k in _DEPS[stage]}
         idx = STAGES.index(stage)
@@ -64,7 +65,8 @@ class Pipeline:
             counts = self.run_dir / "tasks" / "counts.json"
             if stage == "sft" and counts.is_file():
                 try:
-                    body["taskset"] = json.loads(counts.read_text()).get("version")
+                    data = json.loads(counts.read_text())
+                    body["taskset"] = data.get("data_version", data.get("version"))
                 except json.JSONDecodeError:
                     body["taskset"] = None
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]

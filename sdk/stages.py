@@ -11,6 +11,7 @@ Outputs under ``run_dir``:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -85,7 +86,9 @@ def stage_tasks(p: "Pipeline") -> StageStats:
     taskset.save(out / "tasks.jsonl")
     _save_jsonl(out / "sft_examples.jsonl", [e.model_dump(mode="json") for e in examples])
     _save_jsonl(out / "preference_pairs.jsonl", [x.model_dump(mode="json") for x in pairs])
-    summary = {"sources": counts, "splits": taskset.counts(), "version": taskset.version,
+    data = hashlib.sha256("\n".join([taskset.version, *sorted(e.model_dump_json() for e in examples),
+                                      *sorted(x.model_dump_json() for x in pairs)]).encode()).hexdigest()[:16]
+    summary = {"sources": counts, "splits": taskset.counts(), "version": taskset.version, "data_version": data,
                "sft_examples": len(examples), "preference_pairs": len(pairs),
                "quarantine_reasons": dict(Counter(q.reason.split(":")[0] for q in quarantined))}
     write_json(out / "counts.json", summary)

@@ -153,7 +153,7 @@ def test_rebuilt_task_set_invalidates_training(finished_run):
     try:
         assert pipe.is_complete("sft") and pipe.is_complete("eval")
         counts = json.loads(original)
-        counts_path.write_text(json.dumps({**counts, "version": "0" * 16}))
+        counts_path.write_text(json.dumps({**counts, "data_version": "0" * 16}))
         assert not pipe.is_complete("sft") and not pipe.is_complete("eval")
     finally:
         counts_path.write_text(original)
