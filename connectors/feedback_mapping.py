@@ -233,3 +233,23 @@ def parse_timestamp(value: Any, naive_zone: tzinfo) -> tuple[datetime | None, bo
     if naive:
         value = value.replace(tzinfo=naive_zone)
     return value.astimezone(timezone.utc), naive
+
+
+def check_scale(scale: "RatingScale", out_of_scale: int, rows_read: int, share: float = 0.2) -> None:
+    """Refuse a read where many ratings fall outside the declared scale: the scale is then
+    probably wrong, and the in-range values would be misread (a thumbs-up +1 read as 1 star).
+
+    Args:
+        out_of_scale: rows quarantined because their rating is outside the scale.
+        rows_read: rows read from the table.
+    Raises:
+        SourceError: more than ``share`` of the rows read have out-of-scale ratings.
+    """
+    from sdk.errors import SourceError
+
+    if rows_read and out_of_scale / rows_read > share:
+        lo, hi = scale.bounds()
+        raise SourceError(f"{out_of_scale} of {rows_read} ratings are outside the declared {scale.kind} scale "
+                          f"[{lo:g}, {hi:g}], so the scale is probably wrong",
+                          "declare the table's real scale under `rating:` (thumbs, stars_1_5, scale_0_10, a range "
+                          "or labels); the quarantine lists the rejected values")

@@ -55,7 +55,7 @@ from typing import Any, Iterable, Iterator, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from connectors.feedback_mapping import (FIELDS, ColumnMap, JsonPath, RatingScale, RowError,
+from connectors.feedback_mapping import (FIELDS, check_scale, ColumnMap, JsonPath, RatingScale, RowError,
                                          parse_timestamp, raw_rating, resolve_json, zone)
 from connectors.feedback_records import Record, RecordBuilder, Row
 from connectors.feedback_sql import Database
@@ -204,24 +204,9 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
             buckets[type(record)].append(record)
         result.counts.update(self.counts)
         result.counts["preference_pairs"] = len(result.preference_pairs)
-        self._check_scale(result)
+        check_scale(self.options.rating, sum('is outside the' in q.reason for q in result.quarantined),
+                    result.counts.get('rows_read', 0))
         return result
-
-    def _check_scale(self, result: SourceResult, share: float = 0.2) -> None:
-        """Refuse a run where many ratings fall outside the declared scale: the scale is then
-        probably wrong, and the in-range values would be misread (a thumbs-up +1 read as 1 star).
-
-        Raises:
-            SourceError: more than ``share`` of the rows read have out-of-scale ratings.
-        """
-        bad = sum("is outside the" in q.reason for q in result.quarantined)
-        read = result.counts.get("rows_read", 0)
-        if read and bad / read > share:
-            lo, hi = self.options.rating.bounds()
-            raise SourceError(f"{bad} of {read} ratings are outside the declared {self.options.rating.kind} scale "
-                              f"[{lo:g}, {hi:g}], so the scale is probably wrong",
-                              "declare the table's real scale under `rating:` (thumbs, stars_1_5, scale_0_10, a range "
-                              "or labels); the quarantine lists the rejected values")
 
     def iter_records(self) -> Iterator[Record]:
         """Stream deduplicated records (and :class:`Quarantined` rows) in a deterministic order.

@@ -11,12 +11,14 @@ url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")
 
 
 def run_migrations_offline() -> None:
+    """Alembic: emit SQL for the migrations without a database connection."""
     context.configure(url=url, target_metadata=Base.metadata, literal_binds=True, render_as_batch=True)
     with context.begin_transaction():
         context.run_migrations()
 
 
 def run_migrations_online() -> None:
+    """Alembic: run the migrations against the configured database."""
     engine = make_engine(url)
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)

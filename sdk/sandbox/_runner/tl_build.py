@@ -20,6 +20,7 @@ CAP = 4 << 20
 
 
 def main():
+    """Compile the task's sources inside the sandbox and report the outcome on the result pipe."""
     argv = sys.argv[1:]
     fd, spec_path = int(argv[argv.index("--fd") + 1]), argv[argv.index("--spec") + 1]
     data = b""

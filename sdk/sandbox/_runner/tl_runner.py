@@ -38,6 +38,7 @@ class Channel:
         self.fd, self.nonce = fd, nonce
 
     def emit(self, **event):
+        """Write one nonce-tagged event line to the result pipe (never to stdout)."""
         line = self.nonce + " " + json.dumps(event) + "\n"
         os.write(self.fd, line.encode("utf-8", "replace"))
 
@@ -62,14 +63,17 @@ class Reporter:
         self.chan, self.results, self.collected = chan, {}, 0
 
     def pytest_collectreport(self, report):
+        """pytest hook: report collection errors as failures."""
         if report.failed:
             self.chan.emit(event="collect_error", nodeid=report.nodeid,
                            message=str(report.longreprtext)[-MSG:])
 
     def pytest_collection_modifyitems(self, items):
+        """pytest hook: record how many tests were collected."""
         self.collected = len(items)
 
     def pytest_runtest_logreport(self, report):
+        """pytest hook: emit each test's outcome once."""
         outcome, msg = self.results.get(report.nodeid, (None, ""))
         if report.failed:
             outcome = "failed" if report.when == "call" else (outcome if outcome in ("failed", "error") else "error")
@@ -83,10 +87,12 @@ class Reporter:
             self.chan.emit(event="test", name=report.nodeid, outcome=outcome or "error", message=msg.strip())
 
     def pytest_sessionfinish(self, session, exitstatus):
+        """pytest hook: emit the end-of-session marker after all tests ran."""
         self.chan.emit(event="end", exitstatus=int(exitstatus), collected=self.collected)
 
 
 def run_pytest(chan, tests):
+    """Run pytest on the read-only tests with this plugin; outcomes go to the nonce-tagged pipe."""
     import pytest  # noqa: E402  (from the runtime folder put first on sys.path)
 
     args = ["-q", "-p", "no:cacheprovider", "-p", "no:pastebin", "-p", "no:legacypath",
@@ -130,6 +136,7 @@ def run_script_source(chan, target, src, test, test_src, entry):
 
 
 def main():
+    """Entry point inside the sandbox: parse arguments, run the pytest or script mode."""
     opts, tests = _args(sys.argv[1:])
     chan = Channel(int(opts["fd"]), _read_nonce())
     here = os.path.dirname(os.path.abspath(__file__))

@@ -179,6 +179,7 @@ def _wipe():
 
 
 def main():
+    """Entry point of the pre-forked interpreter: serve script requests until told to stop."""
     _libc()
     out = os.fdopen(os.dup(1), "w")
     null = os.open(os.devnull, os.O_WRONLY)
