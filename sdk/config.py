@@ -213,6 +213,8 @@ class RlConfig(_Cfg):
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = "dapo"
     use_vllm: Literal["auto", "never", "always"] = "auto"
     save_steps: int = Field(10, gt=0, description="checkpoint every this many steps (resume point after a crash)")
+    drop_zero_std_groups: bool = Field(True, description="leave groups whose rewards are all equal out of the loss "
+                                       "(DAPO dynamic sampling, no refill; sdk.train.zero_std); false: TRL as is")
     order: OrderConfig = Field(default_factory=OrderConfig)
     difficulty: DifficultyConfig = Field(default_factory=DifficultyConfig)
     heldout: HeldoutWatchConfig = Field(default_factory=HeldoutWatchConfig)

@@ -8,8 +8,9 @@ the same tiered reward, and drop tasks at or outside ``[min_pass_rate, max_pass_
 dropped tasks are returned as :class:`~sdk.tasks.records.Quarantined` with the reason, never lost.
 
 Deviation from DAPO: DAPO over-samples and filters groups *during* training; TRL 1.16 has no hook
-for that, so we filter once before training and count the zero-variance groups that still occur
-from TRL's ``frac_reward_zero_std`` log (:func:`zero_std_summary`).
+for re-sampling, so we filter once before training, and during training :mod:`sdk.train.zero_std`
+leaves the zero-variance groups that still occur out of the loss (no refill);
+:func:`zero_std_summary` counts them.
 
 The math is pure functions (:func:`estimate`, :func:`split_by_difficulty`); the costly part
 (:func:`measure`) takes the generator and scorer as callables, so tests need no model.
@@ -190,19 +191,25 @@ def difficulty_report(estimates: Mapping[str, DifficultyEstimate], dropped: Sequ
 
 
 def zero_std_summary(log_history: Sequence[Mapping], groups_per_step: int) -> dict:
-    """Zero-variance GRPO groups from TRL's per-step ``frac_reward_zero_std`` log.
+    """Zero-variance GRPO groups from TRL's per-step ``frac_reward_zero_std`` log, and the groups
+    :mod:`sdk.train.zero_std` left out of the loss (``zero_std/dropped_groups``, a count per logged step;
+    ``logging_steps`` is 1 in our configs).
 
+    TRL's fraction misses groups of equal rewards whose float32 std is above 1e-8 (e.g. 0.1 x 8), so
+    ``dropped_groups`` can exceed ``zero_std_groups``.
     Args:
         log_history: ``trainer.state.log_history``.
         groups_per_step: prompts (groups) per logged step, i.e. ``batch_size // num_generations``.
     Returns:
-        ``{"steps", "groups", "zero_std_groups", "frac_zero_std"}``; zeros when nothing was logged.
+        ``{"steps", "groups", "zero_std_groups", "frac_zero_std", "dropped_groups"}``; zeros when
+        nothing was logged (``dropped_groups`` is 0 when dropping was off).
     """
     fracs = [float(h["frac_reward_zero_std"]) for h in log_history if "frac_reward_zero_std" in h]
     zero = round(sum(f * groups_per_step for f in fracs))
     groups = len(fracs) * groups_per_step
+    dropped = round(sum(float(h.get("zero_std/dropped_groups") or 0) for h in log_history))
     return {"steps": len(fracs), "groups": groups, "zero_std_groups": zero,
-            "frac_zero_std": round(zero / groups, 4) if groups else 0.0}
+            "frac_zero_std": round(zero / groups, 4) if groups else 0.0, "dropped_groups": dropped}
 
 
 def measure_and_filter(tasks: Sequence[Task], model_path: str, adapter_dir: Path | None, cfg, sandbox, weights,

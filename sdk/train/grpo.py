@@ -6,7 +6,8 @@ argument. The reward is any TRL-compatible callable (``sdk.rewards`` provides th
 
 Deviations from TRL defaults, and why: ``beta=0`` by default (no reference model: half the
 memory, as in DAPO and TRL's own default); on CPU no vLLM and fp32. On GPU with vLLM installed,
-generation runs in vLLM's ``colocate`` mode unless ``rl.use_vllm: never``.
+generation runs in vLLM's ``colocate`` mode unless ``rl.use_vllm: never``. Groups whose rewards are all
+equal are left out of the loss (``rl.drop_zero_std_groups``, :mod:`sdk.train.zero_std`).
 """
 
 from __future__ import annotations
@@ -94,16 +95,18 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
         callbacks: extra trainer callbacks (e.g. :class:`sdk.train.qlora.GradientFlowGuard`).
     Returns:
         StageStats; ``extra`` holds the log history, the schedule summary (``order``) and the
-        zero-variance group count (``zero_std``, from TRL's ``frac_reward_zero_std``).
+        zero-variance group counts (``zero_std``: TRL's ``frac_reward_zero_std`` and the groups
+        :mod:`sdk.train.zero_std` dropped when ``cfg.drop_zero_std_groups``).
     Raises:
         ValueError: no task has an automatic verifier.
     """
     from datasets import Dataset
     from peft import PeftModel
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
 
     from sdk.models import load_model
     from sdk.train.common import peft_config
+    from sdk.train.zero_std import ZeroStdDroppingGRPOTrainer
 
     rows = grpo_rows(tasks)
     if not rows:
@@ -118,15 +121,16 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
         peft_cfg = peft_config(lora_cfg)
     args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
     callbacks = [*guards(model), *callbacks]
-    trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
-                          processing_class=tokenizer, peft_config=peft_cfg, rollout_func=rollout_func,
-                          callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
+    trainer = ZeroStdDroppingGRPOTrainer(
+        model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer, peft_config=peft_cfg, rollout_func=rollout_func,
+        callbacks=[*progress_callbacks(out_dir, progress), *callbacks], drop_zero_std_groups=cfg.drop_zero_std_groups)
     history = train_and_save(trainer, out_dir)
     generated = int(sum(h.get("completions/mean_length", 0) * cfg.batch_size for h in history if "loss" in h))
     zero_std = zero_std_summary(history, cfg.batch_size // cfg.num_generations)
-    if zero_std["zero_std_groups"]:
-        log.info("GRPO: %d of %d groups had rewards with no variance (no gradient)", zero_std["zero_std_groups"],
-                 zero_std["groups"])
+    if zero_std["zero_std_groups"] or zero_std["dropped_groups"]:
+        log.info("GRPO: %d of %d groups had rewards with no variance (no gradient); %d left out of the loss",
+                 zero_std["zero_std_groups"], zero_std["groups"], zero_std["dropped_groups"])
     return StageStats("rl", tokens_generated=generated,
                       extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step,
                              "order": order, "zero_std": zero_std})

@@ -73,9 +73,10 @@ def test_measure_uses_the_cache_and_survives_a_torn_line(tmp_path):
 
 
 def test_zero_std_summary_from_trl_logs():
-    hist = [{"frac_reward_zero_std": 0.5, "loss": 0.1}, {"frac_reward_zero_std": 1.0}, {"train_runtime": 3}]
+    hist = [{"frac_reward_zero_std": 0.5, "loss": 0.1, "zero_std/dropped_groups": 1.0},
+            {"frac_reward_zero_std": 1.0, "zero_std/dropped_groups": 2.0}, {"train_runtime": 3}]
     assert zero_std_summary(hist, groups_per_step=2) == {"steps": 2, "groups": 4, "zero_std_groups": 3,
-                                                         "frac_zero_std": 0.75}
+                                                         "frac_zero_std": 0.75, "dropped_groups": 3}
     assert zero_std_summary([], 2)["frac_zero_std"] == 0.0
 
 
