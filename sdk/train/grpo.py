@@ -7,7 +7,9 @@ argument. The reward is any TRL-compatible callable (``sdk.rewards`` provides th
 Deviations from TRL defaults, and why: ``beta=0`` by default (no reference model: half the
 memory, as in DAPO and TRL's own default); on CPU no vLLM and fp32. On GPU with vLLM installed,
 generation runs in vLLM's ``colocate`` mode unless ``rl.use_vllm: never``. Groups whose rewards are all
-equal are left out of the loss (``rl.drop_zero_std_groups``, :mod:`sdk.train.zero_std`).
+equal are left out of the loss (``rl.drop_zero_std_groups``, :mod:`sdk.train.zero_std`), and the
+shuffled data order depends only on seed and epoch, so a resumed run sees the prompts an uninterrupted
+one would (:mod:`sdk.train.grpo_trainer`).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
 
     from sdk.models import load_model
     from sdk.train.common import peft_config
-    from sdk.train.zero_std import ZeroStdDroppingGRPOTrainer
+    from sdk.train.grpo_trainer import TuneloopGRPOTrainer
 
     rows = grpo_rows(tasks)
     if not rows:
@@ -121,7 +123,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
         peft_cfg = peft_config(lora_cfg)
     args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
     callbacks = [*guards(model), *callbacks]
-    trainer = ZeroStdDroppingGRPOTrainer(
+    trainer = TuneloopGRPOTrainer(
         model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer, peft_config=peft_cfg, rollout_func=rollout_func,
         callbacks=[*progress_callbacks(out_dir, progress), *callbacks], drop_zero_std_groups=cfg.drop_zero_std_groups)
