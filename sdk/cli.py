@@ -71,7 +71,7 @@ def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | No
 
 @app.command()
 def run(config: Path = ConfigArg, stage: Optional[list[str]] = typer.Option(
-        None, "--stage", help="run only these stages (repeatable): tasks, sft, rl, eval, report"),
+        None, "--stage", help="run only these stages (repeatable): tasks, sft, rl, rl_compare, eval, report"),
         set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
     """Run the whole pipeline (or the given stages) into the config's run_dir."""
     _run(config, tuple(stage) if stage else None, set_, force)
@@ -91,8 +91,8 @@ def sft(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: boo
 
 @app.command()
 def rl(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
-    """GRPO with sandboxed rewards (runs missing upstream stages first)."""
-    _run(config, ("tasks", "sft", "rl"), set_, force)
+    """GRPO with sandboxed rewards (runs missing upstream stages first; the comparison arm when rl.compare is on)."""
+    _run(config, ("tasks", "sft", "rl", "rl_compare"), set_, force)
 
 
 @app.command("eval")

@@ -144,6 +144,9 @@ class DifficultyConfig(_Cfg):
     pass_threshold: float = Field(1.0, ge=0, le=1, description="a sample passes when its reward >= this")
     min_pass_rate: float = Field(0.0, ge=0, le=1, description="drop tasks at or below (0: never solved)")
     max_pass_rate: float = Field(1.0, ge=0, le=1, description="drop tasks at or above (1: always solved)")
+    max_tasks: int | None = Field(None, gt=0, description="measure at most this many train tasks (a sample seeded by "
+                                  "`seed`); the unmeasured rest is left out of GRPO, so keep it >= rl.max_steps * "
+                                  "batch_size / num_generations. None: all. Cost on CPU ~6-7 s per task at k=4")
 
     @model_validator(mode="after")
     def _range(self) -> "DifficultyConfig":
@@ -163,6 +166,24 @@ class HeldoutWatchConfig(_Cfg):
     per_domain: int = Field(4, gt=0, description="held-out tasks per domain (first by id)")
     max_new_tokens: int = Field(128, gt=0)
     max_drop: float = Field(0.2, ge=0, description="allowed drop of a domain's mean reward from its best")
+
+
+class CompareConfig(_Cfg):
+    """A second GRPO arm for a schedule comparison (``sdk.train.compare``): from the same SFT adapter,
+    seed and ``max_steps`` as the main ``rl`` arm, but with this ``order`` and ``difficulty``; both
+    arms are probed on the same held-out tasks (``rl.heldout.per_domain``, ``max_new_tokens``) at the
+    same steps, and the report's ``schedule_comparison`` sets the two curves side by side. The arm's
+    adapter (``rl_compare/adapter``) is never evaluated or promoted. Rollback on a held-out drop
+    applies to both arms only when ``rl.heldout.every`` > 0 (the stop step is recorded); otherwise
+    both arms are only observed. Costs a second GRPO run plus the probes; off by default."""
+
+    enabled: bool = Field(False, description="train the comparison arm (stage rl_compare) and report both curves")
+    order: OrderConfig = Field(default_factory=lambda: OrderConfig(curriculum="easy_to_hard"),
+                               description="the comparison arm's data order")
+    difficulty: DifficultyConfig = Field(default_factory=lambda: DifficultyConfig(enabled=True),
+                                         description="the comparison arm's difficulty filter")
+    every: int | None = Field(None, gt=0, description="steps between held-out probes on both arms; None: "
+                              "rl.heldout.every when > 0, else 4 (the last step is always probed)")
 
 
 class DpoConfig(_Cfg):
@@ -218,12 +239,21 @@ class RlConfig(_Cfg):
     order: OrderConfig = Field(default_factory=OrderConfig)
     difficulty: DifficultyConfig = Field(default_factory=DifficultyConfig)
     heldout: HeldoutWatchConfig = Field(default_factory=HeldoutWatchConfig)
+    compare: CompareConfig = Field(default_factory=CompareConfig)
 
     @model_validator(mode="after")
     def _group(self) -> "RlConfig":
         if self.batch_size % self.num_generations:
             raise ValueError(f"rl.batch_size ({self.batch_size}) must be a multiple of rl.num_generations "
                              f"({self.num_generations}); e.g. set batch_size: {self.num_generations}")
+        return self
+
+    @model_validator(mode="after")
+    def _probe(self) -> "RlConfig":
+        every = self.compare.every
+        if self.compare.enabled and every and self.heldout.every and every != self.heldout.every:
+            raise ValueError(f"rl.compare.every ({every}) differs from rl.heldout.every ({self.heldout.every}); "
+                             "both arms must be probed at the same steps: drop rl.compare.every or set them equal")
         return self
 
 
@@ -362,7 +392,7 @@ def config_reference() -> str:
     """Markdown tables of every config section: key, type, default, description (for the README)."""
     lines: list[str] = []
 
-    def walk(model: type[BaseModel], prefix: str) -> None:
+    def walk(model: type[BaseModel], prefix: str, defaults: BaseModel | None = None) -> None:
         rows, nested = [], []
         for name, field in model.model_fields.items():
             if name == "base_dir":
@@ -371,18 +401,22 @@ def config_reference() -> str:
             sub = next((a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)),
                        None)
             if sub is not None and name != "sources":
-                nested.append((f"{prefix}{name}", sub))
+                inner = getattr(defaults, name) if defaults is not None else field.get_default(call_default_factory=True)
+                nested.append((f"{prefix}{name}", sub, inner if isinstance(inner, sub) else None))
                 continue
-            default = "required" if field.is_required() else repr(field.get_default(call_default_factory=True))
-            kind = getattr(ann, "__name__", str(ann)).replace("typing.", "")
+            if defaults is not None:  # a nested default that differs from its class's (rl.compare.order)
+                default = repr(getattr(defaults, name))
+            else:
+                default = "required" if field.is_required() else repr(field.get_default(call_default_factory=True))
+            kind = getattr(ann, "__name__", str(ann)).replace("typing.", "").replace("|", "\\|")
             desc = (field.description or "").replace("|", "\\|")
             rows.append(f"| `{prefix}{name}` | {kind} | `{default}` | {desc} |")
         if rows:
-            doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            doc = " ".join((model.__doc__ or "").strip().split("\n\n")[0].split())
             lines.extend([f"#### `{prefix.rstrip('.') or 'top level'}`", "", doc, "",
                           "| key | type | default | meaning |", "|---|---|---|---|", *rows, ""])
-        for name, sub in nested:
-            walk(sub, f"{name}.")
+        for name, sub, inner in nested:
+            walk(sub, f"{name}.", inner)
 
     walk(RunConfig, "")
     walk(SourceConfig, "sources[].")

@@ -5,6 +5,8 @@ marker holding a fingerprint of everything it depends on (its config sections an
 stage's fingerprint). A re-run skips a stage whose marker matches, so a crashed run resumes at
 the stage that did not finish (and TRL resumes inside that stage from its last checkpoint);
 changing a stage's config re-runs it and everything downstream. ``force=True`` re-runs all.
+``rl_compare`` (the schedule comparison, ``rl.compare``) hangs off ``sft`` beside ``rl``: nothing
+downstream depends on it, so changing only the comparison re-runs only it and the report.
 """
 
 from __future__ import annotations
@@ -25,14 +27,18 @@ from sdk.train.common import StageClock, StageStats, write_json
 
 log = logging.getLogger(__name__)
 
-STAGES: tuple[str, ...] = ("tasks", "sft", "rl", "eval", "report")
+STAGES: tuple[str, ...] = ("tasks", "sft", "rl", "rl_compare", "eval", "report")
 _DEPS: dict[str, tuple[str, ...]] = {
     "tasks": ("sources", "tasks", "sandbox", "seed"),
     "sft": ("model", "sft", "seed"),
     "rl": ("model", "rl", "reward", "sandbox", "seed", "tools"),
+    "rl_compare": ("model", "rl", "reward", "sandbox", "seed", "tools"),
     "eval": ("model", "eval", "reward", "sandbox", "seed", "tools"),
     "report": ("gate",),
 }
+# the stage whose fingerprint each stage carries: rl_compare starts from the SFT adapter, and
+# nothing downstream uses its output, so a changed comparison redoes only rl_compare (and the report)
+_UPSTREAM: dict[str, str] = {"sft": "tasks", "rl": "sft", "rl_compare": "sft", "eval": "rl", "report": "eval"}
 
 
 class Pipeline:
@@ -59,9 +65,14 @@ class Pipeline:
         set with new content redoes them."""
         dump = self.cfg.model_dump(mode="json")
         body: dict[str, Any] = {k: dump.get(k) for k in _DEPS[stage]}
-        idx = STAGES.index(stage)
-        if idx:
-            body["upstream"] = self.fingerprint(STAGES[idx - 1])
+        if stage == "rl":  # rl.compare shapes only rl_compare, except the shared probe interval
+            body["rl"] = {k: v for k, v in body["rl"].items() if k != "compare"}
+            if self.cfg.rl.compare.enabled:
+                from sdk.train.compare import probe_every
+
+                body["compare_probe_every"] = probe_every(self.cfg.rl)
+        if stage in _UPSTREAM:
+            body["upstream"] = self.fingerprint(_UPSTREAM[stage])
             counts = self.run_dir / "tasks" / "counts.json"
             if stage == "sft" and counts.is_file():
                 try:
@@ -148,13 +159,13 @@ class Pipeline:
         try:
             if "tasks" in stages and (force or not self.is_complete("tasks")):
                 self.check_sources()  # a typo in the last source must not wait for the first to be read
-            if any(s in ("sft", "rl", "eval") and (force or not self.is_complete(s)) for s in stages):
+            if any(s in ("sft", "rl", "rl_compare", "eval") and (force or not self.is_complete(s)) for s in stages):
                 _ = self.model_path  # fail fast on a bad model before hours of work
             for stage in stages:
                 if not force and self.is_complete(stage) and stage != "report":
                     self.console.print(f"[dim]· {stage}: complete, skipped (use --force to redo)[/dim]")
                     continue
-                if stage == "sft" and not self.cfg.sft.enabled or stage == "rl" and not self.cfg.rl.enabled:
+                if not self.stage_enabled(stage):
                     self.console.print(f"[dim]· {stage}: disabled in config[/dim]")
                     continue
                 self.console.rule(f"[bold]{stage}")
@@ -173,6 +184,13 @@ class Pipeline:
             self.close()
         return result
 
+    def stage_enabled(self, stage: str) -> bool:
+        """False for ``sft``/``rl`` switched off in the config, and for ``rl_compare`` unless both
+        ``rl.enabled`` and ``rl.compare.enabled``."""
+        if stage == "rl_compare":
+            return self.cfg.rl.enabled and self.cfg.rl.compare.enabled
+        return getattr(self.cfg, stage).enabled if stage in ("sft", "rl") else True
+
     def _claim_checkpoints(self, stage: str, force: bool) -> None:
         """Keep a stage's trainer checkpoints only if they were written under the same fingerprint.
 
@@ -189,7 +207,7 @@ class Pipeline:
         if ckpts.exists() and (force or not owner.is_file() or owner.read_text().strip() != want):
             shutil.rmtree(ckpts)
             shutil.rmtree(self.run_dir / stage / "adapter", ignore_errors=True)
-        if stage in ("sft", "rl"):
+        if stage in ("sft", "rl", "rl_compare"):
             ckpts.mkdir(parents=True, exist_ok=True)
             owner.write_text(want + "\n")
 

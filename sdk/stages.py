@@ -4,7 +4,8 @@ Outputs under ``run_dir``:
 
 * ``tasks/tasks.jsonl`` (+ ``tasks.quarantine.jsonl``), ``tasks/sft_examples.jsonl``,
   ``tasks/preference_pairs.jsonl``, ``tasks/counts.json``;
-* ``sft/adapter``, ``sft/log_history.json``; ``rl/adapter``, ``rl/log_history.json``, ``rl/rewards.jsonl``;
+* ``sft/adapter``, ``sft/log_history.json``; ``rl/adapter``, ``rl/log_history.json``, ``rl/rewards.jsonl``,
+  ``rl/heldout_curve.json`` (when probed); the same under ``rl_compare/`` for the comparison arm;
 * ``eval/base.jsonl``, ``eval/tuned.jsonl`` (raw completions kept for rescoring);
 * ``report.json``, ``report.html``.
 """
@@ -145,50 +146,103 @@ def _dpo(p: "Pipeline") -> dict:
 
 def stage_rl(p: "Pipeline") -> StageStats:
     """GRPO on the train split with the sandboxed reward, continuing the SFT adapter."""
+    return _grpo_arm(p, p.cfg.rl, "rl")
+
+
+def stage_rl_compare(p: "Pipeline") -> StageStats:
+    """The schedule comparison's second GRPO arm (``rl.compare``, :mod:`sdk.train.compare`) into
+    ``rl_compare/``: the SFT adapter, seed and GRPO settings of ``rl`` with the comparison's order and
+    difficulty filter. Its adapter is marked not promotable and never evaluated. An arm with nothing
+    to probe or nothing left to train on is recorded as skipped (with the reason), not an error."""
+    from sdk.train.compare import arm_config
+    from sdk.train.lineage import read_lineage, write_lineage
+
+    stats = _grpo_arm(p, arm_config(p.cfg.rl), "rl_compare")
+    adapter = p.run_dir / "rl_compare" / "adapter"
+    lineage = read_lineage(adapter) if "skipped" not in stats.extra else None
+    if lineage is not None:
+        write_lineage(adapter, lineage.model_copy(update={"promotable": False, "gate_reasons": (
+            "schedule comparison arm (rl.compare): trained for its held-out curve only, never evaluated",)}))
+    return stats
+
+
+def _grpo_arm(p: "Pipeline", rc, stage: str) -> StageStats:
+    """One GRPO run with the GRPO config ``rc`` into ``run_dir/<stage>``, probed on held-out tasks
+    when ``rl.heldout``/``rl.compare`` ask for it (the curve goes to ``<stage>/heldout_curve.json``)."""
     from sdk.rewards.trl import SandboxReward
+    from sdk.train.compare import CURVE_FILE, arm_label, arm_record, arm_settings
     from sdk.train.grpo import run_grpo
 
+    out, compare = p.run_dir / stage, stage == "rl_compare"
+    (out / CURVE_FILE).unlink(missing_ok=True)
     train = list(load_taskset(p).split(Split.TRAIN))
     sft_adapter = p.run_dir / "sft" / "adapter"
     adapter = sft_adapter if p.cfg.sft.enabled and (sft_adapter / "adapter_config.json").is_file() else None
+    probe = _heldout_probe(p)
+    if compare and probe is None:
+        return _skip_arm(p, rc, stage, "no held-out task to probe (the comparison needs a held-out split)")
     difficulty = None
-    if p.cfg.rl.difficulty.enabled:
-        from sdk.train.difficulty import measure_and_filter
-
-        with p.console.status(f"measuring pass rates ({p.cfg.rl.difficulty.k} samples per task)"):
-            train, _, difficulty = measure_and_filter(train, p.model_path, adapter, p.cfg.rl.difficulty, p.sandbox,
-                                                      p.cfg.reward, p.run_dir / "rl", p.cfg.seed, p.cfg.model.dtype)
-        p.console.print(f"  difficulty: kept {difficulty['kept']}, dropped {difficulty['dropped_by_reason']}")
+    if rc.difficulty.enabled:
+        train, difficulty = _difficulty(p, rc, train, adapter, out)
     # No reference baseline: a task's tests only cover its target, so "tests the reference passes
     # that the completion fails" would charge every failing test twice (tests tier + penalty).
     reward = SandboxReward(sandbox_config=p.cfg.sandbox, weights=p.cfg.reward,
-                           log_path=str(p.run_dir / "rl" / "rewards.jsonl"), reference_baseline=False)
+                           log_path=str(out / "rewards.jsonl"), reference_baseline=False)
     rollout = None
     if p.cfg.tools is not None and p.cfg.tools.tools:
-        reward, rollout = _tool_rollout(p)
+        reward, rollout = _tool_rollout(p, out)
     if not any(t.verifier.kind != "reference" for t in train):
+        if compare and difficulty is not None:
+            why = f"kept {difficulty['kept']} of {difficulty['measured']} measured {difficulty['dropped_by_reason']}"
+            return _skip_arm(p, rc, stage, f"nothing to train on after the difficulty filter: {why}")
         raise ConfigError(f"GRPO has nothing to train on: none of the {len(train)} train tasks has an automatic "
                           "verifier" + (" (after the difficulty filter)" if difficulty is not None else ""),
                           "add a test-suite source (pytest, jsonl, humaneval) whose split is auto or train, "
                           "or turn GRPO off with `rl: {enabled: false}` (--set rl.enabled=false)")
-    p.console.print(f"  GRPO on {len(train)} train tasks, {p.cfg.rl.max_steps} steps, "
-                    f"{p.cfg.rl.num_generations} completions per prompt")
-    monitor = _heldout_monitor(p)
-    stats = run_grpo(p.model_path, adapter, train, reward, p.cfg.rl, p.cfg.sft.lora, p.run_dir / "rl",
-                     p.cfg.seed, p.cfg.model.dtype, p.progress, rollout_func=rollout,
-                     callbacks=[monitor] if monitor else [], load_in_4bit=p.cfg.model.load_in_4bit)
-    _lineage(p, "rl", p.run_dir / "rl" / "adapter", adapter, stats)
-    if monitor is not None:
-        stats.extra["heldout"] = monitor.summary()
+    p.console.print(f"  GRPO ({arm_label(rc)}) on {len(train)} train tasks, {rc.max_steps} steps, "
+                    f"{rc.num_generations} completions per prompt")
+    stats = run_grpo(p.model_path, adapter, train, reward, rc, p.cfg.sft.lora, out, p.cfg.seed, p.cfg.model.dtype,
+                     p.progress, rollout_func=rollout, callbacks=[probe.monitor] if probe else [],
+                     load_in_4bit=p.cfg.model.load_in_4bit)
+    stats.stage = stage
+    _lineage(p, stage, out / "adapter", adapter, stats)
+    if probe is not None:
+        stats.extra["heldout"] = probe.monitor.summary()
+        settings = arm_settings(rc, difficulty, stats.extra.get("order"), len(train))
+        write_json(out / CURVE_FILE, arm_record(stage, arm_label(rc), settings, probe, stats.extra["steps"],
+                                                rc.max_steps))
     if difficulty is not None:
         stats.extra["difficulty"] = difficulty
     return stats
 
 
-def _tool_rollout(p: "Pipeline"):
+def _difficulty(p: "Pipeline", rc, train: list[Task], adapter: Path | None, out: Path) -> tuple[list[Task], dict]:
+    """The difficulty filter of one arm (:func:`sdk.train.difficulty.measure_and_filter`): kept tasks, report."""
+    from sdk.train.difficulty import measure_and_filter
+
+    dc = rc.difficulty
+    with p.console.status(f"measuring pass rates of {min(len(train), dc.max_tasks or len(train))} train tasks "
+                          f"({dc.k} samples per task)"):
+        kept, _, report = measure_and_filter(train, p.model_path, adapter, dc, p.sandbox, p.cfg.reward, out,
+                                             p.cfg.seed, p.cfg.model.dtype)
+    skipped = f", {report['not_sampled']} not sampled (max_tasks)" if report.get("not_sampled") else ""
+    p.console.print(f"  difficulty: kept {report['kept']}, dropped {report['dropped_by_reason']}{skipped}")
+    return kept, report
+
+
+def _skip_arm(p: "Pipeline", rc, stage: str, reason: str) -> StageStats:
+    """Record a comparison arm that did not train (``<stage>/heldout_curve.json`` says why)."""
+    from sdk.train.compare import CURVE_FILE, arm_label, skipped_record
+
+    p.console.print(f"  [yellow]{stage} skipped: {reason}[/yellow]")
+    write_json(p.run_dir / stage / CURVE_FILE, skipped_record(stage, arm_label(rc), reason))
+    return StageStats(stage, extra={"skipped": reason})
+
+
+def _tool_rollout(p: "Pipeline", out: Path | None = None):
     """Reward and rollout function for tool tasks: tools from ``cfg.tools.tools`` (dotted paths to
     tools, typed functions or factories returning a list of them), multi-turn rollouts through
-    :class:`sdk.rollout.trl_rollout.ToolRolloutFunc`, traces in ``rl/traces.jsonl``."""
+    :class:`sdk.rollout.trl_rollout.ToolRolloutFunc`, traces in ``<out>/traces.jsonl`` (default ``rl/``)."""
     from sdk.rollout.rewards import ToolTaskReward
     from sdk.rollout.tools import ToolBox, as_tool
     from sdk.rollout.trl_rollout import ToolRolloutFunc
@@ -204,20 +258,22 @@ def _tool_rollout(p: "Pipeline"):
     def make_box():
         return ToolBox(tools, max_calls=tc.max_calls, max_result_chars=tc.max_result_chars)
 
-    return ToolTaskReward(tc.reward), ToolRolloutFunc(make_box, tc.max_turns, p.run_dir / "rl" / "traces.jsonl")
+    traces = (out or p.run_dir / "rl") / "traces.jsonl"
+    return ToolTaskReward(tc.reward), ToolRolloutFunc(make_box, tc.max_turns, traces)
 
 
-def _heldout_monitor(p: "Pipeline"):
-    """A :class:`sdk.train.monitor.HeldoutMonitor` when ``rl.heldout.every`` > 0 and there are held-out tasks."""
+def _heldout_probe(p: "Pipeline"):
+    """A :class:`sdk.train.compare.Probe` (held-out monitor + per-task scores) when ``rl.heldout.every``
+    > 0 or ``rl.compare`` is on and there are held-out tasks; else None. Both arms get the same one."""
     from sdk.rewards.tiered import score_batch
-    from sdk.train.monitor import HeldoutMonitor, heldout_eval_fn, pick_heldout
+    from sdk.train.compare import make_probe, monitor_settings
+    from sdk.train.monitor import pick_heldout
 
-    hc = p.cfg.rl.heldout
-    probe = pick_heldout(list(load_taskset(p).split(Split.HELDOUT)), hc.per_domain) if hc.every else []
-    if not probe:
+    if monitor_settings(p.cfg.rl) is None:
         return None
+    tasks = pick_heldout(list(load_taskset(p).split(Split.HELDOUT)), p.cfg.rl.heldout.per_domain)
     score = lambda ts, cs: score_batch(ts, cs, p.sandbox, p.cfg.reward)  # noqa: E731
-    return HeldoutMonitor(heldout_eval_fn(probe, score, hc.max_new_tokens), hc.every, hc.max_drop)
+    return make_probe(p.cfg.rl, tasks, score)
 
 
 def _lineage(p: "Pipeline", stage: str, adapter: Path, parent: Path | None, stats: StageStats) -> None:

@@ -24,7 +24,8 @@ LOGS = {"sft": "sft/log_history.json", "grpo": "rl/log_history.json"}
 
 
 def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str, Any] | None = None,
-                    n_resamples: int = 2000, seed: int = 0) -> tuple[dict[str, Any], GateResult, Path, Path]:
+                    n_resamples: int = 2000, seed: int = 0, schedule_comparison: Mapping[str, Any] | None = None
+                    ) -> tuple[dict[str, Any], GateResult, Path, Path]:
     """Compare base and tuned rows of ``run_dir``, apply the gate, write report.json/.html there.
 
     Args:
@@ -32,6 +33,8 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
         gate_cfg: ``cfg.gate``.
         meta: extra facts for the report header (model, config path ...).
         n_resamples, seed: bootstrap settings.
+        schedule_comparison: the section from :func:`sdk.eval.schedule.schedule_section` (the
+            pipeline passes it when ``rl.compare`` is on).
     Returns:
         ``(report, gate, json_path, html_path)``; the caller decides what a failed gate does
         (``gate.raise_if_failed()`` after the report is on disk).
@@ -56,7 +59,8 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
     header = {"run_dir": str(run_dir), **({"task_set": counts["version"]} if "version" in counts else {}),
               **dict(meta or {})}
     report = build_report(comparison, gate=gate, task_counts=counts.get("splits"), train_logs=logs, costs=costs,
-                          rows=rows["base"] + rows["tuned"], training_flags=rl_flags, meta=header)
+                          rows=rows["base"] + rows["tuned"], training_flags=rl_flags, meta=header,
+                          schedule_comparison=schedule_comparison)
     json_path, html_path = write_report(run_dir, report)
     return report, gate, json_path, html_path
 

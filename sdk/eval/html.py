@@ -3,7 +3,8 @@
 Inline CSS, plots as ``data:`` PNG URIs from :mod:`sdk.eval.plots`, no script and no external
 URL: the page works offline and from an e-mail attachment. Every value from the run is escaped.
 Sections carry stable ids (``summary``, ``domains``, ``regressions``, ``tasks``, ``training``,
-``flags``, ``side-effects``, ``cost``, ``cost-benefit``) so tests and readers can find them.
+``schedule-comparison`` (when the report has one), ``flags``, ``side-effects``, ``cost``,
+``cost-benefit``) so tests and readers can find them.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def render_html(report: Mapping[str, Any]) -> str:
         "<title>tuneloop report</title>", f"<style>{CSS}</style></head><body>",
         "<h1>tuneloop report</h1>", _meta(report),
         _summary(report), _domains(report), _regressions(report), _tasks(report),
-        _training(report), _flags(report), _side_effects(report), _cost(report), _cost_benefit(report),
+        _training(report), _schedule(report),
+        _flags(report), _side_effects(report), _cost(report), _cost_benefit(report),
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p)
@@ -145,6 +147,46 @@ def _training(r: Mapping[str, Any]) -> str:
     figs = [_figure(f"training-{stage}", plots.curves(series, f"{stage} per step"), f"{stage} curves")
             for stage, series in r["training"].items()]
     return _section("training", "Training curves", *(figs or ['<p class="muted">no training logs given</p>']))
+
+
+def _schedule(r: Mapping[str, Any]) -> str:
+    """Both GRPO arms' held-out curves on one plot, the verdict and a table (``rl.compare``)."""
+    sc = r.get("schedule_comparison")
+    if not sc:
+        return ""
+    arms = [sc["arms"][k] for k in ("main", "compare")]
+    series = {f"{a['stage']}: {a['label']}": [[e["step"], e["overall"]] for e in a["evaluations"]
+                                              if e["overall"] is not None] for a in arms}
+    by_step = [{e["step"]: e["overall"] for e in a["evaluations"]} for a in arms]
+    rows = [[s, *(_rate(b.get(s)) for b in by_step),
+             "-" if None in (by_step[0].get(s), by_step[1].get(s)) else f"{by_step[1][s] - by_step[0][s]:+.3f}"]
+            for s in sorted(set(by_step[0]) | set(by_step[1]))]
+    settings = [[a["stage"], a["label"], *_arm_cells(a)] for a in arms]
+    notes = "".join(f"<li>{escape(n)}</li>" for n in sc.get("notes", []))
+    cost = sc.get("cost") or {}
+    spent = f"<p>The comparison arm cost {cost['wall_s']:.0f} s wall.</p>" if cost.get("wall_s") else ""
+    return _section("schedule-comparison", "Schedule comparison: held-out reward per GRPO step",
+                    f'<p class="rec" id="schedule-verdict">{escape(sc["verdict"])}</p>',
+                    f"<ul>{notes}</ul>" if notes else "",
+                    _figure("schedule-comparison", plots.arm_curves(series, "held-out reward per step"),
+                            "held-out reward per step, both arms"),
+                    _table("schedule-table", ("step", *(f"{a['stage']} mean reward" for a in arms), "difference"),
+                           rows, "no probe evaluations"),
+                    _table("schedule-arms", ("stage", "schedule", "difficulty filter", "steps trained", "stopped",
+                                             "final reward"), settings),
+                    '<p class="muted">Mean greedy reward over the same held-out probe tasks for both arms; the '
+                    "verdict pairs the tasks at the last step both arms evaluated (95% paired bootstrap).</p>", spent)
+
+
+def _arm_cells(a: Mapping[str, Any]) -> list[str]:
+    if a.get("skipped"):
+        return [f"skipped: {a['skipped']}", "-", "-", "-"]
+    d = (a.get("settings") or {}).get("difficulty") or {}
+    filt = (f"kept {d.get('kept')}, dropped {d.get('dropped')} of {d.get('measured')} measured"
+            + (f" ({d['not_sampled']} not sampled)" if d.get("not_sampled") else "")) if d.get("enabled") else "off"
+    final = a.get("final") or {}
+    stopped = "-" if a.get("stopped_at") is None else f"step {a['stopped_at']} (rolled back to {a['rolled_back_to']})"
+    return [filt, str(a.get("steps_trained", "-")), stopped, _rate(final.get("overall"))]
 
 
 def _flags(r: Mapping[str, Any]) -> str:

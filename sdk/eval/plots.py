@@ -78,3 +78,19 @@ def benefit(points: list[dict]) -> str | None:
     ax.set_ylim(0, max(1.0, max(ys)) * 1.05)
     ax.set_title("benefit vs compute")
     return _to_uri(fig)
+
+
+def arm_curves(arms: dict[str, list[list[float]]], title: str, ylabel: str = "mean held-out reward") -> str | None:
+    """Several runs' curves on one axis: ``{label: [[step, value], ...]}`` (the schedule comparison)."""
+    drawn = {k: v for k, v in arms.items() if v}
+    if not drawn:
+        return None
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for (label, pts), color in zip(drawn.items(), (TUNED, "#d62728", "#2ca02c", BASE)):
+        steps, vals = zip(*pts)
+        ax.plot(steps, vals, marker="o", color=color, label=label)
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False, fontsize=8)
+    ax.set_title(title)
+    return _to_uri(fig)

@@ -35,7 +35,8 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
                  train_logs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
                  costs: Sequence[StageCost] = (), checkpoints: Sequence[Checkpoint] | None = None,
                  rows: Sequence[EvalRow] = (), training_flags: Mapping[str, Mapping[str, int]] | None = None,
-                 meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 meta: Mapping[str, Any] | None = None,
+                 schedule_comparison: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Assemble the report as a JSON-serialisable dict.
 
     Args:
@@ -54,9 +55,12 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
             (e.g. per GRPO step, see :func:`sdk.eval.from_run.training_flags`); listed between
             the base and tuned rows of the flags table.
         meta: run facts shown at the top (run dir, model, task-set version, config ...).
+        schedule_comparison: two GRPO arms' held-out curves and verdict
+            (:func:`sdk.eval.schedule.schedule_section`; omitted: the key is None).
     Returns:
         A dict with keys ``schema, created, meta, summary, overall, n_samples, ks, by_split,
-        by_domain, diff, gate, tasks, training, flags, side_effects, cost, cost_benefit``.
+        by_domain, diff, gate, tasks, training, schedule_comparison, flags, side_effects, cost,
+        cost_benefit``.
     """
     row_flags = _flags_by_model(rows)
     points = list(checkpoints) if checkpoints else default_checkpoints(comparison, costs, row_flags)
@@ -84,6 +88,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         "gate": gate.model_dump(mode="json") if gate else None,
         "tasks": _task_section(task_counts),
         "training": {stage: _curves(hist) for stage, hist in (train_logs or {}).items()},
+        "schedule_comparison": _jsonable(dict(schedule_comparison)) if schedule_comparison else None,
         "flags": flags,
         "side_effects": {m: component_stats([r for r in rows if r.model == m])
                          for m in sorted({r.model for r in rows})},
@@ -138,6 +143,8 @@ def print_summary(report: Mapping[str, Any], console: Console | None = None) -> 
     else:
         console.print(f"cost: {totals['wall_s']:.0f} s wall, {totals['cpu_s']:.0f} s CPU, {totals['gpu_s']:.0f} s GPU, "
                       f"{totals['tokens_generated']} tokens generated, {totals['tokens_trained']} trained")
+    if report.get("schedule_comparison"):
+        console.print(f"schedule comparison: {report['schedule_comparison']['verdict']}", markup=False)
     console.print(f"[bold]{report['cost_benefit']['recommendation']}[/]")
 
 

@@ -212,10 +212,25 @@ def zero_std_summary(log_history: Sequence[Mapping], groups_per_step: int) -> di
             "frac_zero_std": round(zero / groups, 4) if groups else 0.0, "dropped_groups": dropped}
 
 
+def sample_tasks(tasks: Sequence[Task], max_tasks: int | None, seed: int) -> tuple[list[Task], list[Task]]:
+    """``(sample, rest)``: at most ``max_tasks`` of ``tasks`` drawn with ``seed`` from their sorted ids
+    (so the draw does not depend on the input order); both lists keep the input order. All tasks
+    when ``max_tasks`` is None or not below ``len(tasks)``."""
+    import random
+
+    if max_tasks is None or max_tasks >= len(tasks):
+        return list(tasks), []
+    picked = set(random.Random(seed).sample(sorted(t.id for t in tasks), max_tasks))
+    return [t for t in tasks if t.id in picked], [t for t in tasks if t.id not in picked]
+
+
 def measure_and_filter(tasks: Sequence[Task], model_path: str, adapter_dir: Path | None, cfg, sandbox, weights,
                        out_dir: Path, seed: int, dtype: str = "auto") -> tuple[list[Task], list[Quarantined], dict]:
     """The pipeline's difficulty step: sample ``cfg.k`` completions per task from base + adapter
     (:class:`sdk.generate.HFGenerator`), score them (``sdk.rewards.tiered.score_batch``), filter.
+    With ``cfg.max_tasks`` set only a seeded sample (:func:`sample_tasks`) is measured and the rest
+    is left out of the returned ``kept`` (counted as ``not_sampled`` in the report): about 6-7 s per
+    task at k=4 and 128 tokens for SmolLM2-135M on 2 CPU cores.
 
     Args:
         cfg: :class:`sdk.config.DifficultyConfig`.
@@ -228,6 +243,7 @@ def measure_and_filter(tasks: Sequence[Task], model_path: str, adapter_dir: Path
     from sdk.generate import HFGenerator
     from sdk.rewards.tiered import score_batch
 
+    tasks, unsampled = sample_tasks(tasks, cfg.max_tasks, seed)
     policy = model_key(model_path, adapter_dir)
     cache = DifficultyCache(out_dir / "difficulty_cache.jsonl")
     key_of = lambda t: cache_key(policy, t.id, cfg.k, cfg.temperature, cfg.max_new_tokens, cfg.pass_threshold)
@@ -242,7 +258,8 @@ def measure_and_filter(tasks: Sequence[Task], model_path: str, adapter_dir: Path
         if gen is not None:
             gen.close()
     kept, dropped = split_by_difficulty(tasks, ests, cfg.min_pass_rate, cfg.max_pass_rate)
-    report = {**difficulty_report(ests, dropped), "kept": len(kept), "policy": policy, "k": cfg.k}
+    report = {**difficulty_report(ests, dropped), "kept": len(kept), "not_sampled": len(unsampled),
+              "policy": policy, "k": cfg.k}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "difficulty.json").write_text(json.dumps(report, indent=2))
     (out_dir / "difficulty_dropped.jsonl").write_text(

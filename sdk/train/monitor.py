@@ -52,17 +52,19 @@ class HeldoutMonitor(TrainerCallback):
         eval_fn: ``(model, tokenizer) -> {domain: score}``; called with the training model
             (switch it to eval mode and back inside if it generates).
         every: steps between evaluations (also evaluated before the first step).
-        threshold: allowed drop per domain from its best score.
+        threshold: allowed drop per domain from its best score (``math.inf``: observe only).
+        final: also evaluate at the end of training when the last step is not a multiple of
+            ``every`` (and no rollback stopped it), so a curve always ends at the last step.
     Attributes:
         history: ``[{"step": n, "scores": {...}}]``.
         rolled_back_to: step whose weights were restored, or None.
         regressed: ``{domain: drop}`` that triggered the rollback.
     """
 
-    def __init__(self, eval_fn: EvalFn, every: int, threshold: float) -> None:
+    def __init__(self, eval_fn: EvalFn, every: int, threshold: float, final: bool = False) -> None:
         if every <= 0:
             raise ValueError(f"every must be > 0, got {every}")
-        self.eval_fn, self.every, self.threshold = eval_fn, every, threshold
+        self.eval_fn, self.every, self.threshold, self.final = eval_fn, every, threshold, final
         self.history: list[dict] = []
         self.rolled_back_to: int | None = None
         self.regressed: dict[str, float] = {}
@@ -77,7 +79,17 @@ class HeldoutMonitor(TrainerCallback):
         """Trainer hook: check after each optimizer step."""
         if model is None or state.global_step % self.every:
             return control
-        self._evaluate(state.global_step, model, processing_class)
+        return self._check(state, control, model, processing_class)
+
+    def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        """Trainer hook: with ``final``, evaluate the last step if it was not evaluated yet."""
+        done = self.history and self.history[-1]["step"] == state.global_step
+        if self.final and model is not None and self.rolled_back_to is None and not done:
+            self._check(state, control, model, processing_class)
+        return control
+
+    def _check(self, state, control, model, tokenizer):
+        self._evaluate(state.global_step, model, tokenizer)
         bad = regressions([h["scores"] for h in self.history], self.threshold)
         if bad and self._good is not None:
             step, snapshot = self._good

@@ -30,6 +30,7 @@ def small_overrides(tmp_path: Path, model: str) -> dict:
         "sft.max_steps": 3, "sft.batch_size": 2,
         "rl.max_steps": 1, "rl.num_generations": 2, "rl.batch_size": 2, "rl.max_completion_length": 12,
         "eval.max_new_tokens": 12, "eval.limit_per_split": 3,
+        "rl.heldout.max_new_tokens": 12, "rl.compare.difficulty.max_new_tokens": 12,  # quickstart: rl.compare on
     }
 
 
