@@ -89,7 +89,7 @@ def sft_trl_defaults(model: str, rows: list[dict], out: Path) -> tuple[float, in
 def sft_tuneloop(model: str, rows: list[dict], out: Path, **changes) -> tuple[float, int, float]:
     from sdk.train.sft import run_sft
 
-    cfg = SftConfig(epochs=1, save_steps=10_000, **changes)
+    cfg = SftConfig(epochs=1, save_steps=10_000, max_length=1024, **changes)  # TRL default max_length
     stats = run_sft(model, rows, cfg, out, seed=0, dtype="float32", progress=False)
     return tokens_per_s(stats.extra["log_history"])
 
@@ -155,6 +155,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="tiny", help="tiny (random, offline) or smollm2-135m")
     ap.add_argument("--rows", type=int, default=32, help="HumanEval rows for SFT")
+    ap.add_argument("--token-budget", type=int, default=2048, help="tokens per packed step for variant (d)")
     ap.add_argument("--grpo-tasks", type=int, default=8)
     ap.add_argument("--grpo-steps", type=int, default=3, help="timed steps (one more runs untimed)")
     ap.add_argument("--skip-sft", action="store_true")
@@ -173,10 +174,11 @@ def main() -> None:
             print(f"SFT {a.model}, {len(rows)} HumanEval rows, 1 epoch", flush=True)
             base = _show("TRL SFTTrainer defaults (bf16=False)", sft_trl_defaults(model, rows, tmp / "trl"))
             ours = _show("tuneloop defaults", sft_tuneloop(model, rows, tmp / "ours"))
-            grouped = _show("tuneloop + group_by_length", sft_tuneloop(model, rows, tmp / "grouped",
-                                                                       group_by_length=True))
-            print(f"  ratio tuneloop/TRL = {ours[0] / base[0]:.2f}x; with group_by_length = "
-                  f"{grouped[0] / base[0]:.2f}x (target >= 1.5x)")
+            free = _show("tuneloop + padding_free", sft_tuneloop(model, rows, tmp / "free", padding_free=True))
+            budget = _show(f"tuneloop + token_budget {a.token_budget}",
+                           sft_tuneloop(model, rows, tmp / "budget", token_budget=a.token_budget))
+            print(f"  ratio tuneloop/TRL = {ours[0] / base[0]:.2f}x (target >= 1.5x); padding_free "
+                  f"{free[0] / base[0]:.2f}x; token_budget {budget[0] / base[0]:.2f}x")
         if not a.skip_grpo:
             from sdk.rewards.trl import SandboxReward
 

@@ -195,7 +195,7 @@ def zero_std_summary(log_history: Sequence[Mapping], groups_per_step: int) -> di
     :mod:`sdk.train.zero_std` left out of the loss (``zero_std/dropped_groups``, a count per logged step;
     ``logging_steps`` is 1 in our configs).
 
-    TRL's fraction misses groups of equal rewards whose float32 std is above 1e-8 (e.g. 0.1 x 8), so
+    TRL's fraction misses groups of equal rewards whose float32 std is above 1e-8 (e.g. 0.7 x 8), so
     ``dropped_groups`` can exceed ``zero_std_groups``.
     Args:
         log_history: ``trainer.state.log_history``.

@@ -31,6 +31,7 @@ from sdk.train.common import (
     progress_callbacks,
     train_and_save,
 )
+from sdk.train.adaptive import adaptive_stream
 from sdk.train.curriculum import Item, is_default, order_rows
 from sdk.train.difficulty import zero_std_summary
 from sdk.train.qlora import guards
@@ -114,7 +115,13 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     if not rows:
         raise ValueError("no GRPO rows: no train task has an automatic verifier")
     items = [Item(t.domain, t.difficulty, len(t.prompt[-1].content)) for t in tasks if t.verifier.kind != "reference"]
-    rows, order = order_rows(rows, items, cfg.order, prompts_needed(cfg), seed)
+    mixer = None
+    if cfg.order.mixing == "adaptive":  # a stream whose domain weights follow held-out progress
+        mixer, dataset, mixing_cb = adaptive_stream(rows, [x.domain for x in items], cfg.order, callbacks, seed)
+        callbacks = [*callbacks, mixing_cb]
+    else:
+        rows, order = order_rows(rows, items, cfg.order, prompts_needed(cfg), seed)
+        dataset = Dataset.from_list(rows)
     model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
     peft_cfg = None
     if adapter_dir is not None:
@@ -124,7 +131,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
     callbacks = [*guards(model), *callbacks]
     trainer = TuneloopGRPOTrainer(
-        model=model, reward_funcs=reward_fn, args=args, train_dataset=Dataset.from_list(rows),
+        model=model, reward_funcs=reward_fn, args=args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=peft_cfg, rollout_func=rollout_func,
         callbacks=[*progress_callbacks(out_dir, progress), *callbacks], drop_zero_std_groups=cfg.drop_zero_std_groups)
     history = train_and_save(trainer, out_dir)
@@ -135,4 +142,4 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
                  zero_std["zero_std_groups"], zero_std["groups"], zero_std["dropped_groups"])
     return StageStats("rl", tokens_generated=generated,
                       extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step,
-                             "order": order, "zero_std": zero_std})
+                             "order": mixer.summary() if mixer else order, "zero_std": zero_std})

@@ -17,6 +17,7 @@ from typing import Sequence
 from transformers import TrainerCallback
 
 from sdk.config import SftConfig
+from sdk.errors import ConfigError
 from sdk.sources import SftExample
 from sdk.tasks.records import Task, UnitTestVerifier
 from sdk.train.common import (
@@ -27,6 +28,7 @@ from sdk.train.common import (
     train_and_save,
 )
 from sdk.train.curriculum import Item, is_default, order_rows
+from sdk.train.lengths import enforce_max_length, pack_by_token_budget
 from sdk.train.qlora import guards
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,21 @@ def sft_items(tasks: Sequence[Task], examples: Sequence[SftExample]) -> list[Ite
     return items
 
 
+def sft_args(cfg: SftConfig, ordered: bool) -> dict:
+    """``SFTConfig`` arguments from our :class:`SftConfig` (besides :func:`common_args`).
+
+    ``max_length`` is passed as None: TRL must not truncate, :func:`enforce_max_length` applies
+    ``cfg.truncation`` after tokenizing. With ``token_budget`` one packed sequence is one device batch.
+    """
+    return dict(
+        num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
+        per_device_train_batch_size=1 if cfg.token_budget else cfg.batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=None,
+        padding_free=cfg.padding_free or cfg.token_budget is not None, completion_only_loss=True,
+        lr_scheduler_type="cosine", warmup_steps=0.05,
+        train_sampling_strategy="sequential" if ordered else "group_by_length" if cfg.group_by_length else "random")
+
+
 def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, seed: int,
             dtype: str = "auto", progress: bool = True, items: Sequence[Item] | None = None,
             callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False) -> StageStats:
@@ -79,8 +96,13 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
 
     Returns:
         StageStats with tokens trained (TRL's ``num_tokens``) and the log history in ``extra``.
+    Rows longer than ``cfg.max_length`` tokens follow ``cfg.truncation``
+    (:mod:`sdk.train.lengths`; the summary is ``extra["lengths"]``); ``cfg.token_budget`` packs rows
+    into token-budget batches.
+
     Raises:
         ValueError: ``rows`` is empty.
+        ConfigError: ``cfg.truncation`` is ``error`` and a row is too long, or no row fits.
     """
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -93,17 +115,19 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     if ordered:
         rows, _ = order_rows(rows, items, cfg.order, None, seed)
     model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
-    args = SFTConfig(
-        num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
-        per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        max_length=cfg.max_length, completion_only_loss=True, lr_scheduler_type="cosine", warmup_steps=0.05,
-        train_sampling_strategy="sequential" if ordered else "group_by_length" if cfg.group_by_length else "random",
-        **{**common_args(out_dir, seed), "save_steps": cfg.save_steps})
+    args = SFTConfig(**sft_args(cfg, ordered), **{**common_args(out_dir, seed), "save_steps": cfg.save_steps})
     callbacks = [*guards(model), *callbacks]
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                          peft_config=peft_config(cfg.lora),
                          callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
+    # TRL tokenized the rows without truncating (max_length=None): our length policy sees true lengths
+    trainer.train_dataset, lengths = enforce_max_length(trainer.train_dataset, cfg.max_length, cfg.truncation, out_dir)
+    if not len(trainer.train_dataset):
+        raise ConfigError(f"every SFT row is longer than sft.max_length={cfg.max_length} (see {out_dir}/too_long.jsonl)",
+                          "raise sft.max_length or set sft.truncation: truncate")
+    if cfg.token_budget:
+        trainer.train_dataset = pack_by_token_budget(trainer.train_dataset, cfg.token_budget)
     history = train_and_save(trainer, out_dir)
     tokens = max((int(h.get("num_tokens", 0)) for h in history), default=0)
-    return StageStats("sft", tokens_trained=tokens, extra={"log_history": history, "rows": len(rows),
+    return StageStats("sft", tokens_trained=tokens, extra={"log_history": history, "rows": len(rows), "lengths": lengths,
                                                            "steps": trainer.state.global_step})

@@ -1,0 +1,119 @@
+"""Row lengths for SFT: an explicit policy for rows longer than ``max_length``, and token-budget packing.
+
+TRL truncates over-long rows silently from the end, which for prompt-completion rows cuts the
+completion: the model learns answers that stop mid-code. tuneloop tokenizes first (TRL's own
+tokenization, so lengths are exact), then applies ``sft.truncation``:
+
+* ``drop`` (default): the row is left out and recorded in ``sft/too_long.jsonl`` with its length;
+* ``truncate``: keep the first ``max_length`` tokens (TRL's ``keep_start``); a row whose completion
+  is cut away entirely carries no trainable token and is dropped with that reason;
+* ``error``: stop before training with the offending rows and how to fix them.
+
+Token-budget batches: with ``sft.token_budget`` set, the rows are packed best-fit-decreasing into
+sequences of at most that many tokens (TRL's ``pack_dataset(strategy="bfd")``), one packed sequence
+per device step, so every step trains on about the same number of tokens whatever the row lengths.
+Packed and padding-free batches carry position ids that restart at each row and no attention mask;
+transformers then builds a block-diagonal causal mask (``find_packed_sequence_indices``) for SDPA and
+eager attention as well as FlashAttention, so rows never attend to each other (tested on CPU in
+``tests/train/test_sft_lengths.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sdk.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def length_policy(lengths: Sequence[int], trainable: Sequence[int], max_length: int,
+                  policy: str) -> tuple[list[int], list[dict[str, Any]]]:
+    """Which rows to keep under ``policy``, and a record for each row that was over ``max_length``.
+
+    Args:
+        lengths: tokens per row (prompt + completion), one per row.
+        trainable: index of the first trainable (completion) token per row; ``len`` when none.
+        max_length: the most tokens a row may have, > 0.
+        policy: ``drop``, ``truncate`` or ``error``.
+    Returns:
+        ``(kept row indices in order, [{"row", "tokens", "max_length", "action"}, ...])``; ``action``
+        is ``dropped``, ``truncated`` or ``dropped: completion cut entirely``.
+    Raises:
+        ConfigError: ``policy`` is ``error`` and some row is too long (message names up to 5 rows and
+            the longest length), or ``policy`` is unknown.
+    """
+    if policy not in ("drop", "truncate", "error"):
+        raise ConfigError(f"unknown sft.truncation {policy!r}", "use drop, truncate or error")
+    kept, records = [], []
+    for i, (n, first) in enumerate(zip(lengths, trainable)):
+        if n <= max_length:
+            kept.append(i)
+            continue
+        action = "dropped"
+        if policy == "truncate" and first < max_length:
+            kept.append(i)
+            action = "truncated"
+        elif policy == "truncate":
+            action = "dropped: completion cut entirely"
+        records.append({"row": i, "tokens": n, "max_length": max_length, "action": action})
+    if policy == "error" and records:
+        rows = ", ".join(f"row {r['row']} ({r['tokens']} tokens)" for r in records[:5])
+        raise ConfigError(f"{len(records)} SFT rows are longer than sft.max_length={max_length}: {rows}"
+                          + (" ..." if len(records) > 5 else ""),
+                          f"raise sft.max_length to {max(r['tokens'] for r in records)}, or set "
+                          "sft.truncation: drop (leave them out) or truncate (keep their start)")
+    return kept, records
+
+
+def enforce_max_length(dataset, max_length: int, policy: str, out_dir: Path | None = None):
+    """Apply :func:`length_policy` to a tokenized SFT dataset (TRL's ``input_ids`` / ``labels`` columns).
+
+    Rows over ``max_length`` are recorded in ``out_dir/too_long.jsonl`` (one JSON object per row)
+    and counted in the log. Row order is preserved.
+
+    Returns:
+        ``(dataset, summary)``; summary is ``{"policy", "max_length", "rows_in", "rows_out",
+        "dropped", "truncated"}``.
+    Raises:
+        ConfigError: see :func:`length_policy`.
+    """
+    lengths = [len(ids) for ids in dataset["input_ids"]]
+    firsts = [next((j for j, lab in enumerate(labels) if lab != -100), len(labels)) for labels in dataset["labels"]]
+    kept, records = length_policy(lengths, firsts, max_length, policy)
+    if out_dir is not None and records:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "too_long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    dropped = sum(1 for r in records if r["action"] != "truncated")
+    truncated = len(records) - dropped
+    if records:
+        log.warning("SFT: %d of %d rows are longer than sft.max_length=%d: %d dropped, %d truncated (see %s)",
+                    len(records), len(lengths), max_length, dropped, truncated,
+                    out_dir / "too_long.jsonl" if out_dir else "the stage summary")
+    if len(kept) < len(lengths):
+        dataset = dataset.select(kept)
+    if truncated:
+        cut = {"input_ids", "labels"} & set(dataset.column_names)
+        dataset = dataset.map(lambda row: {c: row[c][:max_length] for c in cut})
+    summary = {"policy": policy, "max_length": max_length, "rows_in": len(lengths), "rows_out": len(kept),
+               "dropped": dropped, "truncated": truncated}
+    return dataset, summary
+
+
+def pack_by_token_budget(dataset, token_budget: int):
+    """Pack tokenized rows best-fit-decreasing into sequences of at most ``token_budget`` tokens.
+
+    Every row must already fit (:func:`enforce_max_length` with ``max_length <= token_budget``), so
+    nothing is cut. Uses TRL's ``pack_dataset(strategy="bfd")``, which adds the ``seq_lengths``
+    column the padding-free collator turns into restarting position ids.
+
+    Returns:
+        the packed dataset (fewer, longer rows; row order is by size, not the input order).
+    """
+    from trl import pack_dataset
+
+    return pack_dataset(dataset.select_columns(["input_ids", "labels"]), token_budget, "bfd")
