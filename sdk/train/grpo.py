@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from transformers import TrainerCallback
 
 from sdk.config import RlConfig
 from sdk.errors import ConfigError
 from sdk.tasks.records import Task
+from sdk.train.adaptive import adaptive_stream
 from sdk.train.common import (
     StageStats,
     common_args,
@@ -31,7 +32,6 @@ from sdk.train.common import (
     progress_callbacks,
     train_and_save,
 )
-from sdk.train.adaptive import adaptive_stream
 from sdk.train.curriculum import Item, is_default, order_rows
 from sdk.train.difficulty import zero_std_summary
 from sdk.train.qlora import guards
@@ -78,6 +78,26 @@ def prompts_needed(cfg: RlConfig) -> int:
     return cfg.max_steps * (cfg.batch_size // cfg.num_generations) * int(os.environ.get("WORLD_SIZE", "1"))
 
 
+def train_dataset(rows: list[dict], items: Sequence[Item], cfg: RlConfig, callbacks: Sequence[TrainerCallback],
+                  seed: int):
+    """The GRPO dataset for ``cfg.order``: ``(dataset, order summary, callbacks)``.
+
+    Adaptive mixing gives a stream (:func:`sdk.train.adaptive.adaptive_stream`), its summary as a
+    callable read after training, and the callbacks with the mixer's appended; every other order
+    gives the :mod:`sdk.train.curriculum` schedule of the prompts ``max_steps`` consumes.
+
+    Raises:
+        ConfigError: adaptive mixing without a held-out monitor among ``callbacks``.
+    """
+    from datasets import Dataset
+
+    if cfg.order.mixing == "adaptive":  # a stream whose domain weights follow held-out progress
+        mixer, dataset, mixing_cb = adaptive_stream(rows, [x.domain for x in items], cfg.order, callbacks, seed)
+        return dataset, mixer.summary, [*callbacks, mixing_cb]
+    rows, order = order_rows(rows, items, cfg.order, prompts_needed(cfg), seed)
+    return Dataset.from_list(rows), order, list(callbacks)
+
+
 def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], reward_fn: Callable,
              cfg: RlConfig, lora_cfg, out_dir: Path, seed: int, dtype: str = "auto",
              progress: bool = True, callbacks: Sequence[TrainerCallback] = (),
@@ -103,7 +123,6 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     Raises:
         ValueError: no task has an automatic verifier.
     """
-    from datasets import Dataset
     from peft import PeftModel
     from trl import GRPOConfig
 
@@ -115,13 +134,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     if not rows:
         raise ValueError("no GRPO rows: no train task has an automatic verifier")
     items = [Item(t.domain, t.difficulty, len(t.prompt[-1].content)) for t in tasks if t.verifier.kind != "reference"]
-    mixer = None
-    if cfg.order.mixing == "adaptive":  # a stream whose domain weights follow held-out progress
-        mixer, dataset, mixing_cb = adaptive_stream(rows, [x.domain for x in items], cfg.order, callbacks, seed)
-        callbacks = [*callbacks, mixing_cb]
-    else:
-        rows, order = order_rows(rows, items, cfg.order, prompts_needed(cfg), seed)
-        dataset = Dataset.from_list(rows)
+    dataset, order, callbacks = train_dataset(rows, items, cfg, callbacks, seed)
     model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
     peft_cfg = None
     if adapter_dir is not None:
@@ -142,4 +155,4 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
                  zero_std["zero_std_groups"], zero_std["groups"], zero_std["dropped_groups"])
     return StageStats("rl", tokens_generated=generated,
                       extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step,
-                             "order": mixer.summary() if mixer else order, "zero_std": zero_std})
+                             "order": order() if callable(order) else order, "zero_std": zero_std})

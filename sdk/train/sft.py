@@ -11,8 +11,8 @@ SFT examples of feedback sources (well-rated responses, corrections).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from transformers import TrainerCallback
 
@@ -70,6 +70,17 @@ def sft_items(tasks: Sequence[Task], examples: Sequence[SftExample]) -> list[Ite
     return items
 
 
+class _PackedNotBatchOfOne(logging.Filter):
+    """Drops TRL's "batch size of 1 annihilates padding-free" warning, wrong for packed sequences."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False (drop) for that one warning, True for every other record."""
+        return "annihilate" not in record.getMessage()
+
+
+_NOT_BATCH_OF_ONE = _PackedNotBatchOfOne()
+
+
 def sft_args(cfg: SftConfig, ordered: bool) -> dict:
     """``SFTConfig`` arguments from our :class:`SftConfig` (besides :func:`common_args`).
 
@@ -115,6 +126,8 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     if ordered:
         rows, _ = order_rows(rows, items, cfg.order, None, seed)
     model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
+    if cfg.token_budget:  # one packed sequence per step is not "batch size 1": drop TRL's warning about it
+        logging.getLogger("trl.trainer.sft_trainer").addFilter(_NOT_BATCH_OF_ONE)
     args = SFTConfig(**sft_args(cfg, ordered), **{**common_args(out_dir, seed), "save_steps": cfg.save_steps})
     callbacks = [*guards(model), *callbacks]
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
