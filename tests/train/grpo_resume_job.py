@@ -12,24 +12,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
-from transformers import TrainerCallback
+from killable import StallOnce
 
 from sdk.config import LoraConfig, RlConfig
 from sdk.tasks.records import AnswerVerifier, Message, Source, Task
 from sdk.train.grpo import run_grpo
-
-
-class StallOnce(TrainerCallback):
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == 3 and not self.marker.exists():
-            self.marker.write_text("stalled after step 3")
-            time.sleep(600)  # the test kills us here
 
 
 class ParityReward:

@@ -5,28 +5,17 @@ sees, in the same order (the job crosses epochs, where TRL's sampler alone would
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.train.killable import finish, kill_when_stalled, start
+
 JOB = Path(__file__).with_name("grpo_resume_job.py")
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def _job(model: str, out: Path, marker: Path, seen: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}  # see _one_thread
-    return subprocess.Popen([sys.executable, str(JOB), model, str(out), str(marker), str(seen)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finish(proc: subprocess.Popen) -> dict:
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err[-2000:]
-    return json.loads(out.strip().splitlines()[-1])
+def _job(model: str, out: Path, marker: Path, seen: Path):
+    return start(JOB, model, out, marker, seen, env={"OMP_NUM_THREADS": "1"})  # see _one_thread
 
 
 @contextmanager
@@ -57,19 +46,11 @@ def test_sigkill_mid_grpo_then_rerun_resumes_with_the_uninterrupted_prompt_order
     from safetensors.torch import load_file
 
     out, marker, seen = tmp_path / "killed", tmp_path / "stalled", tmp_path / "killed.jsonl"
-    proc = _job(tiny_model_dir, out, marker, seen)
-    deadline = time.monotonic() + 240
-    while not marker.exists():
-        assert proc.poll() is None, proc.stderr.read()[-2000:]
-        assert time.monotonic() < deadline, "the job never reached step 3"
-        time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    kill_when_stalled(_job(tiny_model_dir, out, marker, seen), marker)
     ckpts = sorted(p.name for p in (out / "checkpoints").glob("checkpoint-*"))
     assert ckpts == ["checkpoint-2"] and not (out / "adapter").exists(), "killed after step 3, before step 4's save"
 
-    assert _finish(_job(tiny_model_dir, out, marker, seen)) == {"steps": 6}, "the same command finishes the run"
+    assert finish(_job(tiny_model_dir, out, marker, seen)) == {"steps": 6}, "the same command finishes the run"
     history = json.loads((out / "log_history.json").read_text())
     assert [h["step"] for h in history if "loss" in h] == [1, 2, 3, 4, 5, 6], "steps 1-2 restored, 3-6 trained"
     rows = _seen(seen)

@@ -9,7 +9,12 @@ import pytest
 from sdk.config import OrderConfig
 from sdk.errors import ConfigError
 from sdk.train.curriculum import Item, is_default, order_summary, phase_chunks, schedule
-from sdk.train.mixing import adaptive_weights, domain_weights, match_weight, mix_sequence
+from sdk.train.mixing import (
+    adaptive_weights,
+    domain_weights,
+    match_weight,
+    mix_sequence,
+)
 
 
 def test_temperature_weights_flatten_towards_uniform():

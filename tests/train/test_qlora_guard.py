@@ -8,7 +8,13 @@ import pytest
 import torch
 
 from sdk.errors import ModelError
-from sdk.train.qlora import GradientFlowGuard, QLoraGuard, disable_cpu_repacking, missing_gradients, repacked_modules
+from sdk.train.qlora import (
+    GradientFlowGuard,
+    QLoraGuard,
+    disable_cpu_repacking,
+    missing_gradients,
+    repacked_modules,
+)
 
 
 def _lora_grads(model, batch):

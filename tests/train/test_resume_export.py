@@ -5,48 +5,29 @@ adapter model's logits and the export folder holds no adapter files."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 
+from tests.train.killable import finish, kill_when_stalled, start
+
 JOB = Path(__file__).with_name("resume_job.py")
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def _job(model: str, out: Path, marker: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, str(JOB), model, str(out), str(marker)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finish(proc: subprocess.Popen) -> dict:
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err[-2000:]
-    return json.loads(out.strip().splitlines()[-1])
+def _job(model: str, out: Path, marker: Path):
+    return start(JOB, model, out, marker)
 
 
 def test_sigkill_mid_sft_then_rerun_resumes_and_matches_an_uninterrupted_run(tiny_model_dir, tmp_path):
     from safetensors.torch import load_file
 
     out, marker = tmp_path / "killed", tmp_path / "stalled"
-    proc = _job(tiny_model_dir, out, marker)
-    deadline = time.monotonic() + 240
-    while not marker.exists():
-        assert proc.poll() is None, proc.stderr.read()[-2000:]
-        assert time.monotonic() < deadline, "the job never reached step 3"
-        time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    kill_when_stalled(_job(tiny_model_dir, out, marker), marker)
     ckpts = sorted(p.name for p in (out / "checkpoints").glob("checkpoint-*"))
     assert ckpts == ["checkpoint-2"] and not (out / "adapter").exists(), "killed after step 3, before step 4's save"
 
-    assert _finish(_job(tiny_model_dir, out, marker)) == {"steps": 6}, "the same command finishes the run"
+    assert finish(_job(tiny_model_dir, out, marker)) == {"steps": 6}, "the same command finishes the run"
     history = json.loads((out / "log_history.json").read_text())
     assert [h["step"] for h in history if "loss" in h] == [1, 2, 3, 4, 5, 6], "steps 1-2 restored, 3-6 trained"
 
@@ -54,7 +35,9 @@ def test_sigkill_mid_sft_then_rerun_resumes_and_matches_an_uninterrupted_run(tin
     clean_marker.write_text("")
     sys.path.insert(0, str(JOB.parent))
     try:
-        from resume_job import main  # the same job in this process (no second interpreter start)
+        from resume_job import (
+            main,  # the same job in this process (no second interpreter start)
+        )
     finally:
         sys.path.remove(str(JOB.parent))
     main(tiny_model_dir, str(tmp_path / "clean"), str(clean_marker))
