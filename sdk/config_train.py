@@ -44,7 +44,7 @@ class OrderConfig(_Cfg):
     mixing: Literal["none", "static", "temperature", "adaptive"] = "none"
     domain_weights: dict[str, float] = Field(default_factory=dict, description="static mixing: domain -> weight >= 0")
     mixing_temperature: float = Field(1.0, gt=0, description="temperature mixing: p ∝ n^(1/T)")
-    adaptive_eta: float = Field(2.0, gt=0, description="adaptive mixing (GRPO only, needs rl.heldout.every > 0): "
+    adaptive_eta: float = Field(2.0, gt=0, le=100, description="adaptive mixing (GRPO only, needs rl.heldout.every > 0): "
                                 "w_d ∝ w_d·exp(-eta·gain_d) after each held-out evaluation")
 
     @model_validator(mode="after")
@@ -198,6 +198,13 @@ class RlConfig(_Cfg):
         if self.batch_size % self.num_generations:
             raise ValueError(f"rl.batch_size ({self.batch_size}) must be a multiple of rl.num_generations "
                              f"({self.num_generations}); e.g. set batch_size: {self.num_generations}")
+        return self
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> RlConfig:
+        if self.enabled and self.order.mixing == "adaptive" and not (self.heldout.every or self.compare.enabled):
+            raise ValueError("rl.order.mixing is `adaptive` but nothing probes held-out progress during GRPO; "
+                             "set rl.heldout.every (e.g. 4), or use mixing: temperature")
         return self
 
     @model_validator(mode="after")

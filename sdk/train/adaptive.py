@@ -19,6 +19,7 @@ keep it.
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Sequence
 
@@ -94,11 +95,13 @@ class AdaptiveMixer:
         """
         if self._last_scores is not None:
             gains = {d: scores[d] - self._last_scores[d] for d in scores
-                     if d in self._last_scores and d in self.weights}
+                     if d in self._last_scores and d in self.weights
+                     and math.isfinite(scores[d]) and math.isfinite(self._last_scores[d])}
             self.weights = adaptive_weights(self.weights, gains, self.eta, self.floor)
             self.trace.append({"step": step, "gains": gains, "weights": dict(self.weights)})
             log.info("adaptive mixing at step %d: gains %s -> weights %s", step, gains, self.weights)
-        self._last_scores = dict(scores)
+        # a domain whose probe failed (NaN) keeps its last good score as the baseline
+        self._last_scores = {**(self._last_scores or {}), **{d: v for d, v in scores.items() if math.isfinite(v)}}
         return self.weights
 
     def summary(self) -> dict:

@@ -78,16 +78,19 @@ def enforce_max_length(dataset, max_length: int, policy: str, out_dir: Path | No
 
     Returns:
         ``(dataset, summary)``; summary is ``{"policy", "max_length", "rows_in", "rows_out",
-        "dropped", "truncated"}``.
+        "dropped", "truncated", "longest", "longest_prompt"}`` (lengths in tokens).
     Raises:
         ConfigError: see :func:`length_policy`.
     """
     lengths = [len(ids) for ids in dataset["input_ids"]]
     firsts = [next((j for j, lab in enumerate(labels) if lab != -100), len(labels)) for labels in dataset["labels"]]
     kept, records = length_policy(lengths, firsts, max_length, policy)
-    if out_dir is not None and records:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "too_long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    if "prompt" in dataset.column_names:  # which row: the start of its last prompt message
+        for r in records:
+            prompt = dataset[r["row"]]["prompt"]
+            r["prompt_start"] = str(prompt[-1]["content"] if isinstance(prompt, list) and prompt else prompt)[:120]
+    if out_dir is not None:
+        write_jsonl(out_dir / "too_long.jsonl", records)
     dropped = sum(1 for r in records if r["action"] != "truncated")
     truncated = len(records) - dropped
     if records:
@@ -100,8 +103,52 @@ def enforce_max_length(dataset, max_length: int, policy: str, out_dir: Path | No
         cut = {"input_ids", "labels"} & set(dataset.column_names)
         dataset = dataset.map(lambda row: {c: row[c][:max_length] for c in cut})
     summary = {"policy": policy, "max_length": max_length, "rows_in": len(lengths), "rows_out": len(kept),
-               "dropped": dropped, "truncated": truncated}
+               "dropped": dropped, "truncated": truncated, "longest": max(lengths, default=0),
+               "longest_prompt": max(firsts, default=0)}
     return dataset, summary
+
+
+def write_jsonl(path: Path, records: Sequence[dict]) -> None:
+    """Write ``records`` one JSON object per line; with none, remove a previous run's file (no stale lists)."""
+    if not records:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def check_rows(rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
+    """Split SFT rows into well-formed ones and quarantined ones with a reason.
+
+    A row needs ``prompt``: a non-empty list of ``{"role", "content"}`` messages, and ``completion``:
+    a list of one or more messages whose last is the assistant's with non-blank content.
+
+    Returns:
+        ``(good rows in order, [{"row": index, "reason": str}, ...])``.
+    """
+    good, bad = [], []
+    for i, row in enumerate(rows):
+        reason = _row_problem(row)
+        if reason:
+            bad.append({"row": i, "reason": reason})
+        else:
+            good.append(row)
+    return good, bad
+
+
+def _row_problem(row: object) -> str | None:
+    if not isinstance(row, dict):
+        return f"not a mapping ({type(row).__name__})"
+    for key in ("prompt", "completion"):
+        msgs = row.get(key)
+        if not isinstance(msgs, list) or not msgs:
+            return f"`{key}` must be a non-empty list of chat messages, got {msgs!r:.60}"
+        if not all(isinstance(m, dict) and isinstance(m.get("content"), str) and m.get("role") for m in msgs):
+            return f"`{key}` has a message without a role or string content"
+    last = row["completion"][-1]
+    if last["role"] != "assistant" or not last["content"].strip():
+        return "the completion's last message must be the assistant's, with non-blank content"
+    return None
 
 
 def pack_by_token_budget(dataset, token_budget: int):

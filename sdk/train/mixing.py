@@ -71,20 +71,34 @@ def adaptive_weights(weights: Mapping[str, float], gains: Mapping[str, float], e
                      floor: float = 0.02) -> dict[str, float]:
     """One exponentiated-gradient step: ``w_d ∝ w_d · exp(-eta · gain_d)``, then a floor.
 
+    Computed in log space (the largest exponent subtracted), so no ``eta`` or gain overflows or
+    underflows every weight to 0.
+
     Args:
         weights: current probabilities per domain.
         gains: held-out reward change per domain since the last step (absolute, e.g. +0.1);
-            domains without a measurement keep their relative weight.
-        eta: step size (per unit of gain).
+            domains without a measurement, or whose gain is not finite (a NaN probe), keep their
+            relative weight.
+        eta: step size (per unit of gain), finite and > 0.
         floor: minimum probability of every domain (keeps a regressing-then-recovering domain
             in the mix; DoReMi smooths with a uniform mixture the same way).
     Returns:
-        New probabilities summing to 1.
+        New probabilities summing to 1 (uniform when no domain has weight).
+    Raises:
+        ValueError: ``eta`` is not finite.
     """
-    raw = {d: w * math.exp(-eta * gains.get(d, 0.0)) for d, w in weights.items()}
-    total = sum(raw.values()) or 1.0
-    probs = {d: v / total for d, v in raw.items()}
-    k = len(probs)
+    if not math.isfinite(eta):
+        raise ValueError(f"adaptive mixing step size eta={eta} must be finite; e.g. 2.0")
+    live = {d: w for d, w in weights.items() if w > 0 and math.isfinite(w)}
+    logs = {}
+    for d, w in live.items():
+        gain = gains.get(d, 0.0)
+        logs[d] = math.log(w) - eta * (gain if math.isfinite(gain) else 0.0)
+    top = max(logs.values(), default=0.0)
+    raw = {d: math.exp(logs[d] - top) if d in logs else 0.0 for d in weights}
+    total = sum(raw.values())
+    k = len(raw)
+    probs = {d: v / total for d, v in raw.items()} if total > 0 else {d: 1.0 / k for d in raw}
     if not k or floor <= 0:
         return probs
     floor = min(floor, 1.0 / k)

@@ -28,7 +28,12 @@ from sdk.train.common import (
     train_and_save,
 )
 from sdk.train.curriculum import Item, is_default, order_rows
-from sdk.train.lengths import enforce_max_length, pack_by_token_budget
+from sdk.train.lengths import (
+    check_rows,
+    enforce_max_length,
+    pack_by_token_budget,
+    write_jsonl,
+)
 from sdk.train.qlora import guards
 
 log = logging.getLogger(__name__)
@@ -120,8 +125,13 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
 
     from sdk.models import load_model
 
+    rows, bad = check_rows(rows)
+    write_jsonl(out_dir / "bad_rows.jsonl", bad)
+    if bad:
+        log.warning("SFT: %d malformed rows left out (reasons in %s)", len(bad), out_dir / "bad_rows.jsonl")
     if not rows:
-        raise ValueError("no SFT rows: no train task has a reference and no feedback example was found")
+        raise ValueError("no SFT rows: no train task has a reference and no feedback example was found"
+                         + (f" ({len(bad)} malformed rows, see {out_dir / 'bad_rows.jsonl'})" if bad else ""))
     ordered = items is not None and not is_default(cfg.order)
     if ordered:
         rows, _ = order_rows(rows, items, cfg.order, None, seed)
@@ -136,8 +146,12 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     # TRL tokenized the rows without truncating (max_length=None): our length policy sees true lengths
     trainer.train_dataset, lengths = enforce_max_length(trainer.train_dataset, cfg.max_length, cfg.truncation, out_dir)
     if not len(trainer.train_dataset):
-        raise ConfigError(f"every SFT row is longer than sft.max_length={cfg.max_length} (see {out_dir}/too_long.jsonl)",
-                          "raise sft.max_length or set sft.truncation: truncate")
+        longest = lengths["longest_prompt"] if cfg.truncation == "truncate" else lengths["longest"]
+        what = "prompt alone reaches" if cfg.truncation == "truncate" else "row is longer than"
+        raise ConfigError(f"every SFT {what} sft.max_length={cfg.max_length} (see {out_dir}/too_long.jsonl)",
+                          f"raise sft.max_length (the longest {'prompt' if cfg.truncation == 'truncate' else 'row'} "
+                          f"has {longest} tokens)" + ("" if cfg.truncation == "truncate"
+                                                      else ", or set sft.truncation: truncate"))
     if cfg.token_budget:
         trainer.train_dataset = pack_by_token_budget(trainer.train_dataset, cfg.token_budget)
     history = train_and_save(trainer, out_dir)

@@ -74,7 +74,7 @@ def test_grpo_with_adaptive_mixing_shifts_prompts_towards_the_domain_that_gains_
     monitor = HeldoutMonitor(lambda model, tok: next(evals), every=2, threshold=math.inf)
     tasks = [_task("a", i) for i in range(4)] + [_task("b", i) for i in range(4)]
     cfg = RlConfig(max_steps=6, batch_size=2, num_generations=2, max_completion_length=4, use_vllm="never",
-                   save_steps=100, order=OrderConfig(mixing="adaptive", adaptive_eta=8.0))
+                   save_steps=100, order=OrderConfig(mixing="adaptive", adaptive_eta=8.0), heldout={"every": 2})
     stats = run_grpo(str(tiny_model_dir), None, tasks, reward, cfg, LoraConfig(r=2), tmp_path, seed=0,
                      progress=False, callbacks=[monitor])
     order = stats.extra["order"]
@@ -82,3 +82,36 @@ def test_grpo_with_adaptive_mixing_shifts_prompts_towards_the_domain_that_gains_
     assert order["weights"]["b"] > 0.9           # a gained 0.9, b nothing: b takes the mix
     per_step = [seen[i:i + 2][0] for i in range(0, len(seen), 2)]
     assert per_step[-2:] == ["b", "b"], per_step  # the last steps draw from b
+
+
+def test_adaptive_weights_survive_huge_steps_and_nan_probes():
+    from sdk.train.mixing import adaptive_weights
+
+    big = adaptive_weights({"a": 0.5, "b": 0.5}, {"a": -0.71, "b": 0.0}, eta=1000.0, floor=0.0)
+    assert big["a"] == pytest.approx(1.0) and big["b"] == pytest.approx(0.0)  # no OverflowError: log space
+    both = adaptive_weights({"a": 0.5, "b": 0.5}, {"a": 0.5, "b": 0.5}, eta=1e4)
+    assert sum(both.values()) == pytest.approx(1.0) and both["a"] == pytest.approx(0.5)
+    nan = adaptive_weights({"a": 0.5, "b": 0.5}, {"a": float("nan"), "b": 0.2}, eta=2.0, floor=0.0)
+    assert nan["a"] > nan["b"] and sum(nan.values()) == pytest.approx(1.0)   # NaN gain = no measurement
+    with pytest.raises(ValueError, match="finite"):
+        adaptive_weights({"a": 1.0}, {}, eta=math.inf)
+
+
+def test_a_nan_probe_keeps_the_stream_alive_and_the_last_good_baseline():
+    rows = _rows("a", 2) + _rows("b", 2)
+    mixer = AdaptiveMixer(rows, ["a", "a", "b", "b"], {"a": 0.5, "b": 0.5}, eta=2.0, floor=0.0, seed=0)
+    stream = mixer.stream()
+    mixer.update(0, {"a": 0.1, "b": 0.2})
+    mixer.update(2, {"a": float("nan"), "b": 0.3})
+    next(stream)                                              # weights stay finite
+    assert all(math.isfinite(w) for w in mixer.weights.values())
+    mixer.update(4, {"a": 0.6, "b": 0.3})                     # a's gain is measured from its last good 0.1
+    assert mixer.trace[-1]["gains"]["a"] == pytest.approx(0.5)
+
+
+def test_config_rejects_adaptive_mixing_without_a_heldout_probe_before_any_stage_runs():
+    with pytest.raises(ValueError, match="nothing probes held-out progress"):
+        RlConfig(order=OrderConfig(mixing="adaptive"))
+    assert RlConfig(order=OrderConfig(mixing="adaptive"), heldout={"every": 2}).order.mixing == "adaptive"
+    with pytest.raises(ValueError):
+        OrderConfig(mixing="adaptive", adaptive_eta=math.inf)

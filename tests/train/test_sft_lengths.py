@@ -107,3 +107,40 @@ def test_token_budget_packs_rows_into_fewer_steps_with_the_same_tokens(tiny_mode
     assert plain.extra["steps"] == 12
     assert packed.extra["steps"] < 12
     assert packed.tokens_trained == plain.tokens_trained
+
+
+def test_too_long_list_names_the_row_and_is_removed_by_a_clean_rerun(tmp_path):
+    from datasets import Dataset
+
+    from sdk.train.lengths import enforce_max_length
+
+    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": "long one"}], "input_ids": [1] * 9,
+                             "labels": [-100] * 4 + [1] * 5},
+                            {"prompt": [{"role": "user", "content": "short"}], "input_ids": [1] * 3,
+                             "labels": [-100, 1, 1]}])
+    _, summary = enforce_max_length(ds, 5, "drop", tmp_path)
+    record = json.loads((tmp_path / "too_long.jsonl").read_text())
+    assert record["row"] == 0 and record["prompt_start"] == "long one" and summary["longest"] == 9
+    enforce_max_length(ds, 50, "drop", tmp_path)
+    assert not (tmp_path / "too_long.jsonl").exists(), "a stale list would name rows that were trained on"
+
+
+def test_run_sft_quarantines_malformed_rows_with_reasons_and_trains_on_the_rest(tiny_model_dir, tmp_path):
+    bad = [{"prompt": [{"role": "user", "content": "no completion"}]},
+           {"prompt": [{"role": "user", "content": "x"}], "completion": []},
+           {"prompt": [], "completion": [{"role": "assistant", "content": "y"}]},
+           {"prompt": [{"role": "user", "content": "x"}], "completion": [{"role": "assistant", "content": "  "}]}]
+    cfg = SftConfig(max_steps=1, batch_size=2, save_steps=100, lora=LoraConfig(r=2))
+    stats = run_sft(str(tiny_model_dir), bad + _rows(4), cfg, tmp_path, seed=0, progress=False)
+    reasons = [json.loads(x) for x in (tmp_path / "bad_rows.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in reasons] == [0, 1, 2, 3] and "completion" in reasons[0]["reason"]
+    assert stats.extra["rows"] == 4
+    with pytest.raises(ValueError, match="4 malformed rows"):
+        run_sft(str(tiny_model_dir), bad, cfg, tmp_path / "b", seed=0, progress=False)
+
+
+def test_truncate_policy_when_prompts_alone_fill_max_length_says_so(tiny_model_dir, tmp_path):
+    cfg = SftConfig(max_steps=1, max_length=3, truncation="truncate", lora=LoraConfig(r=2))
+    with pytest.raises(ConfigError, match="prompt alone reaches sft.max_length=3") as err:
+        run_sft(str(tiny_model_dir), _rows(2), cfg, tmp_path, seed=0, progress=False)
+    assert "truncation" not in err.value.fix
