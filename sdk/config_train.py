@@ -140,12 +140,13 @@ class SftConfig(_Cfg):
                             "`truncation`")
     truncation: Literal["drop", "truncate", "error"] = Field(
         "drop", description="rows over max_length: drop (left out, listed in sft/too_long.jsonl), truncate (keep "
-        "the start; the completion's end is lost) or error (stop before training)")
+        "the start; the completion's end is lost; a row whose prompt alone fills max_length is dropped) or error "
+        "(stop before training)")
     padding_free: bool = Field(False, description="concatenate each batch's rows into one sequence with no pad "
                                "tokens (TRL padding-free; exact: rows never attend to each other). Off by default: "
                                "without a varlen kernel (CPU) attention then spans the whole concatenation, which "
                                "measured no faster than length-grouped padded batches")
-    token_budget: int | None = Field(None, gt=0, description="pack rows into sequences of at most this many tokens, "
+    token_budget: int | None = Field(None, gt=0, le=1_048_576, description="pack rows into sequences of at most this many tokens, "
                                      "one per device step (token-budget batches; `batch_size` is then unused); "
                                      "must be >= max_length; cannot be combined with `order`")
     include_train_references: bool = Field(True, description="train on train-split tasks' reference solutions")

@@ -41,6 +41,9 @@ _DEPS: dict[str, tuple[str, ...]] = {
 _UPSTREAM: dict[str, str] = {"sft": "tasks", "rl": "sft", "rl_compare": "sft", "eval": "rl", "report": "eval"}
 
 
+# append-only per-stage logs, cleared when a training stage starts from scratch (kept on resume)
+STAGE_LOGS = ("log.jsonl", "rewards.jsonl", "traces.jsonl", "too_long.jsonl", "bad_rows.jsonl")
+
 class Pipeline:
     """Runs stages of one :class:`RunConfig` into ``cfg.run_path``.
 
@@ -197,7 +200,9 @@ class Pipeline:
         TRL resumes from the newest checkpoint it finds; after a crash that is right, but after a
         config change (or ``--force``) it would silently continue the old run instead of training
         the new one. The checkpoints folder records the fingerprint it belongs to; a mismatch, a
-        missing record or ``force`` deletes it (and the stage's adapter) before the stage runs.
+        missing record or ``force`` deletes it (and the stage's adapter) before the stage runs. A stage
+        that starts fresh (no checkpoint left) also loses the append-only logs of the earlier run
+        (:data:`STAGE_LOGS`); a resumed one keeps appending to them.
         """
         import shutil
 
@@ -208,6 +213,9 @@ class Pipeline:
             shutil.rmtree(ckpts)
             shutil.rmtree(self.run_dir / stage / "adapter", ignore_errors=True)
         if stage in ("sft", "rl", "rl_compare"):
+            if not any(ckpts.glob("checkpoint-*")):  # a fresh start: logs of an earlier run would mix in
+                for name in STAGE_LOGS:
+                    (self.run_dir / stage / name).unlink(missing_ok=True)
             ckpts.mkdir(parents=True, exist_ok=True)
             owner.write_text(want + "\n")
 

@@ -195,10 +195,14 @@ def _grpo_arm(p: "Pipeline", rc, stage: str) -> StageStats:
         if compare and difficulty is not None:
             why = f"kept {difficulty['kept']} of {difficulty['measured']} measured {difficulty['dropped_by_reason']}"
             return _skip_arm(p, rc, stage, f"nothing to train on after the difficulty filter: {why}")
+        if difficulty is not None:
+            why = f"kept {difficulty['kept']} of {difficulty['measured']} measured {difficulty['dropped_by_reason']}"
+            raise ConfigError(f"GRPO has nothing to train on after the difficulty filter: {why}",
+                              "widen the filter (rl.difficulty.min_pass_rate / max_pass_rate), measure more tasks "
+                              "(rl.difficulty.max_tasks), or turn it off (--set rl.difficulty.enabled=false)")
         raise ConfigError(f"GRPO has nothing to train on: none of the {len(train)} train tasks has an automatic "
-                          "verifier" + (" (after the difficulty filter)" if difficulty is not None else ""),
-                          "add a test-suite source (pytest, jsonl, humaneval) whose split is auto or train, "
-                          "or turn GRPO off with `rl: {enabled: false}` (--set rl.enabled=false)")
+                          "verifier", "add a test-suite source (pytest, jsonl, humaneval) whose split is auto or "
+                          "train, or turn GRPO off with `rl: {enabled: false}` (--set rl.enabled=false)")
     p.console.print(f"  GRPO ({arm_label(rc)}) on {len(train)} train tasks, {rc.max_steps} steps, "
                     f"{rc.num_generations} completions per prompt")
     stats = run_grpo(p.model_path, adapter, train, reward, rc, p.cfg.sft.lora, out, p.cfg.seed, p.cfg.model.dtype,
