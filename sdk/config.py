@@ -235,6 +235,15 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     return model
 
 
+def _type_name(ann: Any) -> str:
+    """A type for the reference table; a ``Literal`` lists its allowed values (``'a' | 'b'``)."""
+    import typing
+
+    if typing.get_origin(ann) is Literal:
+        return " | ".join(repr(v) for v in typing.get_args(ann))
+    return getattr(ann, "__name__", str(ann)).replace("typing.", "")
+
+
 def config_reference() -> str:
     """Markdown tables of every config section: key, type, default, description (for the README)."""
     lines: list[str] = []
@@ -255,7 +264,7 @@ def config_reference() -> str:
                 default = repr(getattr(defaults, name))
             else:
                 default = "required" if field.is_required() else repr(field.get_default(call_default_factory=True))
-            kind = getattr(ann, "__name__", str(ann)).replace("typing.", "").replace("|", "\\|")
+            kind = _type_name(ann).replace("|", "\\|")
             desc = (field.description or "").replace("|", "\\|")
             rows.append(f"| `{prefix}{name}` | {kind} | `{default}` | {desc} |")
         if rows:
