@@ -20,9 +20,10 @@ Measured 2026-11-30 on the 2-core development machine:
   tok/s (**1.63x**, target met; a repeat of the same settings in the same run gave 97.0, 1.54x),
   token_budget 2048 73.3 (1.17x: packing concatenates rows and, without a varlen attention kernel,
   attention spans the whole 2,048-token sequence). ``bench/micro_sft.py`` splits the gain by setting.
-* smollm2-135m GRPO, 4 tasks, median of 2 steps (shared machine, load 4-11): sandboxed 127.0 s/step
-  vs in-process 129.1 s/step (0.98x, target <= 1.1x met); 5/12 completions reached the sandbox.
-  Generation dominates the step.
+* smollm2-135m GRPO, 4 tasks, median of 2 steps, quiet machine (``--skip-sft --grpo-tasks 4
+  --grpo-steps 2``): sandboxed 26.53 s/step vs in-process 24.55 s/step (1.08x, target <= 1.1x met
+  narrowly); 6/12 completions reached the sandbox. Generation dominates the step. (Earlier, on a
+  loaded machine: 127.0 vs 129.1 s/step, 0.98x.)
 """
 
 from __future__ import annotations
