@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from sdk.eval.cost import Checkpoint, StageCost, default_checkpoints, falloff, marginal_returns, recommendation
+from sdk.eval.cost import (
+    Checkpoint,
+    StageCost,
+    default_checkpoints,
+    falloff,
+    marginal_returns,
+    recommendation,
+)
 from sdk.eval.gate import GATED_SPLITS, GateResult
 from sdk.eval.metrics import component_stats, flag_counts
 from sdk.eval.records import Comparison, EvalRow
@@ -65,11 +73,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
     row_flags = _flags_by_model(rows)
     points = list(checkpoints) if checkpoints else default_checkpoints(comparison, costs, row_flags)
     flags = _ordered_flags(row_flags, training_flags or {}, points)
-    segments = marginal_returns(points)
-    held = comparison.by_split.get("heldout")
-    regressions = comparison.regressions(GATED_SPLITS)
-    falls = falloff(segments)
-    slices = lambda d: {k: v.model_dump(mode="json") for k, v in d.items()}  # noqa: E731
+    slices = lambda d: {k: v.model_dump(mode="json") for k, v in d.items()}
     return {
         "schema": SCHEMA,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -79,12 +83,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         "overall": comparison.overall.model_dump(mode="json"),
         "n_samples": comparison.n_samples, "ks": list(comparison.ks),
         "by_split": slices(comparison.by_split), "by_domain": slices(comparison.by_domain),
-        "diff": {"counts": comparison.outcome_counts(), "gated_counts": comparison.outcome_counts(GATED_SPLITS),
-                 "solve_threshold": comparison.solve_threshold,
-                 "regressions": [d.model_dump(mode="json") for d in comparison.diffs if d.outcome == "regression"],
-                 "gains": [d.model_dump(mode="json") for d in comparison.diffs if d.outcome == "gain"],
-                 "unjudged": [d.model_dump(mode="json") for d in comparison.diffs if d.outcome == "unjudged"],
-                 "unpaired": list(comparison.unpaired)},
+        "diff": _diff_section(comparison),
         "gate": gate.model_dump(mode="json") if gate else None,
         "tasks": _task_section(task_counts),
         "training": {stage: _curves(hist) for stage, hist in (train_logs or {}).items()},
@@ -93,10 +92,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         "side_effects": {m: component_stats([r for r in rows if r.model == m])
                          for m in sorted({r.model for r in rows})},
         "cost": _cost_section(costs),
-        "cost_benefit": {"points": [p.model_dump(mode="json") for p in points], "segments": segments,
-                         "falloff_at": falls,
-                         "recommendation": recommendation(held.delta.get(1) if held else None,
-                                                          len(regressions), segments, falls)},
+        "cost_benefit": _cost_benefit_section(comparison, points),
     }
 
 
@@ -152,6 +148,26 @@ def fmt_est(est: Mapping[str, float], signed: bool = False, sep: str = ", ") -> 
     """``0.40 [0.25, 0.55]`` (signed: ``+0.10 [-0.05, +0.25]``); ``sep`` between the bounds."""
     f = "{:+.2f}" if signed else "{:.2f}"
     return f"{f.format(est['value'])} [{f.format(est['low'])}{sep}{f.format(est['high'])}]"
+
+
+def _cost_benefit_section(comparison: Comparison, points: Sequence[Checkpoint]) -> dict[str, Any]:
+    """Benefit-curve points, marginal return per segment, where it falls off, and the recommendation."""
+    segments = marginal_returns(points)
+    held = comparison.by_split.get("heldout")
+    falls = falloff(segments)
+    return {"points": [p.model_dump(mode="json") for p in points], "segments": segments, "falloff_at": falls,
+            "recommendation": recommendation(held.delta.get(1) if held else None,
+                                             len(comparison.regressions(GATED_SPLITS)), segments, falls)}
+
+
+def _diff_section(comparison: Comparison) -> dict[str, Any]:
+    """Per-task outcome counts (all and gated splits) and the regressions, gains, unjudged and unpaired tasks."""
+    def of(outcome: str) -> list[dict]:
+        return [d.model_dump(mode="json") for d in comparison.diffs if d.outcome == outcome]
+
+    return {"counts": comparison.outcome_counts(), "gated_counts": comparison.outcome_counts(GATED_SPLITS),
+            "solve_threshold": comparison.solve_threshold, "regressions": of("regression"), "gains": of("gain"),
+            "unjudged": of("unjudged"), "unpaired": list(comparison.unpaired)}
 
 
 def _flags_by_model(rows: Sequence[EvalRow]) -> dict[str, dict[str, int]]:
