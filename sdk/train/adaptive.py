@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+from collections import Counter
 from collections.abc import Sequence
 
 from transformers import TrainerCallback
@@ -150,9 +151,6 @@ def adaptive_stream(rows: Sequence[dict], domains: Sequence[str], order_cfg, cal
     if monitor is None:
         raise ConfigError("rl.order.mixing is `adaptive` but held-out monitoring is off, so there is no progress "
                           "signal to adapt to", "set rl.heldout.every (e.g. 4), or use mixing: temperature")
-    counts: dict[str, int] = {}
-    for d in domains:
-        counts[d] = counts.get(d, 0) + 1
-    start = domain_weights(counts, "temperature", temperature=order_cfg.mixing_temperature)
+    start = domain_weights(Counter(domains), "temperature", temperature=order_cfg.mixing_temperature)
     mixer = AdaptiveMixer(rows, domains, start, eta=order_cfg.adaptive_eta, seed=seed)
     return mixer, mixer.dataset(), AdaptiveMixingCallback(mixer, monitor)

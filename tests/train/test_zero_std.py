@@ -191,3 +191,15 @@ def test_dropping_renormalises_the_dapo_loss_over_the_kept_group(tiny_model_dir,
     assert off["completions/clipped_ratio"] == on["completions/clipped_ratio"] == 1.0, "all 8 tokens long"
     assert off["grad_norm"] > 0  # the loss value itself is 0 on a first step (advantages sum to 0 per group)
     assert on["grad_norm"] == pytest.approx(2 * off["grad_norm"], rel=1e-4), (on["grad_norm"], off["grad_norm"])
+
+
+def test_field_case_r4_equal_reward_groups_are_dropped_and_the_mixed_group_kept():
+    """CASES.md R4: groups [1,1,1,1], [0,0,0,0] and [0.35,0.35,0.35,0.95] in float32 -> the first two
+    carry no signal and are dropped (and counted); the third stays."""
+    from sdk.train.zero_std import drop_rows, zero_variance_groups
+
+    rewards = torch.tensor([1, 1, 1, 1, 0, 0, 0, 0, 0.35, 0.35, 0.35, 0.95], dtype=torch.float32)
+    groups = zero_variance_groups(rewards, 4)
+    assert groups.tolist() == [True, True, False] and int(groups.sum()) == 2
+    mask = drop_rows(torch.ones(12, 3), groups.repeat_interleave(4))
+    assert mask[:8].sum() == 0 and torch.equal(mask[8:], torch.ones(4, 3))
