@@ -15,7 +15,7 @@ from pydantic import Field
 
 from sdk.eval.metrics import flag_counts
 from sdk.eval.records import Comparison, Estimate, EvalRow
-from sdk.tasks.records import Frozen
+from sdk.types import Frozen
 
 FALLOFF_RATIO = 0.25
 _KIND_BY_STAGE = {"tasks": "data", "sft": "train", "rl": "train", "grpo": "train", "dpo": "train"}

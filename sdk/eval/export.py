@@ -21,7 +21,7 @@ import shlex
 from pathlib import Path
 
 from sdk.errors import ModelError
-from sdk.tasks.records import Frozen
+from sdk.types import Frozen
 
 _DTYPES = ("float32", "bfloat16", "float16")
 _VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 512)

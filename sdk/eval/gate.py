@@ -18,7 +18,7 @@ from __future__ import annotations
 from sdk.config import GateConfig
 from sdk.errors import GateError
 from sdk.eval.records import Comparison
-from sdk.tasks.records import Frozen
+from sdk.types import Frozen
 
 GATED_SPLITS = ("heldout", "ood")
 

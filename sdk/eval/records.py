@@ -18,7 +18,8 @@ from typing import Iterable, Literal
 from pydantic import Field, model_validator
 
 from sdk.errors import TuneloopError
-from sdk.tasks.records import Frozen, Split
+from sdk.tasks.records import Split
+from sdk.types import Frozen
 
 
 class EvalError(TuneloopError, ValueError):

@@ -31,7 +31,7 @@ import re
 import textwrap
 from enum import Enum
 
-from sdk.tasks.records import Frozen, Language
+from sdk.types import Frozen, Language
 
 _THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<(think|thinking)>", re.IGNORECASE)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 import re
 
-from sdk.tasks.records import Frozen, Language
+from sdk.types import Frozen, Language
 
 HACKING_FLAGS = frozenset({
     "exit_trick", "runner_tampering", "always_equal", "hardcoded_outputs", "prompt_copy",

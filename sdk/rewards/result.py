@@ -13,7 +13,7 @@ from enum import Enum
 from pydantic import Field
 
 from sdk.sandbox.contract import ExecStatus
-from sdk.tasks.records import Frozen
+from sdk.types import Frozen
 
 
 class RewardStatus(str, Enum):

@@ -15,6 +15,7 @@ import re
 
 from sdk.rewards.integrity import Finding
 from sdk.sandbox.contract import ExecResult, ExecStatus
+from sdk.types import Framework
 
 _COLLECT_FAIL = re.compile(r"ImportError|ModuleNotFoundError|no tests ran|collected 0 items|no tests were collected",
                            re.IGNORECASE)
@@ -25,14 +26,14 @@ _NODE_NAMED = re.compile(r"(?<![\w.$])(?:test|it)\s*\(\s*(['\"])((?:\\.|(?!\1).)
 
 
 _DECLARED = {  # test declarations of the compiled-language runners (see sdk.sandbox.languages)
-    "tltest": re.compile(r"\bTL_TEST\s*\(\s*(\w+)\s*\)"),
-    "go": re.compile(r"^func\s+(Test\w*)\s*\(\s*\w+\s+\*testing\.T\s*\)", re.MULTILINE),
-    "rust": re.compile(r"#\[test\]\s*(?:#\[[^\]]*\]\s*)*(?:pub\s+)?fn\s+(\w+)"),
-    "junit": re.compile(r"@Test\b[^;{]*?\b(?:void)\s+(\w+)\s*\("),
+    Framework.TLTEST: re.compile(r"\bTL_TEST\s*\(\s*(\w+)\s*\)"),
+    Framework.GO: re.compile(r"^func\s+(Test\w*)\s*\(\s*\w+\s+\*testing\.T\s*\)", re.MULTILINE),
+    Framework.RUST: re.compile(r"#\[test\]\s*(?:#\[[^\]]*\]\s*)*(?:pub\s+)?fn\s+(\w+)"),
+    Framework.JUNIT: re.compile(r"@Test\b[^;{]*?\b(?:void)\s+(\w+)\s*\("),
 }
 
 
-def expected_test_names(tests: dict[str, str], framework: str) -> set[str] | None:
+def expected_test_names(tests: dict[str, str], framework: Framework | str) -> set[str] | None:
     """Names of the tests the pristine files define; ``None`` when they cannot be known.
 
     ``pytest``: functions ``test*`` at top level and methods ``test*`` of classes. ``node``
@@ -41,13 +42,13 @@ def expected_test_names(tests: dict[str, str], framework: str) -> set[str] | Non
     ``junit``: names declared by ``TL_TEST(name)``, ``func TestX(t *testing.T)``, ``#[test] fn``,
     ``@Test void name(``. Other frameworks: ``None``.
     """
-    if framework == "script":
+    if framework == Framework.SCRIPT:
         return {"check"}
     pattern = _DECLARED.get(framework)
     if pattern is not None:
         names = {m.group(1) for src in tests.values() for m in pattern.finditer(src)}
         return names or None
-    if framework == "node":
+    if framework == Framework.NODE:
         names: set[str] = set()
         for src in tests.values():
             named = [m.group(2) for m in _NODE_NAMED.finditer(src)]
@@ -55,7 +56,7 @@ def expected_test_names(tests: dict[str, str], framework: str) -> set[str] | Non
                 return None
             names.update(named)
         return names or None
-    if framework != "pytest":
+    if framework != Framework.PYTEST:
         return None
     names = set()
     for src in tests.values():

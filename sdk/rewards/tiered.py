@@ -36,12 +36,14 @@ from dataclasses import dataclass, field
 
 from sdk.config import RewardConfig
 from sdk.errors import RewardError
-from sdk.rewards import integrity, runtime_checks
+import sdk.rewards.integrity as integrity
+import sdk.rewards.runtime_checks as runtime_checks
 from sdk.rewards.answers import score_answer
 from sdk.rewards.extract import ExtractStatus, extract_code
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
-from sdk.tasks.records import AnswerVerifier, Language, ReferenceOnly, Task, UnitTestVerifier
+from sdk.tasks.records import AnswerVerifier, ReferenceOnly, Task, UnitTestVerifier
+from sdk.types import Framework, Language
 
 log = logging.getLogger(__name__)
 _NOT_REACHED = (ExecStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT,
@@ -232,7 +234,7 @@ def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: L
 
 
 def _can_merge(verifier: UnitTestVerifier) -> bool:
-    return verifier.framework == "pytest" and not set(verifier.tests) & set(verifier.hidden_tests)
+    return verifier.framework == Framework.PYTEST and not set(verifier.tests) & set(verifier.hidden_tests)
 
 
 def _split(result: ExecResult, verifier: UnitTestVerifier) -> list[ExecResult]:
@@ -298,7 +300,7 @@ def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> Re
                                        exec_status=infra.status)
     comp = plan.components
     expected = runtime_checks.expected_test_names(verifier.tests, verifier.framework)
-    forged = verifier.framework in ("pytest", "script")
+    forged = verifier.framework in (Framework.PYTEST, Framework.SCRIPT)
     findings = runtime_checks.check_results(main, expected, forged)
     vis, comp["visible_passed"], comp["visible_total"] = _fraction(main, expected)
     comp["visible_frac"] = vis

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdk.rollout.errors import ToolError
-from sdk.tasks.records import Frozen
+from sdk.types import Framework, Frozen
 
 _CALL = re.compile(r"<tool_call>(.*?)(</tool_call>|$)", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
@@ -295,7 +295,7 @@ def sandboxed_python_tool(sandbox, limits=None, name: str = "run_python") -> Too
         Args:
             code: a complete Python program; print the values you need.
         """
-        req = ExecRequest(framework="script", solution=f"{code}\n\ndef {entry}():\n    pass\n", tests=check,
+        req = ExecRequest(framework=Framework.SCRIPT, solution=f"{code}\n\ndef {entry}():\n    pass\n", tests=check,
                           entry_point=entry, limits=limits or Limits(timeout_s=5, cpu_s=5, memory_mb=512))
         res = sandbox.run([req])[0]
         if res.status.value == "ok":

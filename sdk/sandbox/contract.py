@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sdk.tasks.records import Language, canonical_json
+from sdk.types import Framework, Language, canonical_json
 
 
 class ExecStatus(str, Enum):
@@ -71,7 +71,8 @@ class ExecRequest(BaseModel):
 
     Attributes:
         language: language of solution and tests.
-        framework: the test runner (``pytest``, ``script``, ``node``, ``junit``, ``go``, ``cargo``).
+        framework: the test runner (:class:`~sdk.types.Framework`: ``pytest``, ``script``, ``node``,
+            ``tltest``, ``junit``, ``go``, ``rust``).
         solution: the untrusted code.
         tests: test files, ``path -> source``; written read-only, never modifiable by the solution.
         files: support files, ``path -> source``.
@@ -85,7 +86,7 @@ class ExecRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     language: Language = Language.PYTHON
-    framework: str = "pytest"
+    framework: Framework = Framework.PYTEST
     solution: str
     tests: dict[str, str]
     files: dict[str, str] = Field(default_factory=dict)

@@ -24,7 +24,7 @@ from sdk.sandbox.launch import RawRun, processes_of
 from sdk.sandbox.uids import lease_uids
 from sdk.sandbox.warm import ServerGone
 from sdk.sandbox.workspace import Workspace
-from sdk.tasks.records import Language
+from sdk.types import Framework, Language
 
 CACHE_ENTRIES = 65536
 
@@ -164,7 +164,7 @@ class LocalSandbox(Sandbox):
         if isinstance(p, ExecResult):
             return p
         warm = getattr(self.backend, "warm", None)
-        if warm is not None and req.framework == "script" and not req.files:
+        if warm is not None and req.framework == Framework.SCRIPT and not req.files:
             return self._python_warm(warm, req, p, uid)
         python = self.backend.python(uid)
         if python is None:

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, TestOutcome
 from sdk.sandbox.launch import RawRun
 from sdk.sandbox.splice import SpliceError, parse_solution, splice
+from sdk.types import Framework
 
-FRAMEWORKS = ("pytest", "script")
+FRAMEWORKS = (Framework.PYTEST, Framework.SCRIPT)
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
     (syntax error, missing entry point, unknown framework)."""
     if req.framework not in FRAMEWORKS:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR,
-                          detail=f"unknown python framework {req.framework!r}; use one of {FRAMEWORKS}")
+                          detail=f"unknown python framework {req.framework.value!r}; use one of "
+                                 f"{tuple(f.value for f in FRAMEWORKS)}")
     code = req.prelude + ("\n" if req.prelude and not req.prelude.endswith("\n") else "") + req.solution
     files = dict(req.files)
     try:
@@ -63,7 +65,7 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"paths in both tests and files/target: {sorted(clash)}")
     files.update(req.tests)
     tests = sorted(req.tests)
-    if req.framework == "script":
+    if req.framework == Framework.SCRIPT:
         if not req.entry_point or len(tests) != 1:
             return ExecResult(status=ExecStatus.SANDBOX_ERROR,
                               detail="framework `script` needs entry_point and exactly one test file defining check()")

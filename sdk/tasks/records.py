@@ -9,17 +9,12 @@ torchtune's ``_types`` (see shared/STYLE.md).
 from __future__ import annotations
 
 import hashlib
-import json
 from enum import Enum
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-
-class Frozen(BaseModel):
-    """Base for immutable records: unknown fields are an error, instances are hashable."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+from sdk.types import Framework, Frozen, Language, canonical_json  # noqa: F401 - re-exported
 
 
 class Split(str, Enum):
@@ -28,19 +23,6 @@ class Split(str, Enum):
     TRAIN = "train"
     HELDOUT = "heldout"
     OOD = "ood"
-
-
-class Language(str, Enum):
-    """Languages the sandbox can run tests in."""
-
-    PYTHON = "python"
-    JAVASCRIPT = "javascript"
-    TYPESCRIPT = "typescript"
-    C = "c"
-    CPP = "cpp"
-    JAVA = "java"
-    GO = "go"
-    RUST = "rust"
 
 
 class Message(Frozen):
@@ -55,8 +37,9 @@ class UnitTestVerifier(Frozen):
 
     Attributes:
         language: language of the solution and tests.
-        framework: test runner: ``pytest`` (per-test results), ``script`` (HumanEval-style:
-            the test file defines ``check(candidate)``; one result), or a language runner.
+        framework: test runner (:class:`~sdk.types.Framework`): ``pytest`` (per-test results),
+            ``script`` (HumanEval-style: the test file defines ``check(candidate)``; one result),
+            or a language runner.
         tests: visible test files, ``relative path -> source``; pristine and read-only at run time.
         hidden_tests: tests the prompt never shows, same shape; used against over-fitting.
         files: support files the solution needs (the rest of the package), ``path -> source``.
@@ -71,7 +54,7 @@ class UnitTestVerifier(Frozen):
 
     kind: Literal["unit_tests"] = "unit_tests"
     language: Language = Language.PYTHON
-    framework: str = "pytest"
+    framework: Framework = Framework.PYTEST
     tests: dict[str, str]
     hidden_tests: dict[str, str] = Field(default_factory=dict)
     files: dict[str, str] = Field(default_factory=dict)
@@ -194,8 +177,3 @@ class Quarantined(Frozen):
     task: Task | None = None
     raw: dict[str, Any] | None = None
     source: Source | None = None
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no whitespace: the input of every content hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

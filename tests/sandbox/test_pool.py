@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from sdk.config import SandboxConfig
 from sdk.errors import SandboxError
 from sdk.sandbox import ExecStatus, make_sandbox
 from sdk.sandbox.contract import ExecRequest
+from sdk.types import Framework
 
 from .conftest import ADD_OK, py
 
@@ -31,8 +33,14 @@ def test_process_backend_needs_opt_in():
     assert "allow_unisolated" in err.value.fix
 
 
-def test_unknown_framework_and_bad_paths_are_infrastructure(process_sandbox):
-    weird = process_sandbox.run_one(ExecRequest(solution=ADD_OK, framework="nose", tests={"t.py": ""}))
+def test_unknown_framework_is_refused_at_construction():
+    with pytest.raises(ValidationError):
+        ExecRequest(solution=ADD_OK, framework="nose", tests={"t.py": ""})
+    assert ExecRequest(solution=ADD_OK, framework="script", tests={"t.py": ""}).framework is Framework.SCRIPT
+
+
+def test_wrong_framework_and_bad_paths_are_infrastructure(process_sandbox):
+    weird = process_sandbox.run_one(ExecRequest(solution=ADD_OK, framework="node", tests={"t.py": ""}))
     escape = process_sandbox.run_one(ExecRequest(solution=ADD_OK, tests={"../evil.py": "x"}))
     assert weird.status == ExecStatus.SANDBOX_ERROR and escape.status == ExecStatus.SANDBOX_ERROR
     assert weird.status.is_infrastructure

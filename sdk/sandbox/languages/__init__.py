@@ -37,7 +37,7 @@ from sdk.sandbox.languages import reports
 from sdk.sandbox.python_lang import _events
 from sdk.sandbox.pyruntime import RUNNER_DIR
 from sdk.sandbox.workspace import Workspace, safe_relpath
-from sdk.tasks.records import Language
+from sdk.types import Framework, Language
 
 SEARCH = "/usr/local/bin:/usr/bin:/bin"
 AS_FLOOR_MB = 4096
@@ -54,7 +54,7 @@ class LangSpec:
     ``files``: paths (jars) that must exist; ``as_floor_mb``: address-space floor."""
 
     language: Language
-    framework: str
+    framework: Framework
     tools: tuple[str, ...]
     files: tuple[str, ...] = ()
     as_floor_mb: int = 0
@@ -64,13 +64,13 @@ class LangSpec:
 
 
 SPECS = {
-    Language.JAVASCRIPT: LangSpec(Language.JAVASCRIPT, "node", ("node",), as_floor_mb=AS_FLOOR_MB),
-    Language.TYPESCRIPT: LangSpec(Language.TYPESCRIPT, "node", ("tsc", "node"), as_floor_mb=AS_FLOOR_MB),
-    Language.C: LangSpec(Language.C, "tltest", ("gcc",), exts=(".c",)),
-    Language.CPP: LangSpec(Language.CPP, "tltest", ("g++",), exts=(".cpp", ".cc", ".cxx")),
-    Language.JAVA: LangSpec(Language.JAVA, "junit", ("javac", "java"), JARS, AS_FLOOR_MB, (".java",)),
-    Language.GO: LangSpec(Language.GO, "go", ("go",), as_floor_mb=AS_FLOOR_MB, scratch_floor_mb=512, fsize_floor_mb=128),
-    Language.RUST: LangSpec(Language.RUST, "rust", ("rustc",), as_floor_mb=AS_FLOOR_MB, exts=(".rs",),
+    Language.JAVASCRIPT: LangSpec(Language.JAVASCRIPT, Framework.NODE, ("node",), as_floor_mb=AS_FLOOR_MB),
+    Language.TYPESCRIPT: LangSpec(Language.TYPESCRIPT, Framework.NODE, ("tsc", "node"), as_floor_mb=AS_FLOOR_MB),
+    Language.C: LangSpec(Language.C, Framework.TLTEST, ("gcc",), exts=(".c",)),
+    Language.CPP: LangSpec(Language.CPP, Framework.TLTEST, ("g++",), exts=(".cpp", ".cc", ".cxx")),
+    Language.JAVA: LangSpec(Language.JAVA, Framework.JUNIT, ("javac", "java"), JARS, AS_FLOOR_MB, (".java",)),
+    Language.GO: LangSpec(Language.GO, Framework.GO, ("go",), as_floor_mb=AS_FLOOR_MB, scratch_floor_mb=512, fsize_floor_mb=128),
+    Language.RUST: LangSpec(Language.RUST, Framework.RUST, ("rustc",), as_floor_mb=AS_FLOOR_MB, exts=(".rs",),
                             scratch_floor_mb=512, fsize_floor_mb=128),
 }
 
@@ -96,9 +96,9 @@ def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
     spec = SPECS.get(req.language)
     if spec is None:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"no runner for {req.language.value}")
-    if req.framework not in (spec.framework, "script" if spec.framework == "tltest" else spec.framework):
-        return ExecResult(status=ExecStatus.SANDBOX_ERROR,
-                          detail=f"{req.language.value} supports framework `{spec.framework}`, not `{req.framework}`")
+    if req.framework not in (spec.framework, Framework.SCRIPT if spec.framework == Framework.TLTEST else spec.framework):
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"{req.language.value} supports framework "
+                          f"`{spec.framework.value}`, not `{req.framework.value}`")
     reason = toolchain_status(req.language)
     python = backend.python(uid)
     if reason or python is None:
