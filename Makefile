@@ -24,9 +24,11 @@ demo: install
 	TUNELOOP_PROGRESS=1 $(VENV)/bin/tuneloop run examples/quickstart/config.yaml
 
 test: install
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q
 
 test-all: install
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q -m "not gpu"
 
 bench: install

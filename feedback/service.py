@@ -22,7 +22,7 @@ import json
 from typing import Any, Callable
 
 import sqlalchemy as sa
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError
@@ -39,86 +39,6 @@ class ApiError(Exception):
     def __init__(self, status: int, error: str, fix: str) -> None:
         super().__init__(error)
         self.status, self.error, self.fix = status, error, fix
-
-
-def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -> FastAPI:
-    """The collector app over the store at ``url`` (migrated to the latest schema when ``upgrade``).
-
-    Raises:
-        sqlalchemy.exc.OperationalError: the database cannot be reached at start-up.
-    """
-    factory = sessions(url, upgrade=upgrade)
-    app = FastAPI(title="tuneloop feedback collector", version="1")
-    app.state.sessions = factory
-
-    @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"error": exc.error, "fix": exc.fix}, status_code=exc.status)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or 'body'}: {e['msg']}" for e in exc.errors())
-        return JSONResponse({"error": f"invalid request: {problems}", "fix": "see the API schema at /docs"},
-                            status_code=422)
-
-    def db() -> Any:
-        with factory() as session:
-            yield session
-
-    def application(session: Session = Depends(db), x_api_key: str | None = Header(None),
-                    authorization: str | None = Header(None)) -> int:
-        return _authenticate(session, x_api_key, authorization)
-
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.post("/v1/interactions", status_code=201, response_model=Created)
-    def post_interaction(body: InteractionIn, session: Session = Depends(db), app_id: int = Depends(application),
-                         key: str = Depends(_idem_key)) -> JSONResponse:
-        def do() -> int:
-            row = Interaction(application_id=app_id, external_id=body.external_id, conversation_id=body.conversation_id,
-                              user_id=body.user_id, model=body.model, latency_ms=body.latency_ms)
-            session.add(row)
-            session.flush()
-            session.add_all(ChatMessage(interaction_id=row.id, position=i, role=m.role, content=m.content,
-                                        tool_calls=json.dumps(m.tool_calls) if m.tool_calls is not None else None)
-                            for i, m in enumerate(body.messages))
-            return row.id
-        return _write(session, app_id, key, body, do)
-
-    @app.post("/v1/feedback", status_code=201, response_model=Created)
-    def post_feedback(body: FeedbackIn, session: Session = Depends(db), app_id: int = Depends(application),
-                      key: str = Depends(_idem_key)) -> JSONResponse:
-        def do() -> int:
-            row = FeedbackEvent(application_id=app_id, interaction_id=_target(session, app_id, body), user_id=body.user_id,
-                                rating=body.rating, scale=body.scale, comment=body.comment)
-            session.add(row)
-            session.flush()
-            return row.id
-        return _write(session, app_id, key, body, do)
-
-    @app.post("/v1/corrections", status_code=201, response_model=Created)
-    def post_correction(body: CorrectionIn, session: Session = Depends(db), app_id: int = Depends(application),
-                        key: str = Depends(_idem_key)) -> JSONResponse:
-        def do() -> int:
-            row = Correction(application_id=app_id, interaction_id=_target(session, app_id, body), user_id=body.user_id,
-                             content=body.content)
-            session.add(row)
-            session.flush()
-            return row.id
-        return _write(session, app_id, key, body, do)
-
-    @app.get("/v1/feedback", response_model=Page)
-    def list_feedback(after: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
-                      session: Session = Depends(db), app_id: int = Depends(application)) -> Page:
-        rows = session.scalars(sa.select(FeedbackEvent).where(FeedbackEvent.application_id == app_id,
-                                                              FeedbackEvent.id > after)
-                               .order_by(FeedbackEvent.id).limit(limit + 1)).all()
-        items = [FeedbackOut.model_validate(r, from_attributes=True) for r in rows[:limit]]
-        return Page(items=items, next_after=items[-1].id if len(rows) > limit else None)
-
-    return app
 
 
 def _authenticate(session: Session, x_api_key: str | None, authorization: str | None) -> int:
@@ -187,3 +107,100 @@ def serve(url: str = "sqlite:///feedback_store.db", host: str = "127.0.0.1", por
     import uvicorn
 
     uvicorn.run(create_app(url), host=host, port=port, log_level="info")
+
+
+async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+    return JSONResponse({"error": exc.error, "fix": exc.fix}, status_code=exc.status)
+
+
+async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or 'body'}: {e['msg']}" for e in exc.errors())
+    return JSONResponse({"error": f"invalid request: {problems}", "fix": "see the API schema at /docs"},
+                        status_code=422)
+
+
+def _db(request: Request) -> Any:
+    """One session of the app's store per request."""
+    with request.app.state.sessions() as session:
+        yield session
+
+
+def _application(session: Session = Depends(_db), x_api_key: str | None = Header(None),
+                 authorization: str | None = Header(None)) -> int:
+    return _authenticate(session, x_api_key, authorization)
+
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """Liveness (no key needed)."""
+    return {"status": "ok"}
+
+
+@router.post("/v1/interactions", status_code=201, response_model=Created)
+def post_interaction(body: InteractionIn, session: Session = Depends(_db), app_id: int = Depends(_application),
+                     key: str = Depends(_idem_key)) -> JSONResponse:
+    """Record an LLM call (messages, model, latency, ids)."""
+    def do() -> int:
+        row = Interaction(application_id=app_id, external_id=body.external_id, conversation_id=body.conversation_id,
+                          user_id=body.user_id, model=body.model, latency_ms=body.latency_ms)
+        session.add(row)
+        session.flush()
+        session.add_all(ChatMessage(interaction_id=row.id, position=i, role=m.role, content=m.content,
+                                    tool_calls=json.dumps(m.tool_calls) if m.tool_calls is not None else None)
+                        for i, m in enumerate(body.messages))
+        return row.id
+    return _write(session, app_id, key, body, do)
+
+
+@router.post("/v1/feedback", status_code=201, response_model=Created)
+def post_feedback(body: FeedbackIn, session: Session = Depends(_db), app_id: int = Depends(_application),
+                  key: str = Depends(_idem_key)) -> JSONResponse:
+    """Rate an interaction (by our id or the caller's ``external_id``)."""
+    def do() -> int:
+        row = FeedbackEvent(application_id=app_id, interaction_id=_target(session, app_id, body), user_id=body.user_id,
+                            rating=body.rating, scale=body.scale, comment=body.comment)
+        session.add(row)
+        session.flush()
+        return row.id
+    return _write(session, app_id, key, body, do)
+
+
+@router.post("/v1/corrections", status_code=201, response_model=Created)
+def post_correction(body: CorrectionIn, session: Session = Depends(_db), app_id: int = Depends(_application),
+                    key: str = Depends(_idem_key)) -> JSONResponse:
+    """Attach a corrected response to an interaction."""
+    def do() -> int:
+        row = Correction(application_id=app_id, interaction_id=_target(session, app_id, body), user_id=body.user_id,
+                         content=body.content)
+        session.add(row)
+        session.flush()
+        return row.id
+    return _write(session, app_id, key, body, do)
+
+
+@router.get("/v1/feedback", response_model=Page)
+def list_feedback(after: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
+                  session: Session = Depends(_db), app_id: int = Depends(_application)) -> Page:
+    """The application's feedback, keyset-paginated by id."""
+    rows = session.scalars(sa.select(FeedbackEvent).where(FeedbackEvent.application_id == app_id,
+                                                          FeedbackEvent.id > after)
+                           .order_by(FeedbackEvent.id).limit(limit + 1)).all()
+    items = [FeedbackOut.model_validate(r, from_attributes=True) for r in rows[:limit]]
+    return Page(items=items, next_after=items[-1].id if len(rows) > limit else None)
+
+
+def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -> FastAPI:
+    """The collector app over the store at ``url`` (migrated to the latest schema when ``upgrade``).
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the database cannot be reached at start-up.
+    """
+    app = FastAPI(title="tuneloop feedback collector", version="1")
+    app.state.sessions = sessions(url, upgrade=upgrade)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.include_router(router)
+    return app

@@ -5,8 +5,6 @@ imported only when a report is written (:func:`write_report`).
 """
 
 from sdk.eval.cost import Checkpoint, StageCost, checkpoint_from_rows, stage_cost
-from sdk.eval.export import ExportResult, export_merged, lora_serve_command, serve_command
-from sdk.eval.from_run import report_from_run, training_flags
 from sdk.eval.gate import GateResult, check_gate
 from sdk.eval.metrics import (bootstrap_ci, component_stats, flag_counts, paired_bootstrap_ci, pass_at_k,
                               pass_at_k_per_task)
@@ -17,10 +15,10 @@ from sdk.eval.run import RewardLike, compare, evaluate, is_pass
 from sdk.eval.runs import compare_runs, load_report, print_runs
 
 __all__ = [
-    "Checkpoint", "Comparison", "EvalError", "EvalRow", "Estimate", "ExportResult", "GateResult",
+    "Checkpoint", "Comparison", "EvalError", "EvalRow", "Estimate", "GateResult",
     "RewardLike", "SliceComparison", "StageCost", "TaskDiff", "bootstrap_ci", "build_report", "check_gate",
-    "checkpoint_from_rows", "compare", "compare_runs", "component_stats", "evaluate", "export_merged",
-    "flag_counts", "is_pass", "load_report", "load_rows", "lora_serve_command", "paired_bootstrap_ci",
-    "pass_at_k", "pass_at_k_per_task", "print_runs", "print_summary", "report_from_run", "save_rows",
-    "serve_command", "stage_cost", "training_flags", "write_report",
+    "checkpoint_from_rows", "compare", "compare_runs", "component_stats", "evaluate",
+    "flag_counts", "is_pass", "load_report", "load_rows", "paired_bootstrap_ci",
+    "pass_at_k", "pass_at_k_per_task", "print_runs", "print_summary", "save_rows",
+    "stage_cost", "write_report",
 ]

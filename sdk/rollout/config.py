@@ -35,8 +35,10 @@ class ToolRewardConfig(_Cfg):
 class ToolsConfig(_Cfg):
     """Tools and retrieval inside rollouts (issue 8)."""
 
-    tools: list[str] = Field(default_factory=list, description="dotted paths `package.module:obj` of BaseTools, "
-                             "typed functions, or factories returning a list of them")
+    tools: list[str] = Field(default_factory=list, description="dotted paths `package.module:obj` of BaseTools "
+                             "or typed functions, used as they are")
+    factories: list[str] = Field(default_factory=list, description="dotted paths of zero-argument callables, each "
+                                 "returning a tool or a list of tools (called once per run)")
     max_calls: int = Field(4, gt=0, description="tool calls answered per rollout; later calls get an error answer")
     max_turns: int | None = Field(None, gt=0, description="assistant turns per rollout; default max_calls + 1")
     max_result_chars: int = Field(2000, gt=0, description="tool answers longer than this are cut (characters)")

@@ -1,4 +1,6 @@
-"""Shared training wiring: device defaults, LoRA config, callbacks, stage bookkeeping.
+"""Shared training wiring: device defaults, LoRA config, callbacks, saving.
+
+Run bookkeeping (stage cost, markers) lives in :mod:`sdk.run.bookkeeping`, free of torch.
 
 tuneloop writes no training loop: SFT and GRPO run through TRL's trainers with PEFT LoRA.
 This module only chooses their arguments. On CPU: fp32 (``bf16=False``), ``use_cpu=True``,
@@ -10,13 +12,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
-from sdk.config import LoraConfig
+from sdk.train.config import LoraConfig
+from sdk.jsonl import write_json
 
 
 def on_gpu() -> bool:
@@ -126,46 +128,3 @@ def quiet_libraries() -> None:
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     datasets.disable_progress_bars()
-
-
-@dataclass
-class StageStats:
-    """Cost of one stage: wall and CPU seconds, tokens trained and generated."""
-
-    stage: str
-    wall_s: float = 0.0
-    cpu_s: float = 0.0
-    tokens_trained: int = 0
-    tokens_generated: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class StageClock:
-    """Context manager measuring wall and CPU seconds (own + children) of a stage into a :class:`StageStats`."""
-
-    def __init__(self, stage: str) -> None:
-        self.stats = StageStats(stage)
-
-    def __enter__(self) -> StageStats:
-        self._wall, self._cpu = time.perf_counter(), _cpu_seconds()
-        return self.stats
-
-    def __exit__(self, *exc: object) -> None:
-        self.stats.wall_s += time.perf_counter() - self._wall
-        self.stats.cpu_s += _cpu_seconds() - self._cpu
-
-
-def _cpu_seconds() -> float:
-    """CPU seconds of this process and its waited-for children (the sandbox runs count)."""
-    import resource
-
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Atomic JSON write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    tmp.replace(path)

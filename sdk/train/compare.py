@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdk.config import CompareConfig, RlConfig
+from sdk.train.config import CompareConfig, RlConfig
 
 CURVE_FILE = "heldout_curve.json"
 DEFAULT_EVERY = 4

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from sdk.config import OrderConfig
+from sdk.train.config import OrderConfig
 from sdk.train.mixing import domain_weights, mix_sequence
 
 log = logging.getLogger(__name__)

@@ -21,11 +21,11 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from sdk.config import DpoConfig, LoraConfig
-from sdk.errors import SourceError
+from sdk.train.config import DpoConfig, LoraConfig
+from sdk.errors import ConfigError, SourceError
 from sdk.sources import PreferencePair
+from sdk.train.result import TrainResult
 from sdk.train.common import (
-    StageStats,
     common_args,
     peft_config,
     progress_callbacks,
@@ -77,7 +77,7 @@ def dpo_args(cfg: DpoConfig, out_dir: Path, seed: int) -> dict:
 
 def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: DpoConfig, lora: LoraConfig,
             out_dir: Path, seed: int, dtype: str = "auto", progress: bool = True,
-            callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False) -> StageStats:
+            callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False) -> TrainResult:
     """Train with DPO; save the adapter to ``out_dir/adapter``. Resumes from ``out_dir/checkpoints``.
 
     Args:
@@ -85,7 +85,7 @@ def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: Dp
             LoRA on the base (then the reference is the base).
         rows: from :func:`dpo_rows`.
     Raises:
-        ValueError: ``rows`` is empty.
+        ConfigError: ``rows`` is empty.
     """
     from datasets import Dataset
     from peft import PeftModel
@@ -94,7 +94,8 @@ def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: Dp
     from sdk.models import load_model
 
     if not rows:
-        raise ValueError("no DPO rows: the sources wrote no usable preference pairs")
+        raise ConfigError("no DPO rows: the sources wrote no usable preference pairs",
+                          "add a feedback source with preference pairs, or turn DPO off (--set sft.dpo.enabled=false)")
     model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
     peft_cfg = None
     if adapter_dir is not None:
@@ -105,7 +106,7 @@ def run_dpo(model_path: str, adapter_dir: Path | None, rows: list[dict], cfg: Dp
                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_cfg,
                          callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
     history = train_and_save(trainer, out_dir)
-    return StageStats("dpo", extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step})
+    return TrainResult("dpo", steps=trainer.state.global_step, rows=len(rows), log_history=tuple(history))
 
 
 def promote(sft_dir: Path, dpo_dir: Path) -> Path:

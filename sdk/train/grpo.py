@@ -21,12 +21,11 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from sdk.config import RlConfig
+from sdk.train.config import RlConfig
 from sdk.errors import ConfigError
 from sdk.tasks.records import Task
 from sdk.train.adaptive import adaptive_stream
 from sdk.train.common import (
-    StageStats,
     common_args,
     on_gpu,
     progress_callbacks,
@@ -35,6 +34,7 @@ from sdk.train.common import (
 from sdk.train.curriculum import Item, is_default, order_rows
 from sdk.train.difficulty import zero_std_summary
 from sdk.train.qlora import guards
+from sdk.train.result import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def train_dataset(rows: list[dict], items: Sequence[Item], cfg: RlConfig, callba
 def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], reward_fn: Callable,
              cfg: RlConfig, lora_cfg, out_dir: Path, seed: int, dtype: str = "auto",
              progress: bool = True, callbacks: Sequence[TrainerCallback] = (),
-             rollout_func: Callable | None = None, load_in_4bit: bool = False) -> StageStats:
+             rollout_func: Callable | None = None, load_in_4bit: bool = False) -> TrainResult:
     """Run GRPO; save the adapter to ``out_dir/adapter``.
 
     ``rollout_func``: a TRL rollout function for multi-turn tool rollouts
@@ -117,11 +117,11 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
         reward_fn: TRL reward callable ``(prompts, completions, **columns) -> list[float | None]``.
         callbacks: extra trainer callbacks (e.g. :class:`sdk.train.qlora.GradientFlowGuard`).
     Returns:
-        StageStats; ``extra`` holds the log history, the schedule summary (``order``) and the
+        :class:`TrainResult`; ``details`` holds the schedule summary (``order``) and the
         zero-variance group counts (``zero_std``: TRL's ``frac_reward_zero_std`` and the groups
         :mod:`sdk.train.zero_std` dropped when ``cfg.drop_zero_std_groups``).
     Raises:
-        ValueError: no task has an automatic verifier.
+        ConfigError: no task has an automatic verifier.
     """
     from peft import PeftModel
     from trl import GRPOConfig
@@ -132,7 +132,8 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
 
     rows = grpo_rows(tasks)
     if not rows:
-        raise ValueError("no GRPO rows: no train task has an automatic verifier")
+        raise ConfigError("no GRPO rows: no train task has an automatic verifier",
+                          "add a test-suite source (pytest, jsonl, humaneval), or turn GRPO off (--set rl.enabled=false)")
     items = [Item(t.domain, t.difficulty, len(t.prompt[-1].content)) for t in tasks if t.verifier.kind != "reference"]
     dataset, order, callbacks = train_dataset(rows, items, cfg, callbacks, seed)
     model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
@@ -153,6 +154,6 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     if zero_std["zero_std_groups"] or zero_std["dropped_groups"]:
         log.info("GRPO: %d of %d groups had rewards with no variance (no gradient); %d left out of the loss",
                  zero_std["zero_std_groups"], zero_std["groups"], zero_std["dropped_groups"])
-    return StageStats("rl", tokens_generated=generated,
-                      extra={"log_history": history, "rows": len(rows), "steps": trainer.state.global_step,
-                             "order": order() if callable(order) else order, "zero_std": zero_std})
+    return TrainResult("rl", steps=trainer.state.global_step, rows=len(rows), tokens_generated=generated,
+                       log_history=tuple(history),
+                       details={"order": order() if callable(order) else order, "zero_std": zero_std})

@@ -16,12 +16,11 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from sdk.config import SftConfig
+from sdk.train.config import SftConfig
 from sdk.errors import ConfigError
 from sdk.sources import SftExample
 from sdk.tasks.records import Task, UnitTestVerifier
 from sdk.train.common import (
-    StageStats,
     common_args,
     peft_config,
     progress_callbacks,
@@ -35,6 +34,7 @@ from sdk.train.lengths import (
     write_jsonl,
 )
 from sdk.train.qlora import guards
+from sdk.train.result import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def sft_args(cfg: SftConfig, ordered: bool) -> dict:
 
 def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, seed: int,
             dtype: str = "auto", progress: bool = True, items: Sequence[Item] | None = None,
-            callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False) -> StageStats:
+            callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False) -> TrainResult:
     """Train a LoRA adapter on ``rows``; save it to ``out_dir/adapter``.
 
     Resumes from the newest checkpoint under ``out_dir/checkpoints`` when one exists (checkpoints
@@ -111,14 +111,14 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     the rows are put in curriculum/mixing order and read sequentially (no shuffling).
 
     Returns:
-        StageStats with tokens trained (TRL's ``num_tokens``) and the log history in ``extra``.
+        :class:`TrainResult` with tokens trained (TRL's ``num_tokens``), the log history and, in
+        ``details``, the length summary.
     Rows longer than ``cfg.max_length`` tokens follow ``cfg.truncation``
-    (:mod:`sdk.train.lengths`; the summary is ``extra["lengths"]``); ``cfg.token_budget`` packs rows
+    (:mod:`sdk.train.lengths`; the summary is ``details["lengths"]``); ``cfg.token_budget`` packs rows
     into token-budget batches.
 
     Raises:
-        ValueError: ``rows`` is empty.
-        ConfigError: ``cfg.truncation`` is ``error`` and a row is too long, or no row fits.
+        ConfigError: no well-formed row (``rows`` empty or all malformed); ``cfg.truncation`` is ``error`` and a row is too long, or no row fits.
     """
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -130,8 +130,10 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     if bad:
         log.warning("SFT: %d malformed rows left out (reasons in %s)", len(bad), out_dir / "bad_rows.jsonl")
     if not rows:
-        raise ValueError("no SFT rows: no train task has a reference and no feedback example was found"
-                         + (f" ({len(bad)} malformed rows, see {out_dir / 'bad_rows.jsonl'})" if bad else ""))
+        raise ConfigError("no SFT rows: no train task has a reference and no feedback example was found"
+                          + (f" ({len(bad)} malformed rows, see {out_dir / 'bad_rows.jsonl'})" if bad else ""),
+                          "add a source with reference solutions (pytest, jsonl) or feedback examples, or turn SFT "
+                          "off (--set sft.enabled=false)")
     ordered = items is not None and not is_default(cfg.order)
     if ordered:
         rows, _ = order_rows(rows, items, cfg.order, None, seed)
@@ -156,5 +158,5 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
         trainer.train_dataset = pack_by_token_budget(trainer.train_dataset, cfg.token_budget)
     history = train_and_save(trainer, out_dir)
     tokens = max((int(h.get("num_tokens", 0)) for h in history), default=0)
-    return StageStats("sft", tokens_trained=tokens, extra={"log_history": history, "rows": len(rows), "lengths": lengths,
-                                                           "steps": trainer.state.global_step})
+    return TrainResult("sft", steps=trainer.state.global_step, rows=len(rows), tokens_trained=tokens,
+                       log_history=tuple(history), details={"lengths": lengths})

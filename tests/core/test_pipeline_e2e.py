@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sdk.config import load_config
-from sdk.pipeline import Pipeline
+from sdk.run.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "config.yaml"
@@ -87,7 +87,7 @@ def test_rerun_skips_complete_stages(finished_run, capsys):
     ({"sources.2.options.url": "postgresql://nobody@127.0.0.1:1/none"}, "fix:"),
 ])
 def test_cli_bad_input_is_one_clear_message(tmp_path, tiny_model_dir, edit, expect):
-    from sdk.cli import app
+    from sdk.run.cli import app
 
     sets = [f"--set={k}={v}" for k, v in {**small_overrides(tmp_path, tiny_model_dir), **edit}.items()]
     stage = ["--stage", "sft"] if "model.name" in edit else ["--stage", "tasks"]
@@ -97,7 +97,7 @@ def test_cli_bad_input_is_one_clear_message(tmp_path, tiny_model_dir, edit, expe
 
 
 def test_cli_empty_test_suite(tmp_path, tiny_model_dir):
-    from sdk.cli import app
+    from sdk.run.cli import app
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("def f():\n    return 1\n")
@@ -111,7 +111,7 @@ def test_cli_empty_test_suite(tmp_path, tiny_model_dir):
 
 def test_failed_gate_exits_and_marks_adapter_not_promotable(finished_run):
     from sdk.errors import GateError
-    from sdk.train.lineage import read_lineage
+    from sdk.run.lineage import read_lineage
 
     cfg, _ = finished_run
     pipe = Pipeline(cfg, progress=False)

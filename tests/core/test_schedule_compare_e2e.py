@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sdk.config import load_config
-from sdk.pipeline import Pipeline
+from sdk.run.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "config.yaml"

@@ -6,7 +6,7 @@ import pytest
 
 from eval_rows import make_rows
 from sdk.config import GateConfig
-from sdk.eval.from_run import report_from_run
+from sdk.run.finished import report_from_run
 from sdk.eval.records import EvalError, save_rows
 from sdk.tasks.records import Split
 
@@ -31,11 +31,11 @@ def test_report_from_run_folder(tmp_path):
     report, gate, jpath, hpath = report_from_run(tmp_path, GateConfig(enabled=True, min_heldout_gain=0.5),
                                                  meta={"model": "tiny"}, n_resamples=100)
     assert jpath == tmp_path / "report.json" and hpath.is_file()
-    assert report["meta"] == {"run_dir": str(tmp_path), "task_set": "abc123", "model": "tiny"}
-    assert [s["stage"] for s in report["cost"]["stages"]] == ["sft", "eval"]
-    assert report["cost_benefit"]["points"][1]["compute_s"] == 90.0
-    assert report["training"]["sft"]["loss"] == [[1.0, 1.0], [2.0, 0.5]]
-    assert report["tasks"]["quarantined"] == {"reference fails": 2}
+    assert report.meta == {"run_dir": str(tmp_path), "task_set": "abc123", "model": "tiny"}
+    assert [s["stage"] for s in report.cost["stages"]] == ["sft", "eval"]
+    assert report.cost_benefit["points"][1]["compute_s"] == 90.0
+    assert report.training["sft"]["loss"] == [[1.0, 1.0], [2.0, 0.5]]
+    assert report.tasks["quarantined"] == {"reference fails": 2}
     assert gate.passed and gate.heldout_gain == pytest.approx(2 / 3)
 
 
@@ -51,7 +51,7 @@ def test_report_from_run_needs_both_row_files(tmp_path):
 
 
 def test_training_flags_per_step(tmp_path):
-    from sdk.eval.from_run import training_flags
+    from sdk.run.finished import training_flags
     log = tmp_path / "rewards.jsonl"
     lines = [{"step": 1, "flags": ["exit_zero"]}, {"step": 1, "flags": []},
              {"step": 2, "flags": ["conftest", "exit_zero"]}, {"step": 2, "flags": ["exit_zero", "exit_zero"]}]

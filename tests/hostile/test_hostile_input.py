@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sdk.cli import app
+from sdk.run.cli import app
 from sdk.config import parse_config
 from sdk.errors import SourceError
-from sdk.pipeline import Pipeline
+from sdk.run.pipeline import Pipeline
 
 ROW = {"task_id": "T/0", "prompt": 'def add(a, b):\n    """Add."""\n',
        "canonical_solution": "    return a + b\n", "entry_point": "add",
@@ -60,10 +60,10 @@ def test_unwritable_run_dir_is_one_error(tmp_path, kind):
 def test_config_error_does_not_import_torch(tmp_path):
     """A misspelled key fails before the slow training imports (and their import-time warnings)."""
     cfg = _config(tmp_path, [ROW])
-    code = ("import sys\nfrom typer.testing import CliRunner\nfrom sdk.cli import app\n"
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom sdk.run.cli import app\n"
             f"r = CliRunner().invoke(app, ['run', {str(cfg)!r}, '--set', 'sft.epocs=1'])\n"
             "assert r.exit_code == 2, r.output\nassert 'epochs' in r.output, r.output\n"
-            "assert 'torch' not in sys.modules and 'sdk.pipeline' not in sys.modules\n")
+            "assert 'torch' not in sys.modules and 'sdk.run.pipeline' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
@@ -76,7 +76,9 @@ def test_no_tasks_error_names_the_quarantine_reason(tmp_path):
 
 def test_redone_stage_drops_its_marker_first(tmp_path, monkeypatch):
     """A --force re-run that dies mid-stage must not leave the old marker saying the stage is complete."""
-    import sdk.stages
+    from dataclasses import replace
+
+    from sdk.run.spec import SPECS, Stage
 
     cfg = parse_config({"run_dir": str(tmp_path / "run"), "tasks": {"validate_references": False},
                         "sources": [{"type": "jsonl", "domain": "bench",
@@ -86,11 +88,11 @@ def test_redone_stage_drops_its_marker_first(tmp_path, monkeypatch):
     pipe.run(("tasks",))
     assert pipe.is_complete("tasks")
 
-    def killed(p):
-        (p.run_dir / "tasks" / "tasks.jsonl").write_text('{"trunc')
+    def killed(ctx):
+        ctx.layout.tasks_jsonl.write_text('{"trunc')
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sdk.stages, "stage_tasks", killed)
+    monkeypatch.setitem(SPECS, Stage.TASKS, replace(SPECS[Stage.TASKS], run=killed))
     with pytest.raises(KeyboardInterrupt):
         Pipeline(cfg, progress=False).run(("tasks",), force=True)
     assert not Pipeline(cfg, progress=False).is_complete("tasks")
@@ -102,29 +104,32 @@ def _no_verifiable_tasks(tmp_path: Path, **sections):
 
     cfg = parse_config({"run_dir": str(tmp_path / "run"), "sources": [{"type": "jsonl", "domain": "b",
                         "options": {"path": str(tmp_path / "x.jsonl")}}], **sections}, base_dir=tmp_path)
+    from sdk.run.context import StageContext
+
     pipe = Pipeline(cfg, progress=False)
-    TaskSet([], []).save(pipe.run_dir / "tasks" / "tasks.jsonl")
-    return pipe
+    TaskSet([], []).save(pipe.layout.tasks_jsonl)
+    # no model and no sandbox: both stages must refuse before they need either
+    return StageContext(cfg=pipe.cfg, layout=pipe.layout, inputs=pipe.inputs, console=pipe.console, progress=False)
 
 
 def test_rl_without_verifiable_train_tasks_is_one_error(tmp_path):
     """Feedback-only configs: GRPO said `ValueError: no GRPO rows` with a traceback."""
-    import sdk.stages
     from sdk.errors import ConfigError
+    from sdk.run.stage_rl import stage_rl
 
-    pipe = _no_verifiable_tasks(tmp_path)
+    ctx = _no_verifiable_tasks(tmp_path)
     with pytest.raises(ConfigError, match="rl.enabled=false"):
-        sdk.stages.stage_rl(pipe)
+        stage_rl(ctx)
 
 
 def test_eval_without_tasks_is_one_error(tmp_path):
     """Eval on 0 tasks printed `0/0 passed` and the report then failed with a misleading fix."""
-    import sdk.stages
     from sdk.errors import ConfigError
+    from sdk.run.stage_eval import stage_eval
 
-    pipe = _no_verifiable_tasks(tmp_path)
+    ctx = _no_verifiable_tasks(tmp_path)
     with pytest.raises(ConfigError, match="eval.splits"):
-        sdk.stages.stage_eval(pipe)
+        stage_eval(ctx)
 
 
 def test_jsonl_bom_and_one_bad_byte_cost_one_row_at_most(tmp_path):
@@ -132,7 +137,7 @@ def test_jsonl_bom_and_one_bad_byte_cost_one_row_at_most(tmp_path):
     import json as _json
     from pathlib import Path as _Path
 
-    from connectors.jsonl_bench import JsonlBenchmarkSource
+    from connectors.suites.jsonl_bench import JsonlBenchmarkSource
 
     row = {"task_id": "t/0", "prompt": "def f(x):\n    \"\"\"Double.\"\"\"\n", "entry_point": "f",
            "canonical_solution": "    return 2 * x\n", "test": "def check(candidate):\n    assert candidate(2) == 4\n"}
@@ -149,7 +154,7 @@ def test_one_hanging_test_costs_that_test_not_the_suite(tmp_path, monkeypatch):
     """Hostile #11: a test that never returns is failed after TUNELOOP_TEST_TIMEOUT; the rest build."""
     from pathlib import Path as _Path
 
-    from connectors.pytest_suite import PytestSuiteSource
+    from connectors.suites.pytest_suite import PytestSuiteSource
 
     (tmp_path / "hpkg").mkdir()
     (tmp_path / "tests").mkdir()
@@ -168,7 +173,7 @@ def test_bad_options_of_a_later_source_fail_before_any_source_is_read(tmp_path):
     """Hostile #27: the typo in sources[1] is reported at once, naming the source."""
     from sdk.config import parse_config
     from sdk.errors import ConfigError
-    from sdk.pipeline import Pipeline
+    from sdk.run.pipeline import Pipeline
 
     cfg = parse_config({"run_dir": str(tmp_path / "run"), "sources": [
         {"type": "humaneval", "domain": "he"},
@@ -184,7 +189,7 @@ def test_thumbs_table_read_as_stars_is_refused(tmp_path):
     import sqlite3
     from pathlib import Path as _Path
 
-    from connectors.sql_feedback import SqlFeedbackSource
+    from connectors.feedback_tables.source import SqlFeedbackSource
     from sdk.errors import SourceError
 
     db = tmp_path / "fb.db"

@@ -47,6 +47,6 @@ def test_parser_accepts_the_documented_launch_command():
         command = command[:-1] + lines[start]
     args = launch_command_parser().parse_args(command.split()[2:])
     assert args.config_file == "configs/accelerate/deepspeed_zero2.yaml" and args.num_processes == 4
-    assert args.module and args.training_script == "sdk.cli"
+    assert args.module and args.training_script == "sdk.run.cli"
     assert args.training_script_args == ["run", "config.yaml", "--stage", "sft", "--stage", "rl"]
     assert yaml.safe_load((CONFIGS[0].parents[2] / args.config_file).read_text())["distributed_type"] == "DEEPSPEED"

@@ -52,7 +52,7 @@ def test_merged_export_gives_the_adapter_logits_and_holds_no_adapter_files(tiny_
     from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from sdk.eval.export import export_merged
+    from sdk.serve.export import export_merged
 
     torch.manual_seed(0)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),

@@ -10,7 +10,7 @@ from sdk.sources import PreferencePair
 from sdk.tasks.records import AnswerVerifier, Message, Source, Task
 from sdk.train.dpo import dpo_args, dpo_rows, load_pairs, promote, run_dpo
 from sdk.train.grpo import grpo_args, prompts_needed, run_grpo
-from sdk.train.lineage import Lineage, lineage_chain, read_lineage, write_lineage
+from sdk.run.lineage import Lineage, lineage_chain, read_lineage, write_lineage
 from sdk.train.sft import run_sft, sft_items, sft_rows
 
 

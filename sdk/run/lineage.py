@@ -1,7 +1,7 @@
 """Adapter lineage: every saved adapter folder carries ``lineage.json`` saying what made it.
 
 Fields: the stage (sft, dpo, rl), the base model, the parent adapter it continued (None for a
-fresh LoRA), the task-set version and the stage's config fingerprint (``sdk.pipeline``), the steps
+fresh LoRA), the task-set version and the stage's config fingerprint (:mod:`sdk.run.pipeline`), the steps
 trained and when. :func:`lineage_chain` follows parents back to the base, so an adapter found on
 disk (or exported) can be traced to its data and config. The feedback service's SQL lineage
 records the same facts for served adapters; this file is the training side's copy.

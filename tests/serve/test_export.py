@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from sdk.errors import ModelError
-from sdk.eval.export import export_merged, lora_serve_command
+from sdk.serve.export import export_merged, lora_serve_command
 
 
 @pytest.fixture(scope="module")

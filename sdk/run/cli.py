@@ -1,4 +1,4 @@
-"""The ``tuneloop`` command line (Typer).
+"""The ``tuneloop`` command line (Typer): ``tuneloop = sdk.run.cli:app``.
 
 ``tuneloop run CONFIG`` runs the whole pipeline; each stage is also its own command
 (``tasks build``, ``sft``, ``rl``, ``eval``, ``report``). A re-run skips complete stages.
@@ -21,6 +21,10 @@ import yaml
 from rich.console import Console
 
 from sdk.errors import TuneloopError
+
+# the stage names, spelled here so `tuneloop --help` needs no import of the stages (checked against
+# sdk.run.spec.STAGES by a test)
+STAGE_NAMES = ("tasks", "sft", "rl", "rl_compare", "eval", "report")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="tuneloop: your tests and feedback → verified tasks → LoRA SFT + GRPO → a report that proves it.")
@@ -58,7 +62,7 @@ def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | No
     def go():
         pipe = _pipeline(config, overrides)
         pipe.progress = show
-        from sdk.pipeline import STAGES
+        from sdk.run.spec import STAGES
 
         pipe.run(stages or STAGES, force=force)
 
@@ -71,7 +75,7 @@ def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | No
 
 @app.command()
 def run(config: Path = ConfigArg, stage: Optional[list[str]] = typer.Option(
-        None, "--stage", help="run only these stages (repeatable): tasks, sft, rl, rl_compare, eval, report"),
+        None, "--stage", help=f"run only these stages (repeatable): {', '.join(STAGE_NAMES)}"),
         set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
     """Run the whole pipeline (or the given stages) into the config's run_dir."""
     _run(config, tuple(stage) if stage else None, set_, force)
@@ -111,7 +115,7 @@ def _pipeline(config: Path, overrides: list[str] | None):
     from sdk.config import load_config
 
     cfg = load_config(config, _overrides(overrides))  # validate before the slow torch/transformers imports
-    from sdk.pipeline import Pipeline
+    from sdk.run.pipeline import Pipeline
 
     return Pipeline(cfg, console=console)
 
@@ -135,14 +139,14 @@ def export(config: Path = ConfigArg, out: Optional[Path] = typer.Option(None, he
            set_: Optional[list[str]] = SetOpt) -> None:
     """Merge the tuned adapter into the base model (a folder vLLM serves) and print the serve command."""
     from sdk.errors import ModelError
-    from sdk.eval.export import export_merged
+    from sdk.serve.export import export_merged
 
     def go():
         pipe = _pipeline(config, set_)
         adapter = pipe.adapter_for_eval()
         if adapter is None:
             raise ModelError(f"no trained adapter in {pipe.run_dir}", "run `tuneloop run CONFIG` first")
-        export_merged(pipe.model_path, adapter, out or pipe.run_dir / "export", dtype=dtype)
+        export_merged(pipe.model_path, adapter, out or pipe.layout.export_dir, dtype=dtype)
 
     _guard(go)
 
@@ -154,7 +158,7 @@ def serve(config: Path = ConfigArg, port: int = typer.Option(8000), set_: Option
     import shlex
 
     from sdk.errors import ModelError
-    from sdk.eval.export import lora_serve_command
+    from sdk.serve.export import lora_serve_command
 
     def go():
         pipe = _pipeline(config, set_)

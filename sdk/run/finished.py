@@ -1,31 +1,33 @@
-"""Build, gate and write the report from a run folder's files, in one call.
+"""Reading a finished run: build, gate and write the report from a run folder's files, in one call.
 
-Reads the layout the pipeline writes (``sdk/stages.py``): ``eval/base.jsonl`` and
-``eval/tuned.jsonl`` (rows with raw completions), ``tasks/counts.json``, ``sft/log_history.json``,
-``rl/log_history.json`` and ``state/<stage>.json`` (``{"stats": {...}}`` per stage). Every input
-but the two rows files is optional: a missing one leaves its report section empty.
+Reads what the stages wrote (paths from :class:`sdk.run.layout.RunLayout`): ``eval/base.jsonl`` and
+``eval/tuned.jsonl`` (rows with raw completions), ``tasks/counts.json``, the trainers' log histories,
+``rl/rewards.jsonl`` and the stage markers ``state/<stage>.json`` (``{"stats": {...}}``). Every input
+but the two rows files is optional: a missing one leaves its report section empty. Usable on any run
+folder, without a config beyond the gate's.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from sdk.config import GateConfig
+from sdk.eval.config import GateConfig
 from sdk.eval.cost import stage_cost
 from sdk.eval.gate import GateResult, check_gate
 from sdk.eval.records import EvalError, load_rows
 from sdk.eval.report import build_report, write_report
 from sdk.eval.run import compare
+from sdk.run.layout import RunLayout
 
 COST_STAGES = ("tasks", "sft", "rl", "eval")
-LOGS = {"sft": "sft/log_history.json", "grpo": "rl/log_history.json"}
+TRAIN_LOGS = {"sft": "sft", "grpo": "rl"}  # report label → training stage
 
 
 def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str, Any] | None = None,
-                    n_resamples: int = 2000, seed: int = 0, schedule_comparison: Mapping[str, Any] | None = None
-                    ) -> tuple[dict[str, Any], GateResult, Path, Path]:
+                    n_resamples: int = 2000, seed: int = 0, schedule_comparison: Mapping[str, Any] | None = None,
+                    cost_stages: Sequence[str] = COST_STAGES) -> tuple[Any, GateResult, Path, Path]:
     """Compare base and tuned rows of ``run_dir``, apply the gate, write report.json/.html there.
 
     Args:
@@ -35,33 +37,35 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
         n_resamples, seed: bootstrap settings.
         schedule_comparison: the section from :func:`sdk.eval.schedule.schedule_section` (the
             pipeline passes it when ``rl.compare`` is on).
+        cost_stages: the stages whose markers give the cost table, in order.
     Returns:
-        ``(report, gate, json_path, html_path)``; the caller decides what a failed gate does
+        ``(report, gate, json_path, html_path)`` with the report an
+        :class:`sdk.eval.report.EvalReport`; the caller decides what a failed gate does
         (``gate.raise_if_failed()`` after the report is on disk).
     Raises:
-        EvalError: ``eval/base.jsonl`` or ``eval/tuned.jsonl`` is missing or unreadable.
+        EvalError: ``eval/base.jsonl`` or ``eval/tuned.jsonl`` is missing or unreadable, or a JSON
+            input is corrupt.
     """
-    run_dir = Path(run_dir)
+    layout = RunLayout(Path(run_dir))
     rows = {}
     for label in ("base", "tuned"):
-        path = run_dir / "eval" / f"{label}.jsonl"
+        path = layout.eval_rows(label)
         if not path.is_file():
             raise EvalError(f"{path} is missing, so there is nothing to compare",
                             "run the eval stage with an adapter (enable sft or rl) before the report")
         rows[label] = load_rows(path)
     comparison = compare(rows["base"], rows["tuned"], n_resamples=n_resamples, seed=seed)
     gate = check_gate(gate_cfg, comparison)
-    counts = _read_json(run_dir / "tasks" / "counts.json") or {}
-    costs = [stage_cost({**stats, "stage": s}) for s in COST_STAGES
-             if (stats := (_read_json(run_dir / "state" / f"{s}.json") or {}).get("stats"))]
-    logs = {name: hist for name, rel in LOGS.items() if (hist := _read_json(run_dir / rel))}
-    rl_flags = training_flags(run_dir / "rl" / "rewards.jsonl")
-    header = {"run_dir": str(run_dir), **({"task_set": counts["version"]} if "version" in counts else {}),
+    counts = _read_json(layout.counts_json) or {}
+    costs = [stage_cost({**stats, "stage": s}) for s in cost_stages
+             if (stats := (_read_json(layout.marker(s)) or {}).get("stats"))]
+    logs = {name: hist for name, stage in TRAIN_LOGS.items() if (hist := _read_json(layout.log_history(stage)))}
+    header = {"run_dir": str(layout.root), **({"task_set": counts["version"]} if "version" in counts else {}),
               **dict(meta or {})}
     report = build_report(comparison, gate=gate, task_counts=counts.get("splits"), train_logs=logs, costs=costs,
-                          rows=rows["base"] + rows["tuned"], training_flags=rl_flags, meta=header,
-                          schedule_comparison=schedule_comparison)
-    json_path, html_path = write_report(run_dir, report)
+                          rows=rows["base"] + rows["tuned"], training_flags=training_flags(layout.rewards_jsonl("rl")),
+                          meta=header, schedule_comparison=schedule_comparison)
+    json_path, html_path = write_report(layout.root, report)
     return report, gate, json_path, html_path
 
 

@@ -1,0 +1,120 @@
+"""What a stage receives: :class:`StageContext` (frozen), and :class:`RunInputs`, the run's files
+read once and shared by the stages of one invocation.
+
+A stage function is ``def stage_x(ctx: StageContext) -> StageStats``: everything it may use is a
+field here, so a reader sees a stage's inputs in its signature instead of a service locator.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from sdk.errors import SourceError
+from sdk.run.layout import RunLayout
+
+if TYPE_CHECKING:
+    from sdk.config import RunConfig
+    from sdk.sandbox.contract import Sandbox
+    from sdk.sources import SftExample
+    from sdk.tasks.taskset import TaskSet
+
+
+class RunInputs:
+    """The tasks stage's outputs, each read from disk at most once per invocation.
+
+    The pipeline calls :meth:`forget` after the tasks stage rewrites them.
+    """
+
+    def __init__(self, layout: RunLayout) -> None:
+        self.layout = layout
+        self._cache: dict[str, Any] = {}
+
+    def forget(self) -> None:
+        """Drop what was read (the files changed)."""
+        self._cache.clear()
+
+    def _once(self, key: str, load: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = load()
+        return self._cache[key]
+
+    def taskset(self) -> "TaskSet":
+        """The task set (``tasks/tasks.jsonl``)."""
+        from sdk.tasks.taskset import TaskSet
+
+        return self._once("taskset", lambda: TaskSet.load(self.layout.tasks_jsonl))
+
+    def sft_examples(self) -> list["SftExample"]:
+        """The SFT examples of feedback sources (``[]`` when the file is missing)."""
+        from sdk.jsonl import read_models
+        from sdk.sources import SftExample
+
+        return self._once("examples", lambda: read_models(
+            self.layout.sft_examples_jsonl, SftExample, SourceError,
+            "re-run the tasks stage (`tuneloop tasks build CONFIG --force`) to rewrite the file", missing_ok=True))
+
+    def counts(self) -> dict[str, Any]:
+        """``tasks/counts.json`` (``{}`` when missing or unreadable: the tasks stage has not run)."""
+        def load() -> dict[str, Any]:
+            try:
+                data = json.loads(self.layout.counts_json.read_text())
+            except (OSError, json.JSONDecodeError):
+                return {}
+            return data if isinstance(data, dict) else {}
+
+        return self._once("counts", load)
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """Everything one stage may use.
+
+    Attributes:
+        cfg: the validated run config.
+        layout: the run folder's paths.
+        inputs: the tasks stage's outputs, read once.
+        console: where progress and summaries go (stderr).
+        progress: show progress bars.
+        fingerprint: this stage's fingerprint (recorded in adapter lineage).
+        complete: the stages whose markers match their fingerprint when this stage started.
+        model_path: the resolved base model folder ("" for stages that need no model).
+        sandbox: the run's one sandbox (None for stages that execute no code).
+    """
+
+    cfg: "RunConfig"
+    layout: RunLayout
+    inputs: RunInputs
+    console: Console
+    progress: bool = True
+    fingerprint: str = ""
+    complete: frozenset[str] = field(default_factory=frozenset)
+    model_path: str = ""
+    sandbox: "Sandbox | None" = None
+
+    def need_sandbox(self) -> "Sandbox":
+        """The sandbox; a stage asking for it without declaring ``needs_sandbox`` is a bug."""
+        if self.sandbox is None:
+            raise RuntimeError("this stage's StageSpec does not declare needs_sandbox=True")
+        return self.sandbox
+
+    def bar(self, label: str, total: int) -> Progress:
+        """A rich progress bar with one task of ``total`` steps (disabled when ``progress`` is off)."""
+        prog = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=self.console, disable=not self.progress)
+        prog.add_task(label, total=total)
+        return prog
+
+
+def adapter_for_eval(cfg: "RunConfig", layout: RunLayout) -> Path | None:
+    """The newest trained adapter: GRPO's if ``rl`` is on and saved one, else SFT's, else None."""
+    for stage, enabled in (("rl", cfg.rl.enabled), ("sft", cfg.sft.enabled)):
+        path = layout.adapter(stage)
+        if enabled and (path / "adapter_config.json").is_file():
+            return path
+    return None

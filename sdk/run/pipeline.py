@@ -1,0 +1,211 @@
+"""The main job: sources → task set → LoRA SFT → GRPO → evaluation → report, in a run folder.
+
+:meth:`Pipeline.run` walks the stages of :data:`sdk.run.spec.SPECS` in order. Each stage writes its
+outputs under the run folder (:class:`sdk.run.layout.RunLayout`) and, last, a marker
+``state/<stage>.json`` holding a fingerprint of everything it depends on (its config sections and
+the upstream stage's fingerprint; after the tasks stage, the data version too). A re-run skips a
+stage whose marker matches, so a crashed run resumes at the stage that did not finish (and TRL
+resumes inside that stage from its last checkpoint); changing a stage's config re-runs it and
+everything downstream. ``force=True`` re-runs every stage named. ``rl_compare`` (``rl.compare``)
+hangs off ``sft`` beside ``rl``: nothing downstream depends on it, so changing only the comparison
+re-runs only it and the report.
+
+The run owns one sandbox (created when the first stage that executes code starts, closed when the
+run ends) and resolves the base model once, before the first stage that needs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from sdk.config import RunConfig
+from sdk.errors import ConfigError
+from sdk.run.bookkeeping import StageClock, StageStats, read_marker, write_marker
+from sdk.run.context import RunInputs, StageContext, adapter_for_eval
+from sdk.run.layout import RunLayout
+from sdk.run.spec import SPECS, STAGES, Stage, StageSpec, parse_stages
+from sdk.types import canonical_json
+
+__all__ = ["Pipeline", "STAGES", "Stage"]
+
+
+class Pipeline:
+    """Runs stages of one :class:`RunConfig` into ``cfg.run_path``.
+
+    Args:
+        cfg: the validated config.
+        console: where progress and summaries go (stderr by default).
+        progress: show progress bars (off in tests).
+    """
+
+    def __init__(self, cfg: RunConfig, console: Console | None = None, progress: bool = True) -> None:
+        self.cfg = cfg
+        self.layout = RunLayout(cfg.run_path)
+        self.run_dir = self.layout.root
+        self.console = console or Console(stderr=True)
+        self.progress = progress
+        self.inputs = RunInputs(self.layout)
+        self._model_path: str | None = None
+        self._sandbox = None
+
+    # ----- bookkeeping ---------------------------------------------------------------
+    def fingerprint(self, stage: str | Stage) -> str:
+        """Hash (16 hex) of the stage's config sections, the upstream stage's fingerprint and, where
+        the spec says so, the task set's data version."""
+        spec = SPECS[Stage(stage)]
+        dump = self.cfg.model_dump(mode="json")
+        body: dict[str, Any] = {k: dump.get(k) for k in spec.sections}
+        if spec.view is not None:
+            body = spec.view(self.cfg, body)
+        if spec.upstream is not None:
+            body["upstream"] = self.fingerprint(spec.upstream)
+        if spec.data_version and self.layout.counts_json.is_file():
+            counts = self.inputs.counts()
+            body["taskset"] = counts.get("data_version", counts.get("version"))
+        return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
+
+    def is_complete(self, stage: str | Stage) -> bool:
+        """True when the stage's marker exists and matches the current fingerprint."""
+        marker = read_marker(self.layout.marker(Stage(stage).value))
+        return marker is not None and marker.get("fingerprint") == self.fingerprint(stage)
+
+    def stats(self, stage: str | Stage) -> dict[str, Any]:
+        """The recorded stats of a finished stage (empty when it has not run)."""
+        return (read_marker(self.layout.marker(Stage(stage).value)) or {}).get("stats", {})
+
+    def stage_enabled(self, stage: str | Stage) -> bool:
+        """Whether the config switches ``stage`` on (its spec's ``enabled``)."""
+        return SPECS[Stage(stage)].enabled(self.cfg)
+
+    def adapter_for_eval(self) -> Path | None:
+        """The newest adapter: GRPO's if it ran, else SFT's, else None (base only)."""
+        return adapter_for_eval(self.cfg, self.layout)
+
+    # ----- shared resources ----------------------------------------------------------
+    @property
+    def model_path(self) -> str:
+        """The resolved base model (fetched and converted on first use)."""
+        if self._model_path is None:
+            from sdk.models import resolve_model
+
+            with self.console.status(f"resolving model {self.cfg.model.name} (first use fetches and converts it)"):
+                self._model_path = resolve_model(self.cfg.model.name, self.cfg.model.cache_dir)
+        return self._model_path
+
+    @property
+    def sandbox(self):
+        """The run's one sandbox, created on first use from ``cfg.sandbox``."""
+        if self._sandbox is None:
+            from sdk.sandbox import make_sandbox
+
+            self._sandbox = make_sandbox(self.cfg.sandbox)
+        return self._sandbox
+
+    def close(self) -> None:
+        """Release the sandbox workers."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+    def context(self, spec: StageSpec) -> StageContext:
+        """What ``spec``'s stage receives (the model and sandbox only when the spec asks for them)."""
+        return StageContext(cfg=self.cfg, layout=self.layout, inputs=self.inputs, console=self.console,
+                            progress=self.progress, fingerprint=self.fingerprint(spec.stage),
+                            complete=frozenset(s.value for s in SPECS if self.is_complete(s)),
+                            model_path=self.model_path if spec.needs_model else "",
+                            sandbox=self.sandbox if spec.needs_sandbox else None)
+
+    # ----- running -------------------------------------------------------------------
+    def run(self, stages: Sequence[str | Stage] = STAGES, force: bool = False):
+        """Run ``stages`` in order, skipping complete ones unless ``force``.
+
+        Returns:
+            the :class:`sdk.eval.report.EvalReport` when the report stage ran, else None.
+        Raises:
+            ConfigError: an unknown stage name, or an unwritable run folder.
+            GateError: the regression gate failed (after the report is written).
+        """
+        from sdk.train.common import quiet_libraries
+
+        todo = parse_stages(stages)
+        quiet_libraries()
+        self._start_run_folder()
+        report = None
+        try:
+            self._fail_fast(todo, force)
+            for stage in todo:
+                out = self._run_one(SPECS[stage], force)
+                if out is not None and stage is Stage.REPORT:
+                    report = out.output
+        finally:
+            self.close()
+        return report
+
+    def _start_run_folder(self) -> None:
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self.layout.config_json.write_text(self.cfg.model_dump_json(indent=2))
+        except OSError as exc:
+            raise ConfigError(f"cannot write the run folder {self.run_dir}: {exc.strerror or exc}",
+                              "set `run_dir` (or --set run_dir=...) to a writable folder path") from exc
+
+    def _fail_fast(self, todo: tuple[Stage, ...], force: bool) -> None:
+        """Check every source's options and resolve the model before hours of work."""
+        from sdk.run.stage_tasks import check_sources
+
+        pending = [s for s in todo if force or not self.is_complete(s)]
+        if Stage.TASKS in pending:
+            check_sources(self.cfg)  # a typo in the last source must not wait for the first to be read
+        if any(SPECS[s].needs_model for s in pending):
+            _ = self.model_path
+
+    def _run_one(self, spec: StageSpec, force: bool) -> StageStats | None:
+        """Run one stage unless it is complete or disabled; returns its stats (None when not run)."""
+        name = spec.stage.value
+        if not force and not spec.always_runs and self.is_complete(spec.stage):
+            self.console.print(f"[dim]· {name}: complete, skipped (use --force to redo)[/dim]")
+            return None
+        if not spec.enabled(self.cfg):
+            self.console.print(f"[dim]· {name}: disabled in config[/dim]")
+            return None
+        self.console.rule(f"[bold]{name}")
+        # a stage being redone is not complete until it finishes again: a crash or kill inside a
+        # --force re-run must not leave the old marker vouching for half-rewritten outputs
+        self.layout.marker(name).unlink(missing_ok=True)
+        self._claim_checkpoints(spec, force)
+        ctx = self.context(spec)
+        with StageClock() as clock:
+            stats = spec.run(ctx).timed(clock)
+        if spec.stage is Stage.TASKS:
+            self.inputs.forget()
+        write_marker(self.layout.marker(name), self.fingerprint(spec.stage), stats)
+        return stats
+
+    def _claim_checkpoints(self, spec: StageSpec, force: bool) -> None:
+        """Keep a stage's trainer checkpoints only if they were written under the same fingerprint.
+
+        TRL resumes from the newest checkpoint it finds; after a crash that is right, but after a
+        config change (or ``--force``) it would silently continue the old run instead of training
+        the new one. The checkpoints folder records the fingerprint it belongs to; a mismatch, a
+        missing record or ``force`` deletes it (and the stage's adapter) before the stage runs. A stage
+        that starts fresh (no checkpoint left) also loses the append-only logs of the earlier run
+        (:data:`sdk.run.layout.STAGE_LOGS`); a resumed one keeps appending to them.
+        """
+        name = spec.stage.value
+        ckpts, owner = self.layout.checkpoints(name), self.layout.checkpoints_owner(name)
+        want = self.fingerprint(spec.stage)
+        if ckpts.exists() and (force or not owner.is_file() or owner.read_text().strip() != want):
+            shutil.rmtree(ckpts)
+            shutil.rmtree(self.layout.adapter(name), ignore_errors=True)
+        if spec.trains:
+            if not any(ckpts.glob("checkpoint-*")):  # a fresh start: logs of an earlier run would mix in
+                for log in self.layout.stage_logs(name):
+                    log.unlink(missing_ok=True)
+            ckpts.mkdir(parents=True, exist_ok=True)
+            owner.write_text(want + "\n")

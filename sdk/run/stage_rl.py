@@ -1,0 +1,206 @@
+"""The rl and rl_compare stages: GRPO from the SFT adapter with the sandboxed reward.
+
+``rl`` trains the configured arm into ``rl/``; ``rl_compare`` (``rl.compare``, :mod:`sdk.train.compare`)
+trains the schedule comparison's second arm into ``rl_compare/`` from the same SFT adapter, seed and
+GRPO settings. Both share one held-out probe and the run's one sandbox (the reward gets the live
+sandbox in this process; its pickled form carries only the sandbox config).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sdk.errors import ConfigError
+from sdk.jsonl import write_json
+from sdk.run.bookkeeping import StageStats
+from sdk.run.context import StageContext
+from sdk.run.lineage import read_lineage, write_lineage
+from sdk.run.stage_sft import record_lineage
+from sdk.tasks.records import Split, Task
+
+
+def stage_rl(ctx: StageContext) -> StageStats:
+    """GRPO on the train split with the sandboxed reward, continuing the SFT adapter."""
+    return grpo_arm(ctx, ctx.cfg.rl, "rl")
+
+
+def stage_rl_compare(ctx: StageContext) -> StageStats:
+    """The schedule comparison's second GRPO arm into ``rl_compare/``: ``rl``'s settings with the
+    comparison's order and difficulty filter. Its adapter is marked not promotable and never
+    evaluated. An arm with nothing to probe or nothing left to train on is recorded as skipped (with
+    the reason), not an error."""
+    from sdk.train.compare import arm_config
+
+    stats = grpo_arm(ctx, arm_config(ctx.cfg.rl), "rl_compare")
+    adapter = ctx.layout.adapter("rl_compare")
+    lineage = read_lineage(adapter) if "skipped" not in stats.extra else None
+    if lineage is not None:
+        write_lineage(adapter, lineage.model_copy(update={"promotable": False, "gate_reasons": (
+            "schedule comparison arm (rl.compare): trained for its held-out curve only, never evaluated",)}))
+    return stats
+
+
+def sft_adapter(ctx: StageContext) -> Path | None:
+    """The SFT adapter GRPO continues, or None (a fresh LoRA) when SFT is off or saved none."""
+    path = ctx.layout.adapter("sft")
+    return path if ctx.cfg.sft.enabled and (path / "adapter_config.json").is_file() else None
+
+
+def grpo_arm(ctx: StageContext, rc, stage: str) -> StageStats:
+    """One GRPO run with the GRPO config ``rc`` into ``<stage>/``, probed on held-out tasks when
+    ``rl.heldout``/``rl.compare`` ask for it (the curve goes to ``<stage>/heldout_curve.json``).
+
+    Raises:
+        ConfigError: no train task has an automatic verifier (after the difficulty filter, if on).
+    """
+    from sdk.train.compare import arm_label
+    from sdk.train.grpo import run_grpo
+
+    compare = stage == "rl_compare"
+    ctx.layout.heldout_curve(stage).unlink(missing_ok=True)
+    train = list(ctx.inputs.taskset().split(Split.TRAIN))
+    adapter = sft_adapter(ctx)
+    probe = heldout_probe(ctx)
+    if compare and probe is None:
+        return skip_arm(ctx, rc, stage, "no held-out task to probe (the comparison needs a held-out split)")
+    difficulty = None
+    if rc.difficulty.enabled:
+        train, difficulty = measure_difficulty(ctx, rc, train, adapter, ctx.layout.stage_dir(stage))
+    if not any(t.verifier.kind != "reference" for t in train):
+        if compare and difficulty is not None:
+            return skip_arm(ctx, rc, stage, f"nothing to train on after the difficulty filter: {_kept(difficulty)}")
+        raise _nothing_to_train(len(train), difficulty)
+    reward, rollout = make_reward(ctx, stage)
+    ctx.console.print(f"  GRPO ({arm_label(rc)}) on {len(train)} train tasks, {rc.max_steps} steps, "
+                      f"{rc.num_generations} completions per prompt")
+    cfg = ctx.cfg
+    result = run_grpo(ctx.model_path, adapter, train, reward, rc, cfg.sft.lora, ctx.layout.stage_dir(stage), cfg.seed,
+                      cfg.model.dtype, ctx.progress, rollout_func=rollout,
+                      callbacks=[probe.monitor] if probe else [], load_in_4bit=cfg.model.load_in_4bit)
+    record_lineage(ctx, stage, ctx.layout.adapter(stage), adapter, result)
+    extra = result.summary()
+    if probe is not None:
+        extra["heldout"] = probe.monitor.summary()
+        _write_curve(ctx, rc, stage, probe, difficulty, extra, len(train), result.steps)
+    if difficulty is not None:
+        extra["difficulty"] = difficulty
+    return StageStats(stage, tokens_generated=result.tokens_generated, extra=extra)
+
+
+def _kept(difficulty: dict) -> str:
+    return f"kept {difficulty['kept']} of {difficulty['measured']} measured {difficulty['dropped_by_reason']}"
+
+
+def _nothing_to_train(n_train: int, difficulty: dict | None) -> ConfigError:
+    if difficulty is not None:
+        return ConfigError(f"GRPO has nothing to train on after the difficulty filter: {_kept(difficulty)}",
+                           "widen the filter (rl.difficulty.min_pass_rate / max_pass_rate), measure more tasks "
+                           "(rl.difficulty.max_tasks), or turn it off (--set rl.difficulty.enabled=false)")
+    return ConfigError(f"GRPO has nothing to train on: none of the {n_train} train tasks has an automatic verifier",
+                       "add a test-suite source (pytest, jsonl, humaneval) whose split is auto or train, or turn "
+                       "GRPO off with `rl: {enabled: false}` (--set rl.enabled=false)")
+
+
+def _write_curve(ctx: StageContext, rc, stage: str, probe, difficulty, extra: dict, n_train: int, steps: int) -> None:
+    from sdk.train.compare import arm_label, arm_record, arm_settings
+
+    settings = arm_settings(rc, difficulty, extra.get("order"), n_train)
+    write_json(ctx.layout.heldout_curve(stage), arm_record(stage, arm_label(rc), settings, probe, steps, rc.max_steps))
+
+
+def make_reward(ctx: StageContext, stage: str):
+    """``(reward, rollout_func)`` for GRPO: the sandboxed tiered reward on the run's sandbox with a
+    single-turn rollout (None), or the tool-task reward with multi-turn tool rollouts when the
+    config has a ``tools:`` section with tools."""
+    from sdk.rewards.trl import SandboxReward
+
+    if ctx.cfg.tools is not None and (ctx.cfg.tools.tools or ctx.cfg.tools.factories):
+        return tool_rollout(ctx, ctx.layout.traces_jsonl(stage))
+    # No reference baseline: a task's tests only cover its target, so "tests the reference passes
+    # that the completion fails" would charge every failing test twice (tests tier + penalty).
+    reward = SandboxReward(sandbox=ctx.need_sandbox(), sandbox_config=ctx.cfg.sandbox, weights=ctx.cfg.reward,
+                           log_path=str(ctx.layout.rewards_jsonl(stage)), reference_baseline=False)
+    return reward, None
+
+
+def load_tools(tc) -> list:
+    """The tools of a ``tools:`` section: each entry of ``tools`` (a dotted path to a tool or a typed
+    function) as it is, and the tools returned by calling each entry of ``factories`` (dotted paths
+    to zero-argument callables returning one tool or a list of them).
+
+    Raises:
+        ConfigError: a path cannot be imported, or a factory is not callable.
+    """
+    from sdk.rollout.tools import as_tool
+    from sdk.sources import import_dotted
+
+    tools = [as_tool(import_dotted(path)) for path in tc.tools]
+    for path in tc.factories:
+        factory = import_dotted(path)
+        if not callable(factory):
+            raise ConfigError(f"tools.factories entry {path!r} is not callable",
+                              "name a function that returns a list of tools, or move the entry to tools.tools")
+        made = factory()
+        tools += [as_tool(t) for t in (made if isinstance(made, (list, tuple)) else [made])]
+    return tools
+
+
+def tool_rollout(ctx: StageContext, traces: Path):
+    """Reward and rollout function for tool tasks: tools from the ``tools:`` section
+    (:func:`load_tools`), multi-turn rollouts through :class:`sdk.rollout.trl_rollout.ToolRolloutFunc`,
+    traces in ``traces``."""
+    from sdk.rollout.rewards import ToolTaskReward
+    from sdk.rollout.tools import ToolBox
+    from sdk.rollout.trl_rollout import ToolRolloutFunc
+
+    tc = ctx.cfg.tools
+    tools = load_tools(tc)
+
+    def make_box():
+        return ToolBox(tools, max_calls=tc.max_calls, max_result_chars=tc.max_result_chars)
+
+    return ToolTaskReward(tc.reward), ToolRolloutFunc(make_box, tc.max_turns, traces)
+
+
+def measure_difficulty(ctx: StageContext, rc, train: list[Task], adapter: Path | None, out: Path
+                       ) -> tuple[list[Task], dict]:
+    """The difficulty filter of one arm (:func:`sdk.train.difficulty.measure_and_filter`): kept tasks, report."""
+    from sdk.train.difficulty import measure_and_filter
+
+    dc, cfg = rc.difficulty, ctx.cfg
+    with ctx.console.status(f"measuring pass rates of {min(len(train), dc.max_tasks or len(train))} train tasks "
+                            f"({dc.k} samples per task)"):
+        kept, _, report = measure_and_filter(train, ctx.model_path, adapter, dc, ctx.need_sandbox(), cfg.reward, out,
+                                             cfg.seed, cfg.model.dtype)
+    skipped = f", {report['not_sampled']} not sampled (max_tasks)" if report.get("not_sampled") else ""
+    ctx.console.print(f"  difficulty: kept {report['kept']}, dropped {report['dropped_by_reason']}{skipped}")
+    return kept, report
+
+
+def skip_arm(ctx: StageContext, rc, stage: str, reason: str) -> StageStats:
+    """Record a comparison arm that did not train (``<stage>/heldout_curve.json`` says why)."""
+    from sdk.train.compare import arm_label, skipped_record
+
+    ctx.console.print(f"  [yellow]{stage} skipped: {reason}[/yellow]")
+    write_json(ctx.layout.heldout_curve(stage), skipped_record(stage, arm_label(rc), reason))
+    return StageStats(stage, extra={"skipped": reason})
+
+
+def heldout_probe(ctx: StageContext):
+    """A :class:`sdk.train.compare.Probe` (held-out monitor + per-task scores) when ``rl.heldout.every``
+    > 0 or ``rl.compare`` is on and there are held-out tasks; else None. Both arms get the same one."""
+    from sdk.rewards.tiered import score_batch
+    from sdk.train.compare import make_probe, monitor_settings
+    from sdk.train.monitor import pick_heldout
+
+    cfg = ctx.cfg
+    if monitor_settings(cfg.rl) is None:
+        return None
+    tasks = pick_heldout(list(ctx.inputs.taskset().split(Split.HELDOUT)), cfg.rl.heldout.per_domain)
+    sandbox = ctx.need_sandbox()
+    return make_probe(cfg.rl, tasks, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward))
+
+
+def rl_compare_enabled(cfg) -> bool:
+    """The comparison arm runs only when both ``rl.enabled`` and ``rl.compare.enabled``."""
+    return cfg.rl.enabled and cfg.rl.compare.enabled

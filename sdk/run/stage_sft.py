@@ -1,0 +1,57 @@
+"""The sft stage: LoRA SFT on train references and feedback examples, then DPO on preference pairs
+when ``sft.dpo`` is on (the DPO adapter becomes ``sft/adapter``, the SFT one ``sft/adapter_sft``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sdk.run.bookkeeping import StageStats
+from sdk.run.context import StageContext
+from sdk.run.lineage import Lineage, write_lineage
+from sdk.tasks.records import Split
+from sdk.train.result import TrainResult
+
+
+def record_lineage(ctx: StageContext, stage: str, adapter: Path, parent: Path | None, result: TrainResult) -> None:
+    """Write ``adapter/lineage.json`` for an adapter ``stage`` just trained (:mod:`sdk.run.lineage`)."""
+    write_lineage(adapter, Lineage(
+        stage=stage, base_model=ctx.cfg.model.name, parent=str(parent) if parent else None,
+        taskset_version=ctx.inputs.taskset().version, fingerprint=ctx.fingerprint,
+        steps=result.steps, rows=result.rows))
+
+
+def stage_sft(ctx: StageContext) -> StageStats:
+    """LoRA SFT (:func:`sdk.train.sft.run_sft`) into ``sft/``; DPO after it when enabled."""
+    from sdk.train.sft import run_sft, sft_items, sft_rows
+
+    cfg = ctx.cfg
+    train = list(ctx.inputs.taskset().split(Split.TRAIN)) if cfg.sft.include_train_references else []
+    examples = ctx.inputs.sft_examples() if cfg.sft.include_feedback else []
+    rows = sft_rows(train, examples)
+    ctx.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples)")
+    out = ctx.layout.stage_dir("sft")
+    result = run_sft(ctx.model_path, rows, cfg.sft, out, cfg.seed, cfg.model.dtype, ctx.progress,
+                     items=sft_items(train, examples), load_in_4bit=cfg.model.load_in_4bit)
+    record_lineage(ctx, "sft", ctx.layout.adapter("sft"), None, result)
+    extra = result.summary()
+    if cfg.sft.dpo.enabled:
+        extra["dpo"] = _dpo(ctx)
+    return StageStats("sft", tokens_trained=result.tokens_trained, extra=extra)
+
+
+def _dpo(ctx: StageContext) -> dict:
+    """DPO after SFT on ``tasks/preference_pairs.jsonl``; the DPO adapter becomes ``sft/adapter``."""
+    from sdk.train.dpo import dpo_rows, load_pairs, promote, run_dpo
+
+    cfg = ctx.cfg
+    rows, skipped = dpo_rows(load_pairs(ctx.layout.preference_pairs_jsonl))
+    if not rows:
+        ctx.console.print("  DPO: no usable preference pairs; skipped")
+        return {"rows": 0, "skipped_pairs": skipped}
+    ctx.console.print(f"  DPO on {len(rows)} preference pairs ({skipped} skipped: empty or identical)")
+    sft_dir = ctx.layout.stage_dir("sft")
+    result = run_dpo(ctx.model_path, ctx.layout.adapter("sft"), rows, cfg.sft.dpo, cfg.sft.lora, sft_dir / "dpo",
+                     cfg.seed, cfg.model.dtype, ctx.progress, load_in_4bit=cfg.model.load_in_4bit)
+    promote(sft_dir, sft_dir / "dpo")
+    record_lineage(ctx, "dpo", ctx.layout.adapter("sft"), sft_dir / "adapter_sft", result)
+    return {"rows": len(rows), "skipped_pairs": skipped, "steps": result.steps}

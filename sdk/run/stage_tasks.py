@@ -1,0 +1,119 @@
+"""The tasks stage: read every source, split, validate references in the sandbox, save the task set.
+
+Writes ``tasks/tasks.jsonl`` (+ quarantine), ``tasks/sft_examples.jsonl``,
+``tasks/preference_pairs.jsonl`` and ``tasks/counts.json`` (see :mod:`sdk.run.layout`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+from sdk.errors import ConfigError, SourceError
+from sdk.jsonl import write_json, write_jsonl
+from sdk.run.bookkeeping import StageStats
+from sdk.run.context import StageContext
+from sdk.sources import SftExample, resolve_source
+from sdk.tasks.records import Message, Split, Task
+from sdk.tasks.split import assign_splits
+from sdk.tasks.taskset import TaskSet
+from sdk.tasks.validate import validate_tasks
+
+
+def with_system(messages: tuple[Message, ...], system: str) -> tuple[Message, ...]:
+    """``messages`` with ``system`` prepended, unless it is empty or a system message leads already."""
+    if not system or (messages and messages[0].role == "system"):
+        return messages
+    return (Message(role="system", content=system), *messages)
+
+
+def check_sources(cfg) -> None:
+    """Resolve every source type and validate its options, reading nothing.
+
+    Raises:
+        ConfigError: an unknown source type or invalid connector options (names the source).
+    """
+    for i, src in enumerate(cfg.sources):
+        try:
+            resolve_source(src.type)(src.options, cfg.base_dir, src.domain)
+        except ConfigError as exc:
+            raise ConfigError(f"sources[{i}] ({src.type}): {exc.what}", exc.fix) from exc
+
+
+class _Collected:
+    """What the sources gave, accumulated source by source."""
+
+    def __init__(self) -> None:
+        self.tasks: list[Task] = []
+        self.fixed: dict[str, Split] = {}
+        self.examples: list[SftExample] = []
+        self.pairs: list = []
+        self.quarantined: list = []
+        self.counts: dict[str, dict] = {}
+
+
+def _read_sources(ctx: StageContext) -> _Collected:
+    """Read each source in order; system prompt added, source limits and fixed splits applied."""
+    cfg, got = ctx.cfg, _Collected()
+    system = cfg.tasks.system_prompt
+    for i, src in enumerate(cfg.sources):
+        label = f"{src.type}:{src.domain}"
+        with ctx.console.status(f"reading source {label}"):
+            result = resolve_source(src.type)(src.options, cfg.base_dir, src.domain).read()
+        tasks = sorted(result.tasks, key=lambda t: t.id)[: src.limit] if src.limit else result.tasks
+        tasks = [t.with_(prompt=with_system(t.prompt, system)) for t in tasks]
+        if src.split != "auto":
+            got.fixed.update({t.id: Split(src.split) for t in tasks})
+        got.tasks += tasks
+        got.examples += [e.model_copy(update={"messages": with_system(e.messages, system)})
+                         for e in result.sft_examples]
+        got.pairs += result.preference_pairs
+        got.quarantined += result.quarantined
+        got.counts[f"{i}:{label}"] = result.counts
+        ctx.console.print(f"  {label}: {result.counts}")
+    return got
+
+
+def _nothing_read(quarantined: list) -> SourceError:
+    reasons = Counter(q.reason for q in quarantined).most_common(3)
+    why = "".join(f"\n  - {n} quarantined: {r[:300]}" for r, n in reasons)
+    return SourceError("the sources produced no tasks and no SFT examples" + (f"; top reasons:{why}" if why else ""),
+                       "check each source's path/URL and options (e.g. `fields:` of a jsonl source, `rating:` "
+                       "of a feedback source); see the counts printed above")
+
+
+def data_version(taskset: TaskSet, examples: list[SftExample], pairs: list) -> str:
+    """Content hash (16 hex) of the task set, SFT examples and preference pairs together."""
+    body = [taskset.version, *sorted(e.model_dump_json() for e in examples), *sorted(x.model_dump_json() for x in pairs)]
+    return hashlib.sha256("\n".join(body).encode()).hexdigest()[:16]
+
+
+def stage_tasks(ctx: StageContext) -> StageStats:
+    """Read every source, split, validate references in the sandbox, save the task set.
+
+    Raises:
+        SourceError: the sources gave no task and no SFT example (names the top quarantine reasons).
+    """
+    cfg, layout = ctx.cfg, ctx.layout
+    got = _read_sources(ctx)
+    if not got.tasks and not got.examples:
+        raise _nothing_read(got.quarantined)
+    tasks, dups = assign_splits(got.tasks, cfg.tasks.heldout_fraction, cfg.tasks.ood_domains, cfg.seed, got.fixed)
+    quarantined = got.quarantined + dups
+    if cfg.tasks.validate_references and tasks:
+        with ctx.bar("validating references", len(tasks) * 2) as bar:
+            tasks, bad = validate_tasks(tasks, ctx.need_sandbox(), cfg.sandbox.limits,
+                                        progress=lambda n: bar.advance(bar.task_ids[0], n))
+        quarantined += bad
+    taskset = TaskSet(tasks, quarantined)
+    taskset.save(layout.tasks_jsonl)
+    write_jsonl(layout.sft_examples_jsonl, [e.model_dump(mode="json") for e in got.examples])
+    write_jsonl(layout.preference_pairs_jsonl, [x.model_dump(mode="json") for x in got.pairs])
+    summary = {"sources": got.counts, "splits": taskset.counts(), "version": taskset.version,
+               "data_version": data_version(taskset, got.examples, got.pairs),
+               "sft_examples": len(got.examples), "preference_pairs": len(got.pairs),
+               "quarantine_reasons": dict(Counter(q.reason.split(":")[0] for q in quarantined))}
+    write_json(layout.counts_json, summary)
+    ctx.console.print(f"  task set {taskset.version}: {summary['splits']}")
+    return StageStats("tasks", extra={"tasks": len(taskset), "quarantined": len(quarantined),
+                                      "sft_examples": len(got.examples)})
