@@ -4,6 +4,12 @@ Every model forbids unknown keys (a misspelled key is an error that names the al
 documents units in field descriptions, and checks cross-field constraints at construction
 with a message saying how to fix them (after TRL's ``GRPOConfig.__post_init__``).
 Defaults live here and only here.
+
+The sections of one concern live next to it and are re-exported here, so ``from sdk.config
+import X`` works for every section: ``sandbox:`` in :mod:`sdk.sandbox.config`, ``reward:`` in
+:mod:`sdk.rewards.config`, ``eval:``/``gate:`` in :mod:`sdk.eval.config`, ``tools:`` in
+:mod:`sdk.rollout.config`, the training sections (``sft:``, ``rl:`` and their parts) in
+:mod:`sdk.train.config`. Lower layers import their section from its home, never from here.
 """
 
 from __future__ import annotations
@@ -16,7 +22,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from sdk.config_train import (  # noqa: F401 - re-exported
+from sdk.errors import ConfigError
+from sdk.eval.config import EvalConfig, GateConfig
+from sdk.rewards.config import RewardConfig
+from sdk.rollout.config import ToolRewardConfig, ToolsConfig
+from sdk.sandbox.config import Limits, RaySandboxConfig, SandboxConfig
+from sdk.train.config import (
     CompareConfig,
     DifficultyConfig,
     DpoConfig,
@@ -25,11 +36,8 @@ from sdk.config_train import (  # noqa: F401 - re-exported
     OrderConfig,
     RlConfig,
     SftConfig,
-    _Cfg,
 )
-from sdk.errors import ConfigError
-from sdk.rollout.config import ToolsConfig
-from sdk.sandbox.contract import Limits
+from sdk.types import ConfigModel as _Cfg
 
 
 class ModelConfig(_Cfg):
@@ -67,60 +75,6 @@ class TasksConfig(_Cfg):
     ood_domains: list[str] = Field(default_factory=list, description="domains (prefixes) that form the OOD split")
     validate_references: bool = Field(True, description="run every reference against its verifier first")
     system_prompt: str = Field("", description="prepended as a system message to every task prompt and SFT example")
-
-
-class RaySandboxConfig(_Cfg):
-    """Ray scale-out of the sandbox (``sandbox.backend: ray``, the ``ray`` extra)."""
-
-    address: str | None = Field(None, description="Ray cluster address (auto, ray://host:10001); None: a local cluster")
-    cpus_per_request: float = Field(1.0, gt=0, description="CPUs Ray reserves per execution")
-    local_cpus: int | None = Field(None, gt=0, description="CPUs of a local cluster started here; None: all")
-    inner_backend: Literal["auto", "bubblewrap", "process"] = Field(
-        "auto", description="the isolation each Ray worker uses")
-
-
-class SandboxConfig(_Cfg):
-    """Where and how untrusted code runs."""
-
-    backend: Literal["auto", "bubblewrap", "process", "ray"] = Field(
-        "auto", description="auto: bubblewrap when it works here, otherwise refuses unless allow_unisolated; "
-        "ray: the same isolation on Ray workers")
-    ray: RaySandboxConfig = Field(default_factory=RaySandboxConfig)
-    allow_unisolated: bool = Field(
-        False, description="permit the process backend (no namespace isolation) for untrusted code")
-    concurrency: int = Field(0, ge=0, description="parallel executions; 0 = number of CPU cores")
-    cache: bool = Field(True, description="cache results by (code, tests, language, limits)")
-    limits: Limits = Field(default_factory=Limits)
-
-
-class RewardConfig(_Cfg):
-    """Tiered reward weights (see ``sdk.rewards``). The score is in [0, 1] before penalties."""
-
-    parses: float = Field(0.05, ge=0, description="weight for code that parses/compiles")
-    runs: float = Field(0.05, ge=0, description="weight for code that runs without crashing")
-    tests: float = Field(0.9, ge=0, description="weight for the fraction of tests passed")
-    regression_penalty: float = Field(0.5, ge=0, description="subtracted per fraction of previously passing tests broken; applies where a baseline run exists (repair tasks), not to a task's own tests")
-    side_effect_penalty: float = Field(0.25, ge=0, description="subtracted when the solution writes files, deletes, "
-                                       "spawns processes or opens sockets (see sdk.rewards.integrity)")
-
-
-class EvalConfig(_Cfg):
-    """Evaluation of base and tuned model."""
-
-    splits: list[Literal["train", "heldout", "ood"]] = Field(default_factory=lambda: ["heldout", "ood"])
-    n_samples: int = Field(1, gt=0, description="completions per task; pass@k for k <= n uses the unbiased estimator")
-    temperature: float = Field(0.0, ge=0, description="0: greedy")
-    max_new_tokens: int = Field(192, gt=0)
-    batch_size: int = Field(8, gt=0)
-    limit_per_split: int | None = Field(None, gt=0, description="evaluate at most this many tasks per split")
-
-
-class GateConfig(_Cfg):
-    """Regression gate: the run exits non-zero and the adapter is not promotable if it fails."""
-
-    enabled: bool = False
-    max_regressions: int = Field(0, ge=0, description="held-out+OOD tasks base solved and tuned fails")
-    min_heldout_gain: float = Field(0.0, description="tuned minus base held-out pass@1, absolute")
 
 
 class RunConfig(_Cfg):
@@ -277,3 +231,11 @@ def config_reference() -> str:
     walk(RunConfig, "")
     walk(SourceConfig, "sources[].")
     return "\n".join(lines)
+
+
+__all__ = [
+    "CompareConfig", "DifficultyConfig", "DpoConfig", "EvalConfig", "GateConfig", "HeldoutWatchConfig", "Limits",
+    "LoraConfig", "ModelConfig", "OrderConfig", "RaySandboxConfig", "RewardConfig", "RlConfig", "RunConfig",
+    "SandboxConfig", "SftConfig", "SourceConfig", "TasksConfig", "ToolRewardConfig", "ToolsConfig",
+    "config_reference", "load_config", "parse_config",
+]

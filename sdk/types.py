@@ -1,6 +1,7 @@
 """Shared leaf types: what every layer may import, importing nothing of ``sdk`` but :mod:`sdk.errors`.
 
 - :class:`Frozen`: the immutable pydantic base of every record that crosses a stage boundary.
+- :class:`ConfigModel`: the base of every config section (unknown keys are errors, defaults validated).
 - :class:`Language`: the languages a verifier and the sandbox know.
 - :class:`Framework`: the test runners (``UnitTestVerifier.framework``, ``ExecRequest.framework``).
 - :func:`canonical_json`: the input of every content hash (task ids, sandbox cache keys).
@@ -23,6 +24,13 @@ class Frozen(BaseModel):
     """Base for immutable records: unknown fields are an error, instances are hashable."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ConfigModel(BaseModel):
+    """Base of every config section (:mod:`sdk.config` and the sections next to their concern):
+    an unknown key is an error naming the allowed ones; defaults are validated too."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
 class Language(str, Enum):
@@ -62,4 +70,4 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-__all__ = ["Framework", "Frozen", "Language", "canonical_json"]
+__all__ = ["ConfigModel", "Framework", "Frozen", "Language", "canonical_json"]

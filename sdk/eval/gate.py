@@ -15,7 +15,7 @@ could not be judged on one side (sandbox failures) are not regressions, but they
 
 from __future__ import annotations
 
-from sdk.config import GateConfig
+from sdk.eval.config import GateConfig
 from sdk.errors import GateError
 from sdk.eval.records import Comparison
 from sdk.types import Frozen

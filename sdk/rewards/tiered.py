@@ -34,8 +34,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sdk.config import RewardConfig
 from sdk.errors import RewardError
+from sdk.rewards.config import RewardConfig
 import sdk.rewards.integrity as integrity
 import sdk.rewards.runtime_checks as runtime_checks
 from sdk.rewards.answers import score_answer

@@ -34,11 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sdk.config import RewardConfig, SandboxConfig
+from sdk.rewards.config import RewardConfig
 from sdk.rewards.extract import extract_code
 from sdk.rewards.integrity import HACKING_FLAGS
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.rewards.tiered import build_request, run_with_retries, score_batch
+from sdk.sandbox.config import SandboxConfig
 from sdk.sandbox.contract import ExecResult, Sandbox
 from sdk.tasks.records import Task, UnitTestVerifier
 

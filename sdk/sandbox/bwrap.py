@@ -31,15 +31,13 @@ import threading
 
 from sdk.errors import SandboxError
 from sdk.sandbox.contract import Limits
+from sdk.sandbox.env import RUNTIME_MOUNT, WORK_MOUNT, sandbox_env
 from sdk.sandbox.launch import RawRun, launch
-from sdk.sandbox.pool import sandbox_env
 from sdk.sandbox.pyruntime import process_interpreter, reachable_by_others, runtime_dir
 from sdk.sandbox.seccomp import seccomp_bpf_path
 from sdk.sandbox.warm import WarmServers
 from sdk.sandbox.workspace import Workspace
 
-RUNTIME_MOUNT = "/opt/tuneloop/rt"
-WORK_MOUNT = "/work"
 SHM_MB = 16
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/passwd",
              "/etc/group", "/etc/nsswitch.conf", "/etc/localtime", "/etc/java-17-openjdk", "/etc/ssl/certs")

@@ -15,12 +15,11 @@ import threading
 import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
-
+import sdk.sandbox.python_lang as python_lang
 from sdk.errors import SandboxError
-from sdk.sandbox import python_lang
-from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
-from sdk.sandbox.launch import RawRun, processes_of
+from sdk.sandbox.backend import Backend, WarmRunner
+from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Sandbox
+from sdk.sandbox.launch import processes_of
 from sdk.sandbox.uids import lease_uids
 from sdk.sandbox.warm import ServerGone
 from sdk.sandbox.workspace import Workspace
@@ -29,37 +28,12 @@ from sdk.types import Framework, Language
 CACHE_ENTRIES = 65536
 
 
-class Backend(Protocol):
-    """How a command is isolated. ``name``: ``process``/``bubblewrap``; ``isolated``: namespaces."""
-
-    name: str
-    isolated: bool
-
-    def python(self, uid: int | None) -> str | None:
-        """Interpreter path usable in this backend, or None when there is none."""
-
-    def runtime(self) -> str:
-        """Where the runtime folder (runner + pytest) is seen by the sandboxed process."""
-
-    def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
-            timeout_s: float | None = None) -> RawRun:
-        """Run ``argv`` in ``ws`` (cwd = ``ws.work``) with a report pipe (``{report_fd}``)."""
-
-
 def _release(pool: ThreadPoolExecutor, backend: Backend, leases: list) -> None:
     pool.shutdown(wait=True)
-    if hasattr(backend, "close"):
-        backend.close()
+    backend.close()
     for lease in leases:
         lease.release()
     leases.clear()
-
-
-def sandbox_env(home: str) -> dict[str, str]:
-    """The complete environment of a sandboxed process (nothing inherited from the caller)."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "USER": "sandbox",
-            "LOGNAME": "sandbox", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "MALLOC_ARENA_MAX": "2",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 class LocalSandbox(Sandbox):
@@ -94,7 +68,7 @@ class LocalSandbox(Sandbox):
     def stray_processes(self) -> list[int]:
         """Processes of this sandbox's uids that are not a warm server: after every execution
         this must be empty (the hostile suite checks it)."""
-        warm = getattr(self.backend, "warm", None)
+        warm = self.backend.warm
         keep = warm.server_pids() if warm is not None else set()
         return [p for uid in self.uids for p in processes_of(uid) if p not in keep]
 
@@ -154,7 +128,7 @@ class LocalSandbox(Sandbox):
         try:
             if req.language == Language.PYTHON:
                 return self._python(req, uid)
-            from sdk.sandbox import languages  # noqa: PLC0415 - optional, heavier module
+            import sdk.sandbox.languages as languages  # noqa: PLC0415 - heavier (lxml), only for non-Python
             return languages.execute(self.backend, req, uid)
         except SandboxError as exc:
             return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=str(exc))
@@ -163,7 +137,7 @@ class LocalSandbox(Sandbox):
         p = python_lang.plan(req)
         if isinstance(p, ExecResult):
             return p
-        warm = getattr(self.backend, "warm", None)
+        warm = self.backend.warm
         if warm is not None and req.framework == Framework.SCRIPT and not req.files:
             return self._python_warm(warm, req, p, uid)
         python = self.backend.python(uid)
@@ -175,7 +149,7 @@ class LocalSandbox(Sandbox):
             raw = self.backend.run(argv, ws, req.limits, uid, (p.nonce + "\n").encode())
         return python_lang.verdict(req, raw, p.nonce)
 
-    def _python_warm(self, warm, req: ExecRequest, p: python_lang.Plan, uid: int | None) -> ExecResult:
+    def _python_warm(self, warm: WarmRunner, req: ExecRequest, p: python_lang.Plan, uid: int | None) -> ExecResult:
         try:
             raw = warm.run(req, p.files[req.target_path], uid, p.nonce)
         except ServerGone as exc:

@@ -6,8 +6,8 @@ environment and its own folder, but **no namespaces** (it shares the host's netw
 from __future__ import annotations
 
 from sdk.sandbox.contract import Limits
+from sdk.sandbox.env import sandbox_env
 from sdk.sandbox.launch import RawRun, launch
-from sdk.sandbox.pool import sandbox_env
 from sdk.sandbox.pyruntime import process_interpreter, runtime_dir
 from sdk.sandbox.workspace import Workspace
 
@@ -17,6 +17,7 @@ class ProcessBackend:
 
     name = "process"
     isolated = False
+    warm = None  # no warm servers: every request starts a fresh interpreter
 
     def python(self, uid: int | None) -> str | None:
         """The interpreter path this backend runs Python with for ``uid``, or None."""
@@ -25,6 +26,9 @@ class ProcessBackend:
     def runtime(self) -> str:
         """The read-only Python runtime (interpreter + pytest copy) this backend uses."""
         return str(runtime_dir())
+
+    def close(self) -> None:
+        """Nothing to release (the backend holds no process between requests)."""
 
     def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
             timeout_s: float | None = None) -> RawRun:

@@ -15,26 +15,21 @@ Ray 2.60 enables token authentication by default; local clusters in tests set
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
-
 from sdk.errors import SandboxError
+from sdk.sandbox.config import SandboxConfig
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Sandbox
-
-if TYPE_CHECKING:
-    from sdk.config import SandboxConfig
 
 _WORKER_SANDBOX: dict[str, Sandbox] = {}
 
 
 def _run_on_worker(config_json: str, request_json: str) -> str:
     """Ray task body: run one request with this worker's (cached) local sandbox."""
-    from sdk.config import SandboxConfig
-    from sdk.sandbox import make_sandbox
+    from sdk.sandbox.local import make_local_sandbox  # noqa: PLC0415 - only on the worker
 
     box = _WORKER_SANDBOX.get(config_json)
     if box is None:
         cfg = SandboxConfig.model_validate_json(config_json)
-        box = _WORKER_SANDBOX[config_json] = make_sandbox(cfg.model_copy(update={"backend": cfg.ray.inner_backend}))
+        box = _WORKER_SANDBOX[config_json] = make_local_sandbox(cfg.model_copy(update={"backend": cfg.ray.inner_backend}))
     return box.run_one(ExecRequest.model_validate_json(request_json)).model_dump_json()
 
 
@@ -49,7 +44,7 @@ class RaySandbox(Sandbox):
         SandboxError: Ray is not installed or the cluster cannot be reached.
     """
 
-    def __init__(self, config: "SandboxConfig") -> None:
+    def __init__(self, config: SandboxConfig) -> None:
         try:
             import ray
         except ImportError as exc:

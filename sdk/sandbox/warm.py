@@ -28,7 +28,9 @@ import time
 
 from sdk.sandbox.cgroup import SlotCgroup
 from sdk.sandbox.contract import ExecRequest, Limits
+from sdk.sandbox.env import RUNTIME_MOUNT, sandbox_env
 from sdk.sandbox.launch import FLOOD_FACTOR, RawRun, prlimit_args, sweep_uid
+from sdk.sandbox.seccomp import seccomp_bpf_path
 
 START_TIMEOUT_S = 30.0
 SERVER_OVERHEAD_MB = 64   # the server's own memory, added to the request's limit in the slot cgroup
@@ -43,10 +45,6 @@ class Zygote:
     """One warm server for one uid. Not thread-safe: one request at a time (one slot)."""
 
     def __init__(self, backend, uid: int | None, processes: int, scratch_mb: int) -> None:
-        from sdk.sandbox.bwrap import RUNTIME_MOUNT  # noqa: PLC0415
-        from sdk.sandbox.pool import sandbox_env  # noqa: PLC0415
-        from sdk.sandbox.seccomp import seccomp_bpf_path  # noqa: PLC0415
-
         self.uid, self.processes, self.scratch_mb = uid, processes, scratch_mb
         lim = SERVER_LIMITS.model_copy(update={"processes": processes, "scratch_mb": scratch_mb})
         fd = os.open(seccomp_bpf_path(), os.O_RDONLY)

@@ -1,0 +1,28 @@
+"""The ``eval:`` and ``gate:`` sections of the run configuration (re-exported by :mod:`sdk.config`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sdk.types import ConfigModel as _Cfg
+
+
+class EvalConfig(_Cfg):
+    """Evaluation of base and tuned model."""
+
+    splits: list[Literal["train", "heldout", "ood"]] = Field(default_factory=lambda: ["heldout", "ood"])
+    n_samples: int = Field(1, gt=0, description="completions per task; pass@k for k <= n uses the unbiased estimator")
+    temperature: float = Field(0.0, ge=0, description="0: greedy")
+    max_new_tokens: int = Field(192, gt=0)
+    batch_size: int = Field(8, gt=0)
+    limit_per_split: int | None = Field(None, gt=0, description="evaluate at most this many tasks per split")
+
+
+class GateConfig(_Cfg):
+    """Regression gate: the run exits non-zero and the adapter is not promotable if it fails."""
+
+    enabled: bool = False
+    max_regressions: int = Field(0, ge=0, description="held-out+OOD tasks base solved and tuned fails")
+    min_heldout_gain: float = Field(0.0, description="tuned minus base held-out pass@1, absolute")
