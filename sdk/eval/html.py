@@ -13,8 +13,9 @@ import json
 from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 
-from sdk.eval import plots
-from sdk.eval.report import fmt_est
+import sdk.eval.plots as plots
+from sdk.eval.fmt import fmt_est
+from sdk.eval.report_model import EvalReport
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;color:#222;
@@ -30,8 +31,11 @@ figure{margin:.5rem 0}img{max-width:100%}code{font-size:.85rem}
 """
 
 
-def render_html(report: Mapping[str, Any]) -> str:
-    """The whole page as a string (UTF-8, no external resources)."""
+def render_html(report: EvalReport | Mapping[str, Any]) -> str:
+    """The whole page as a string (UTF-8, no external resources). ``report``: the record, or its
+    JSON form (a ``report.json`` read back); the sections render from the JSON form."""
+    if isinstance(report, EvalReport):
+        report = report.to_json()
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         "<title>tuneloop report</title>", f"<style>{CSS}</style></head><body>",

@@ -1,7 +1,8 @@
 """The run report: one JSON document for machines, one self-contained HTML page, a terminal summary.
 
 :func:`build_report` turns plain data (the :class:`~sdk.eval.records.Comparison`, the gate
-verdict, task-set counts, TRL log histories, stage costs) into one JSON-serialisable dict;
+verdict, task-set counts, TRL log histories, stage costs) into one frozen
+:class:`~sdk.eval.report_model.EvalReport` (its ``to_json()`` is ``report.json``);
 :func:`write_report` writes ``report.json`` and ``report.html`` (plots embedded as base64 PNG, no
 external URL, works offline; rendering in :mod:`sdk.eval.html`); :func:`print_summary` prints
 the decision-relevant lines with rich. The report never reads a model or the sandbox.
@@ -29,9 +30,11 @@ from sdk.eval.cost import (
 )
 from sdk.eval.gate import GATED_SPLITS, GateResult
 from sdk.eval.metrics import component_stats, flag_counts
+from sdk.eval.fmt import fmt_est
 from sdk.eval.records import Comparison, EvalRow
+from sdk.eval.report_model import SCHEMA, EvalReport
 
-SCHEMA = "tuneloop.report/1"
+__all__ = ["SCHEMA", "EvalReport", "build_report", "fmt_est", "print_summary", "write_report"]
 SUMMARY_SPLITS = ("heldout", "ood")
 # TRL log-history keys that are run summaries, not per-step curves
 _NOT_CURVES = {"step", "epoch", "total_flos"}
@@ -44,8 +47,8 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
                  costs: Sequence[StageCost] = (), checkpoints: Sequence[Checkpoint] | None = None,
                  rows: Sequence[EvalRow] = (), training_flags: Mapping[str, Mapping[str, int]] | None = None,
                  meta: Mapping[str, Any] | None = None,
-                 schedule_comparison: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Assemble the report as a JSON-serialisable dict.
+                 schedule_comparison: Mapping[str, Any] | None = None) -> EvalReport:
+    """Assemble the report.
 
     Args:
         comparison: base vs tuned, from :func:`sdk.eval.run.compare`.
@@ -60,44 +63,42 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         rows: the evaluation rows of any models; their reward-hacking flags and reward components
             (side effects) are summarised per ``EvalRow.model`` label.
         training_flags: flags raised while training, ``{checkpoint label: {flag: samples}}``
-            (e.g. per GRPO step, see :func:`sdk.eval.from_run.training_flags`); listed between
+            (e.g. per GRPO step, see :func:`sdk.run.finished.training_flags`); listed between
             the base and tuned rows of the flags table.
         meta: run facts shown at the top (run dir, model, task-set version, config ...).
         schedule_comparison: two GRPO arms' held-out curves and verdict
             (:func:`sdk.eval.schedule.schedule_section`; omitted: the key is None).
     Returns:
-        A dict with keys ``schema, created, meta, summary, overall, n_samples, ks, by_split,
-        by_domain, diff, gate, tasks, training, schedule_comparison, flags, side_effects, cost,
-        cost_benefit``.
+        An :class:`EvalReport` whose ``to_json()`` has the keys ``schema, created, meta, summary,
+        overall, n_samples, ks, by_split, by_domain, diff, gate, tasks, training,
+        schedule_comparison, flags, side_effects, cost, cost_benefit``.
     """
     row_flags = _flags_by_model(rows)
     points = list(checkpoints) if checkpoints else default_checkpoints(comparison, costs, row_flags)
     flags = _ordered_flags(row_flags, training_flags or {}, points)
-    slices = lambda d: {k: v.model_dump(mode="json") for k, v in d.items()}
-    return {
-        "schema": SCHEMA,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "meta": _jsonable(dict(meta or {})),
-        "summary": {s: comparison.by_split[s].model_dump(mode="json") for s in SUMMARY_SPLITS
-                    if s in comparison.by_split},
-        "overall": comparison.overall.model_dump(mode="json"),
-        "n_samples": comparison.n_samples, "ks": list(comparison.ks),
-        "by_split": slices(comparison.by_split), "by_domain": slices(comparison.by_domain),
-        "diff": _diff_section(comparison),
-        "gate": gate.model_dump(mode="json") if gate else None,
-        "tasks": _task_section(task_counts),
-        "training": {stage: _curves(hist) for stage, hist in (train_logs or {}).items()},
-        "schedule_comparison": _jsonable(dict(schedule_comparison)) if schedule_comparison else None,
-        "flags": flags,
-        "side_effects": {m: component_stats([r for r in rows if r.model == m])
-                         for m in sorted({r.model for r in rows})},
-        "cost": _cost_section(costs),
-        "cost_benefit": _cost_benefit_section(comparison, points),
-    }
+    return EvalReport(
+        schema_=SCHEMA,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        meta=_jsonable(dict(meta or {})),
+        summary={s: comparison.by_split[s] for s in SUMMARY_SPLITS if s in comparison.by_split},
+        overall=comparison.overall,
+        n_samples=comparison.n_samples, ks=list(comparison.ks),
+        by_split=dict(comparison.by_split), by_domain=dict(comparison.by_domain),
+        diff=_diff_section(comparison),
+        gate=gate,
+        tasks=_task_section(task_counts),
+        training={stage: _curves(hist) for stage, hist in (train_logs or {}).items()},
+        schedule_comparison=_jsonable(dict(schedule_comparison)) if schedule_comparison else None,
+        flags=flags,
+        side_effects={m: component_stats([r for r in rows if r.model == m]) for m in sorted({r.model for r in rows})},
+        cost=_cost_section(costs),
+        cost_benefit=_cost_benefit_section(comparison, points),
+    )
 
 
-def write_report(run_dir: str | Path, report: Mapping[str, Any]) -> tuple[Path, Path]:
-    """Write ``report.json`` and ``report.html`` into ``run_dir`` (created if missing).
+def write_report(run_dir: str | Path, report: EvalReport) -> tuple[Path, Path]:
+    """Write ``report.json`` (:meth:`EvalReport.to_json`) and ``report.html`` into ``run_dir``
+    (created if missing).
 
     Returns:
         ``(json_path, html_path)``.
@@ -107,47 +108,41 @@ def write_report(run_dir: str | Path, report: Mapping[str, Any]) -> tuple[Path, 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     json_path, html_path = run_dir / "report.json", run_dir / "report.html"
-    json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    json_path.write_text(report.to_json_str(indent=2), encoding="utf-8")
     html_path.write_text(render_html(report), encoding="utf-8")
     return json_path, html_path
 
 
-def print_summary(report: Mapping[str, Any], console: Console | None = None) -> None:
+def print_summary(report: EvalReport, console: Console | None = None) -> None:
     """Print pass@1 per split (base, tuned, delta with CIs), regressions, gate and recommendation."""
     console = console or Console()
     table = Table(title="tuneloop: base vs tuned (pass@1, 95% CI)")
     for col in ("split", "tasks", "base", "tuned", "delta"):
         table.add_column(col, justify="left" if col == "split" else "right", no_wrap=True)
-    for name, sl in report["by_split"].items():
-        if "1" not in sl["base"]:
-            table.add_row(name, str(sl["n_tasks"]), "-", "-", "-")
+    for name, sl in report.by_split.items():
+        if 1 not in sl.base:
+            table.add_row(name, str(sl.n_tasks), "-", "-", "-")
             continue
-        table.add_row(name, str(sl["n_tasks"]), fmt_est(sl["base"]["1"], sep=","),
-                      fmt_est(sl["tuned"]["1"], sep=","), fmt_est(sl["delta"]["1"], signed=True, sep=","))
+        table.add_row(name, str(sl.n_tasks), fmt_est(sl.base[1], sep=","),
+                      fmt_est(sl.tuned[1], sep=","), fmt_est(sl.delta[1], signed=True, sep=","))
     console.print(table)
-    counts = report["diff"]["gated_counts"]
+    counts = report.diff["gated_counts"]
     console.print(f"held-out/OOD tasks: {counts['gain']} gained, {counts['regression']} regressed, "
                   f"{counts['both']} solved by both, {counts['neither']} by neither, {counts['unjudged']} unjudged")
-    gate = report.get("gate")
+    gate = report.gate
     if gate:
-        verdict = "[green]PASSED[/]" if gate["passed"] else "[red]FAILED[/]"
-        state = "" if gate["enabled"] else " (disabled)"
-        console.print(f"gate{state}: {verdict}" + "".join(f"\n  - {r}" for r in gate["reasons"]))
-    totals = report["cost"]["totals"]
-    if not report["cost"]["stages"]:
+        verdict = "[green]PASSED[/]" if gate.passed else "[red]FAILED[/]"
+        state = "" if gate.enabled else " (disabled)"
+        console.print(f"gate{state}: {verdict}" + "".join(f"\n  - {r}" for r in gate.reasons))
+    totals = report.cost["totals"]
+    if not report.cost["stages"]:
         console.print("cost: not recorded")
     else:
         console.print(f"cost: {totals['wall_s']:.0f} s wall, {totals['cpu_s']:.0f} s CPU, {totals['gpu_s']:.0f} s GPU, "
                       f"{totals['tokens_generated']} tokens generated, {totals['tokens_trained']} trained")
-    if report.get("schedule_comparison"):
-        console.print(f"schedule comparison: {report['schedule_comparison']['verdict']}", markup=False)
-    console.print(f"[bold]{report['cost_benefit']['recommendation']}[/]")
-
-
-def fmt_est(est: Mapping[str, float], signed: bool = False, sep: str = ", ") -> str:
-    """``0.40 [0.25, 0.55]`` (signed: ``+0.10 [-0.05, +0.25]``); ``sep`` between the bounds."""
-    f = "{:+.2f}" if signed else "{:.2f}"
-    return f"{f.format(est['value'])} [{f.format(est['low'])}{sep}{f.format(est['high'])}]"
+    if report.schedule_comparison:
+        console.print(f"schedule comparison: {report.schedule_comparison['verdict']}", markup=False)
+    console.print(f"[bold]{report.recommendation}[/]")
 
 
 def _cost_benefit_section(comparison: Comparison, points: Sequence[Checkpoint]) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sdk.eval.records import EvalError
-from sdk.eval.report import SCHEMA, fmt_est
+from sdk.eval.fmt import fmt_est
+from sdk.eval.report_model import SCHEMA, EvalReport
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
@@ -37,11 +38,12 @@ def load_report(path: str | Path) -> dict[str, Any]:
     return report
 
 
-def compare_runs(reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def compare_runs(reports: Mapping[str, Mapping[str, Any] | EvalReport]) -> list[dict[str, Any]]:
     """One summary row per run, in the order given.
 
     Args:
-        reports: ``{run label: report dict}``.
+        reports: ``{run label: report}``, each an :class:`EvalReport` or its JSON form (a
+            ``report.json`` read by :func:`load_report`, or a dict from a lineage store).
     Returns:
         Dicts with ``run, heldout_tasks, base, tuned, gain`` (estimate dicts or ``None``),
         ``regressions``, ``gate`` (``passed``/``failed``/``disabled``/``none``), ``train_compute_s``,
@@ -49,6 +51,7 @@ def compare_runs(reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any
     """
     rows = []
     for label, rep in reports.items():
+        rep = rep.to_json() if isinstance(rep, EvalReport) else rep
         held = rep.get("summary", {}).get("heldout", {})
         gate = rep.get("gate")
         points = rep.get("cost_benefit", {}).get("points", [])

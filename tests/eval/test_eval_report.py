@@ -3,43 +3,73 @@
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from sdk.eval.cost import Checkpoint, falloff, marginal_returns, recommendation
 from sdk.eval.records import Estimate
-from sdk.eval.report import build_report, print_summary, write_report
+from sdk.eval.report import EvalReport, build_report, print_summary, write_report
 
 
 def test_build_report_sections(report_inputs):
     rep = build_report(**report_inputs)
-    assert rep["schema"] == "tuneloop.report/1"
-    assert set(rep["summary"]) == {"heldout", "ood"}
-    held = rep["summary"]["heldout"]
-    assert held["n_tasks"] == 11
-    assert held["base"]["1"]["value"] == pytest.approx(3 / 11)
-    assert held["tuned"]["1"]["value"] == pytest.approx(7 / 11)
-    assert [d["task_id"] for d in rep["diff"]["regressions"]] == ["heldout-8"]
-    assert rep["diff"]["gated_counts"]["unjudged"] == 1
-    assert rep["gate"]["passed"] is False and rep["gate"]["regressions"] == 1
-    assert rep["tasks"]["quarantined_total"] == 3 and rep["tasks"]["totals"]["heldout"] == 11
-    sft = rep["training"]["sft"]
+    assert isinstance(rep, EvalReport) and rep.schema_ == "tuneloop.report/1"
+    assert set(rep.summary) == {"heldout", "ood"}
+    held = rep.summary["heldout"]
+    assert held.n_tasks == 11
+    assert rep.pass_at("heldout", "base") == pytest.approx(3 / 11)
+    assert rep.pass_at("heldout", "tuned", k=1) == pytest.approx(7 / 11)
+    assert rep.pass_at("heldout", "delta") == pytest.approx(4 / 11)
+    assert rep.pass_at("heldout", "tuned", k=5) is None and rep.pass_at("nosuchsplit", "base") is None
+    assert rep.heldout_pass_at_1() == {"base": pytest.approx(3 / 11), "tuned": pytest.approx(7 / 11)}
+    assert [d["task_id"] for d in rep.diff["regressions"]] == ["heldout-8"]
+    assert rep.diff["gated_counts"]["unjudged"] == 1 and rep.regressions == 1
+    assert rep.gate.passed is False and rep.gate.regressions == 1
+    assert rep.gate_verdict == "failed" and rep.promotable is False
+    assert rep.tasks["quarantined_total"] == 3 and rep.tasks["totals"]["heldout"] == 11
+    sft = rep.training["sft"]
     assert list(sft)[0] == "loss" and len(sft["loss"]) == 10 and "train_loss" not in sft
-    assert rep["training"]["grpo"]["reward"][0] == [1.0, 0.25] and "kl" not in rep["training"]["grpo"]
-    assert rep["flags"]["tuned"] == {"exit_zero": 1} and rep["flags"]["base"] == {}
-    assert rep["cost"]["totals"]["wall_s"] == pytest.approx(284.0)
-    assert rep["cost"]["totals"]["tokens_trained"] == 49_000
-    pts = rep["cost_benefit"]["points"]
+    assert rep.training["grpo"]["reward"][0] == [1.0, 0.25] and "kl" not in rep.training["grpo"]
+    assert rep.flags["tuned"] == {"exit_zero": 1} and rep.flags["base"] == {}
+    assert rep.cost["totals"]["wall_s"] == pytest.approx(284.0)
+    assert rep.cost["totals"]["tokens_trained"] == 49_000
+    pts = rep.cost_benefit["points"]
     assert [p["label"] for p in pts] == ["base", "tuned"] and pts[1]["compute_s"] == pytest.approx(420.0)
-    assert rep["meta"]["<script>"] == "x<y"
-    json.dumps(rep, allow_nan=False)  # strictly serialisable
+    assert rep.meta["<script>"] == "x<y"
+    assert rep.recommendation == rep.cost_benefit["recommendation"] != ""
+    json.dumps(rep.to_json(), allow_nan=False)  # strictly serialisable
+
+
+GOLDEN = Path(__file__).parent / "golden"
+SCHEDULE = {"verdict": "the arms tie", "arms": {"rl": {"label": "rl", "curve": [[1, 0.5], [2, 0.6]]}},
+            "path": Path("/x")}
+KEYS = ["schema", "created", "meta", "summary", "overall", "n_samples", "ks", "by_split", "by_domain", "diff",
+        "gate", "tasks", "training", "schedule_comparison", "flags", "side_effects", "cost", "cost_benefit"]
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_report_json_is_the_dict_report_of_before(report_inputs, full):
+    """The record's JSON is key for key what build_report returned as a dict before EvalReport
+    (golden files written by the dict version, ``created`` left out), in the same key order."""
+    if full:
+        rep = build_report(**report_inputs, training_flags={"grpo step 1": {"exit_zero": 2}},
+                           schedule_comparison=SCHEDULE)
+    else:
+        rep = build_report(report_inputs["comparison"])
+    doc = rep.model_dump(mode="json")
+    assert doc == rep.to_json() and list(doc) == KEYS
+    golden = json.loads((GOLDEN / f"report_{'full' if full else 'min'}.json").read_text())
+    assert {k: v for k, v in doc.items() if k != "created"} == golden
+    assert EvalReport.model_validate(doc).to_json() == doc  # report.json reads back to the same record
 
 
 def test_write_report_is_self_contained_and_escaped(tmp_path, report_inputs):
     rep = build_report(**report_inputs)
     jpath, hpath = write_report(tmp_path / "run", rep)
-    assert json.loads(jpath.read_text()) == rep
+    assert json.loads(jpath.read_text()) == rep.to_json()
+    assert list(json.loads(jpath.read_text())) == KEYS
     page = hpath.read_text()
     assert not re.search(r"(src|href)=\"(https?:)?//", page) and "http://" not in page and "https://" not in page
     assert "<script" not in page and "&lt;script&gt;" in page
@@ -54,10 +84,20 @@ def test_write_report_is_self_contained_and_escaped(tmp_path, report_inputs):
 
 def test_report_without_optional_inputs_still_renders(tmp_path, report_inputs):
     rep = build_report(report_inputs["comparison"])
-    assert rep["gate"] is None and rep["training"] == {} and rep["cost"]["stages"] == []
+    assert rep.gate is None and rep.training == {} and rep.cost["stages"] == []
+    assert rep.gate_verdict == "none" and rep.promotable is None
     _, hpath = write_report(tmp_path, rep)
     page = hpath.read_text()
     assert "no training logs given" in page and "no costs recorded" in page
+
+
+def test_disabled_gate_decides_nothing(report_inputs):
+    from sdk.eval.config import GateConfig
+    from sdk.eval.gate import check_gate
+
+    gate = check_gate(GateConfig(enabled=False, max_regressions=0), report_inputs["comparison"])
+    rep = build_report(**{**report_inputs, "gate": gate})
+    assert rep.gate_verdict == "disabled" and rep.promotable is None and rep.gate.reasons
 
 
 def test_print_summary_mentions_decision(report_inputs):
@@ -123,13 +163,13 @@ def test_checkpoint_from_rows_counts_heldout_and_flags():
 
 def test_side_effects_section_from_components(tmp_path, report_inputs):
     rep = build_report(**report_inputs)
-    reg = rep["side_effects"]["tuned"]["regressions"]
+    reg = rep.side_effects["tuned"]["regressions"]
     assert reg == {"mean": 1.0, "nonzero": 3, "samples": 3}
-    assert rep["side_effects"]["base"] == {}
+    assert rep.side_effects["base"] == {}
     page = write_report(tmp_path, rep)[1].read_text()
     assert '<section id="side-effects">' in page and "1.000 (3/3)" in page
 
 
 def test_training_flags_order_in_flags_table(report_inputs):
     rep = build_report(**report_inputs, training_flags={"grpo step 1": {"exit_zero": 2}, "grpo step 2": {}})
-    assert list(rep["flags"]) == ["base", "grpo step 1", "grpo step 2", "tuned"]
+    assert list(rep.flags) == ["base", "grpo step 1", "grpo step 2", "tuned"]
