@@ -81,5 +81,5 @@ def augment_tasks(tasks: Sequence[Task], retriever: Any, k: int = 3,
         content = f"{header}\n{format_documents(docs)}\n\n{question}"
         prompt = (*task.prompt[:last], Message(role="user", content=content), *task.prompt[last + 1:])
         meta = {**task.metadata, "retrieved": [d["id"] for d in docs]}
-        out.append(Task.model_validate({**task.model_dump(), "id": "", "prompt": prompt, "metadata": meta}))
+        out.append(task.with_(prompt=prompt, metadata=meta))
     return out

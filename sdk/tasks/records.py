@@ -110,6 +110,9 @@ class Source(Frozen):
     commit: str = ""
 
 
+ID_FIELDS = frozenset({"domain", "prompt", "verifier", "reference"})  # what Task.content_hash covers
+
+
 class Task(Frozen):
     """One verifiable task.
 
@@ -160,8 +163,21 @@ class Task(Frozen):
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
 
     def with_(self, **changes: Any) -> "Task":
-        """A copy with ``changes`` applied (split, difficulty, metadata keep the id)."""
-        return self.model_copy(update=changes)
+        """A copy with ``changes`` applied.
+
+        Changing a field the id is hashed over (:data:`ID_FIELDS`: domain, prompt, verifier,
+        reference) validates the copy anew and gives it its new content-hash id (unless ``id``
+        is among the changes, which is then checked); split, difficulty, metadata and source
+        keep the id.
+
+        Raises:
+            pydantic.ValidationError: a changed id field is invalid, or a given ``id`` does not
+                match the new content.
+        """
+        if not ID_FIELDS & changes.keys():
+            return self.model_copy(update=changes)
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self).model_validate({**data, "id": "", **changes})
 
     def __hash__(self) -> int:
         return hash(self.id)

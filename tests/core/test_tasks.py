@@ -27,6 +27,36 @@ def test_split_and_difficulty_keep_the_id():
     assert a.with_(split=Split.HELDOUT, difficulty=0.5).id == a.id
 
 
+def test_changing_an_id_field_gives_the_new_content_hash():
+    a = make("add")
+    system = (Message(role="system", content="Be brief."), *a.prompt)
+    b = a.with_(prompt=system, split=Split.HELDOUT)
+    assert b.id != a.id and b.id == b.content_hash() and b.split == Split.HELDOUT
+    assert Task.model_validate(b.model_dump(mode="json")) == b  # a saved copy loads back (id checked)
+    assert b.with_(prompt=a.prompt).id == a.id
+    strict = a.verifier.model_copy(update={"timeout_s": 3.0})
+    assert a.with_(verifier=strict).id not in (a.id, b.id)
+    assert a.with_(reference="def add(a, b):\n    return b + a\n").id != a.id
+    assert a.with_(domain="acme/other").id != a.id
+    with pytest.raises(ValidationError, match="content hash"):
+        a.with_(prompt=system, id=a.id)  # a stale id given explicitly is refused
+    with pytest.raises(ValidationError):
+        a.with_(prompt=())
+
+
+def test_framework_is_an_enum_with_the_same_json():
+    from sdk.types import Framework
+
+    a = make("add")
+    old = {**a.model_dump(mode="json")}
+    old["verifier"] = {**old["verifier"], "framework": "script"}  # a task file as written before the enum
+    t = Task.model_validate({**old, "id": ""})
+    assert t.verifier.framework is Framework.SCRIPT and t.model_dump(mode="json")["verifier"]["framework"] == "script"
+    assert a.model_dump_json().count('"framework":"pytest"') == 1
+    with pytest.raises(ValidationError):
+        UnitTestVerifier(tests={"t.py": "x"}, framework="nose")
+
+
 def test_verifier_rejects_paths_outside_the_task_folder():
     with pytest.raises(ValidationError, match="relative"):
         UnitTestVerifier(tests={"../evil.py": "x"})
