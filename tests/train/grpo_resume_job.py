@@ -44,7 +44,7 @@ def main(model: str, out_dir: str, marker: str, seen: str) -> None:
                    learning_rate=5e-3, use_vllm="never")
     stats = run_grpo(model, None, tasks, ParityReward(Path(seen)), cfg, LoraConfig(r=2), Path(out_dir), seed=0,
                      progress=False, callbacks=[StallOnce(Path(marker))])
-    print(json.dumps({"steps": stats.extra["steps"]}))
+    print(json.dumps({"steps": stats.steps}))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ def main(model: str, out_dir: str, marker: str) -> None:
              "completion": [{"role": "assistant", "content": f"{i} {i} {i}"}]} for i in range(12)]
     cfg = SftConfig(max_steps=6, batch_size=2, save_steps=2, learning_rate=5e-3, lora=LoraConfig(r=2))
     stats = run_sft(model, rows, cfg, Path(out_dir), seed=0, progress=False, callbacks=[StallOnce(Path(marker))])
-    print(json.dumps({"steps": stats.extra["steps"]}))
+    print(json.dumps({"steps": stats.steps}))
 
 
 if __name__ == "__main__":

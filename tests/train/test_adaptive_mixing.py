@@ -77,7 +77,7 @@ def test_grpo_with_adaptive_mixing_shifts_prompts_towards_the_domain_that_gains_
                    save_steps=100, order=OrderConfig(mixing="adaptive", adaptive_eta=8.0), heldout={"every": 2})
     stats = run_grpo(str(tiny_model_dir), None, tasks, reward, cfg, LoraConfig(r=2), tmp_path, seed=0,
                      progress=False, callbacks=[monitor])
-    order = stats.extra["order"]
+    order = stats.details["order"]
     assert order["mixing"] == "adaptive" and order["trace"], order
     assert order["weights"]["b"] > 0.9           # a gained 0.9, b nothing: b takes the mix
     per_step = [seen[i:i + 2][0] for i in range(0, len(seen), 2)]

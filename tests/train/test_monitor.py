@@ -36,7 +36,7 @@ def test_monitor_rolls_back_to_the_last_good_weights_and_stops(tiny_model_dir, t
                     tmp_path, seed=0, progress=False, callbacks=[monitor])
     assert [h["step"] for h in monitor.history] == [0, 1, 2, 3]
     assert monitor.rolled_back_to == 2 and monitor.regressed == {"acme": pytest.approx(0.4)}
-    assert stats.extra["steps"] == 3, "training stopped at the regression"
+    assert stats.steps == 3, "training stopped at the regression"
     saved = load_file(str(tmp_path / "adapter" / "adapter_model.safetensors"))
     good, bad = seen[2], seen[3]
     assert set(saved) == set(good)

@@ -85,10 +85,10 @@ def test_padding_free_batches_give_the_padded_loss_on_cpu_attention(tiny_model_d
 def test_run_sft_drops_too_long_rows_records_them_and_trains_on_the_rest(tiny_model_dir, tmp_path):
     cfg = SftConfig(max_steps=2, batch_size=2, max_length=48, save_steps=100, lora=LoraConfig(r=2))
     stats = run_sft(str(tiny_model_dir), _rows(4, long_words=80), cfg, tmp_path, seed=0, progress=False)
-    assert stats.extra["lengths"]["dropped"] == 1 and stats.extra["lengths"]["rows_out"] == 4
+    assert stats.details["lengths"]["dropped"] == 1 and stats.details["lengths"]["rows_out"] == 4
     recorded = [json.loads(x) for x in (tmp_path / "too_long.jsonl").read_text().splitlines()]
     assert recorded[0]["row"] == 4 and recorded[0]["tokens"] > 48
-    assert stats.extra["steps"] == 2 and (tmp_path / "adapter" / "adapter_config.json").is_file()
+    assert stats.steps == 2 and (tmp_path / "adapter" / "adapter_config.json").is_file()
 
 
 def test_run_sft_error_policy_stops_before_training(tiny_model_dir, tmp_path):
@@ -104,8 +104,8 @@ def test_token_budget_packs_rows_into_fewer_steps_with_the_same_tokens(tiny_mode
                                                          lora=LoraConfig(r=2)), tmp_path / "a", 0, progress=False)
     packed = run_sft(str(tiny_model_dir), rows, SftConfig(epochs=1, max_length=64, token_budget=128, save_steps=100,
                                                           lora=LoraConfig(r=2)), tmp_path / "b", 0, progress=False)
-    assert plain.extra["steps"] == 12
-    assert packed.extra["steps"] < 12
+    assert plain.steps == 12
+    assert packed.steps < 12
     assert packed.tokens_trained == plain.tokens_trained
 
 
@@ -134,8 +134,10 @@ def test_run_sft_quarantines_malformed_rows_with_reasons_and_trains_on_the_rest(
     stats = run_sft(str(tiny_model_dir), bad + _rows(4), cfg, tmp_path, seed=0, progress=False)
     reasons = [json.loads(x) for x in (tmp_path / "bad_rows.jsonl").read_text().splitlines()]
     assert [r["row"] for r in reasons] == [0, 1, 2, 3] and "completion" in reasons[0]["reason"]
-    assert stats.extra["rows"] == 4
-    with pytest.raises(ValueError, match="4 malformed rows"):
+    assert stats.rows == 4
+    from sdk.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="4 malformed rows"):
         run_sft(str(tiny_model_dir), bad, cfg, tmp_path / "b", seed=0, progress=False)
 
 

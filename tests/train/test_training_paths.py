@@ -43,8 +43,12 @@ def test_grpo_reads_prompts_in_curriculum_order(tiny_model_dir, tmp_path):
     assert len(seen) == 3
     rates = {f"task {i}": t.difficulty for i, t in enumerate(tasks)}
     assert rates[seen[0]] > rates[seen[1]] > rates[seen[2]], seen
-    assert stats.extra["order"]["rows"] == 3 and stats.extra["zero_std"]["steps"] == 3
-    assert stats.extra["zero_std"]["zero_std_groups"] == 0, "the recorder gives every group rewards 0 and 1"
+    assert stats.details["order"]["rows"] == 3 and stats.details["zero_std"]["steps"] == 3
+    assert stats.details["zero_std"]["zero_std_groups"] == 0, "the recorder gives every group rewards 0 and 1"
+    from safetensors.torch import load_file
+
+    lora_b = [t for k, t in load_file(str(tmp_path / "adapter" / "adapter_model.safetensors")).items() if "lora_B" in k]
+    assert lora_b and all(t.abs().sum() > 0 for t in lora_b), "LoRA B starts at zero; GRPO with reward variance moves it"
 
 
 def test_sft_reads_rows_in_schedule_order(tiny_model_dir, tmp_path):
@@ -86,8 +90,8 @@ def test_dpo_continues_the_sft_adapter_and_is_promoted(tiny_model_dir, tmp_path)
             lora=LoraConfig(r=2)), sft_dir, seed=0, progress=False)
     stats = run_dpo(tiny_model_dir, sft_dir / "adapter", rows, DpoConfig(max_steps=2, batch_size=2),
                     LoraConfig(r=2), sft_dir / "dpo", seed=0, progress=False)
-    assert stats.extra["steps"] == 2
-    assert any("rewards/margins" in h or "loss" in h for h in stats.extra["log_history"])
+    assert stats.steps == 2
+    assert any("rewards/margins" in h or "loss" in h for h in stats.log_history)
     before = load_file(str(sft_dir / "adapter" / "adapter_model.safetensors"))
     after = load_file(str(sft_dir / "dpo" / "adapter" / "adapter_model.safetensors"))
     assert set(after) == set(before), "the DPO adapter is the SFT adapter continued (no 'ref' copy saved)"

@@ -165,10 +165,10 @@ def test_constant_reward_drops_every_group_gives_loss_zero_and_leaves_lora_uncha
                    beta=0.1, loss_type=loss_type, use_vllm="never")
     stats = run_grpo(tiny_model_dir, tmp_path / "sft", _tasks(4), _Const(), cfg, LoraConfig(r=2), tmp_path / "rl",
                      seed=0, progress=False)
-    history = stats.extra["log_history"]
+    history = stats.log_history
     assert [h["loss"] for h in history if "loss" in h] == [0.0] * steps
     assert not _no_nan(history), _no_nan(history)
-    assert stats.extra["zero_std"]["dropped_groups"] == 2 * steps == stats.extra["zero_std"]["groups"]
+    assert stats.details["zero_std"]["dropped_groups"] == 2 * steps == stats.details["zero_std"]["groups"]
     after = load_file(str(tmp_path / "rl" / "adapter" / "adapter_model.safetensors"))
     assert after.keys() == before.keys()
     assert all(torch.equal(after[k], before[k]) for k in before), "an all-dropped step must not move the LoRA"
@@ -185,7 +185,7 @@ def test_dropping_renormalises_the_dapo_loss_over_the_kept_group(tiny_model_dir,
                        loss_type="dapo", drop_zero_std_groups=drop)
         stats = run_grpo(tiny_model_dir, None, _tasks(2), _HalfConst(), cfg, LoraConfig(r=2), tmp_path / str(drop),
                          seed=0, progress=False)
-        runs[drop] = next(h for h in stats.extra["log_history"] if "loss" in h)
+        runs[drop] = next(h for h in stats.log_history if "loss" in h)
     off, on = runs[False], runs[True]
     assert "zero_std/dropped_groups" not in off and on["zero_std/dropped_groups"] == 1.0
     assert off["completions/clipped_ratio"] == on["completions/clipped_ratio"] == 1.0, "all 8 tokens long"
