@@ -40,7 +40,7 @@ from sdk.rewards.integrity import HACKING_FLAGS
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.rewards.tiered import build_request, run_with_retries, score_batch
 from sdk.sandbox.config import SandboxConfig
-from sdk.sandbox.contract import ExecResult, Sandbox
+from sdk.sandbox.contract import ExecRequest, ExecResult, Sandbox
 from sdk.tasks.records import Task, UnitTestVerifier
 
 log = logging.getLogger(__name__)
@@ -67,38 +67,49 @@ def completion_text(completion: Any) -> str:
 
 
 class _Lazy(Sandbox):
-    """Builds the reward's sandbox only when a request needs it: answer-checked tasks never do,
-    and a sandbox that cannot start becomes per-sample ``SANDBOX_ERROR`` (masked), not a crash."""
+    """Reaches the reward's sandbox (:attr:`SandboxReward.sandbox`) only when a request needs it,
+    so a batch of answer-checked tasks never builds one. A sandbox that cannot be built raises
+    out of :meth:`run` and :meth:`run_one`; :func:`~sdk.rewards.tiered.run_with_retries` turns
+    that into a ``SANDBOX_ERROR`` result per request, i.e. not-judged (masked) samples, not a crash."""
 
     def __init__(self, owner: SandboxReward) -> None:
         self.owner = owner
 
-    def run_one(self, request):  # type: ignore[no-untyped-def]
-        """Run one request through the wrapped sandbox."""
+    def run_one(self, request: ExecRequest) -> ExecResult:
+        """Run one request on the reward's sandbox (built on first use)."""
         return self.owner.sandbox.run_one(request)
 
-    def run(self, requests):  # type: ignore[no-untyped-def]
-        """Run the command or requests under this backend's isolation and limits."""
+    def run(self, requests: list[ExecRequest]) -> list[ExecResult]:
+        """Run ``requests`` as one batch on the reward's sandbox (built on first use); an empty
+        batch returns ``[]`` without touching the sandbox."""
         return self.owner.sandbox.run(requests) if requests else []
 
 
 class SandboxReward:
     """TRL reward function: run each completion's code against its task's tests in the sandbox.
 
+    Which sandbox scores: ``sandbox`` when given (the run's own, shared with probes and the
+    difficulty filter, so one set of slots serves the whole run); it is used in this process
+    and never closed here (its owner closes it). A pickled copy (a TRL or Ray worker process)
+    carries only ``sandbox_config`` and ``sandbox_factory``, never a live sandbox, and builds
+    its own on first use. Without ``sandbox``, this process builds one lazily the same way.
+
     Args:
         weights: tier weights (``RunConfig.reward``).
-        sandbox_config: how to build the sandbox (``RunConfig.sandbox``); used by the default factory.
+        sandbox_config: how to build a sandbox (``RunConfig.sandbox``) where none is given or
+            after unpickling; used by the default factory.
         log_path: JSONL file that every scored sample is appended to (created with its folder);
             ``None`` logs nothing.
         sandbox_factory: a picklable zero-argument callable building the sandbox (default:
             ``sdk.sandbox.make_sandbox(sandbox_config)``); called lazily on first use, in the
-            process that scores.
+            process that scores, only when no ``sandbox`` is at hand.
         retries: re-runs of infrastructure failures before ``None``.
         judge: optional picklable reward model / LLM judge ``(task, completion) -> float | None``
             for reference-only tasks (logged as ``judged_unverified``, flag ``not_verifiable``).
         reference_baseline: run each unit-test task's ``reference`` once (cached by task id) and
             use it as the regression baseline: tests the reference passes that a completion
             breaks cost ``regression_penalty``.
+        sandbox: an existing sandbox to score with in this process (see above).
     Call:
         ``reward(prompts, completions, completion_ids=None, task_json=[...], trainer_state=..., log_metric=...)``
         -> B floats or ``None`` (not judged). Raises only ``RewardError`` for a missing ``task_json``
@@ -110,7 +121,7 @@ class SandboxReward:
     def __init__(self, weights: RewardConfig | None = None, sandbox_config: SandboxConfig | None = None,
                  log_path: str | Path | None = None, sandbox_factory: Callable[[], Sandbox] | None = None,
                  retries: int = 1, judge: Callable[[Task, str], float | None] | None = None,
-                 reference_baseline: bool = True) -> None:
+                 reference_baseline: bool = True, sandbox: Sandbox | None = None) -> None:
         self.weights = weights or RewardConfig()
         self.sandbox_config = sandbox_config or SandboxConfig()
         self.log_path = Path(log_path) if log_path is not None else None
@@ -120,13 +131,15 @@ class SandboxReward:
         self.reference_baseline = reference_baseline
         self._baselines: dict[str, ExecResult | None] = {}
         self.calls = 0
-        self._sandbox: Sandbox | None = None
+        self._sandbox: Sandbox | None = sandbox
+        self._owns_sandbox = sandbox is None  # a given sandbox belongs to the caller
         self._lock = threading.Lock()
 
     # ----- pickling: no live sandbox or lock crosses a process boundary ------------------
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_sandbox"] = None
+        state["_owns_sandbox"] = True  # the copy builds (and owns) its own from the config
         state["_lock"] = None
         return state
 
@@ -136,8 +149,9 @@ class SandboxReward:
 
     @property
     def sandbox(self) -> Sandbox:
-        """The sandbox, built on first use."""
+        """The given sandbox, or the one built from the factory/config on first use."""
         if self._sandbox is None:
+            self._owns_sandbox = True
             if self.sandbox_factory is not None:
                 self._sandbox = self.sandbox_factory()
             else:
@@ -147,8 +161,9 @@ class SandboxReward:
         return self._sandbox
 
     def close(self) -> None:
-        """Release the sandbox's workers (a new one is built if called again)."""
-        if self._sandbox is not None:
+        """Release the sandbox this reward built (a new one is built if it scores again); a
+        sandbox given to the constructor is left open and kept (its owner closes it)."""
+        if self._sandbox is not None and self._owns_sandbox:
             self._sandbox.close()
             self._sandbox = None
 

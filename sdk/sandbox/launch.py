@@ -66,12 +66,16 @@ class RawRun:
 
 @dataclass
 class _Stream:
+    """One output pipe as read so far: the first ``cap`` bytes kept in ``data``, every byte counted
+    in ``total`` (``total > cap``: truncated; far beyond it: a flood)."""
+
     cap: int
     data: bytearray = field(default_factory=bytearray)
     total: int = 0
 
     def feed(self, chunk: bytes) -> None:
-        """Write the request's stdin to the child, then close it."""
+        """Keep as much of ``chunk`` as still fits under ``cap`` (the rest is dropped) and add
+        its full length to ``total``."""
         room = self.cap - len(self.data)
         if room > 0:
             self.data += chunk[:room]
@@ -252,7 +256,9 @@ def sweep_uid(uid: int, exclude: int = -1, rounds: int = 50, keep: frozenset[int
 
 
 def processes_of(uid: int) -> list[int]:
-    """Pids whose ``/proc`` entry is owned by ``uid`` (zombies included until reaped)."""
+    """Live pids whose ``/proc`` entry is owned by ``uid``. Zombies (exited, not yet reaped by
+    their parent) are left out, as are entries whose ``stat`` cannot be read: a zombie holds no
+    memory or CPU and cannot be killed again, so the sweep and the stray check skip it."""
     pids = []
     with os.scandir("/proc") as it:
         for entry in it:

@@ -128,3 +128,56 @@ def test_answer_tasks_never_build_a_sandbox_and_a_broken_sandbox_masks_code_task
     reward = SandboxReward(sandbox_factory=_no_sandbox)
     scores = reward(["p"] * 2, ["Answer: 4", HONEST], task_json=[answer.model_dump_json(), add_task().model_dump_json()])
     assert scores == [1.0, None]
+
+
+class _Counting:
+    """A picklable factory that counts the sandboxes it builds (in this process)."""
+
+    built = 0
+
+    def __call__(self):
+        from .helpers import FakeSandbox
+
+        type(self).built += 1
+        return FakeSandbox()
+
+
+def test_a_given_sandbox_is_used_and_no_second_one_is_built(monkeypatch):
+    import sdk.sandbox
+    from .helpers import FakeSandbox
+
+    made = []
+    monkeypatch.setattr(sdk.sandbox, "make_sandbox", lambda cfg=None: made.append(cfg) or FakeSandbox())
+    _Counting.built = 0
+    run_box = FakeSandbox()
+    reward = SandboxReward(sandbox=run_box, sandbox_factory=_Counting())
+    tj = [add_task().model_dump_json()] * 2
+    assert reward(["p"] * 2, [HONEST, WRONG], task_json=tj)[0] == 1.0
+    assert run_box.batches and _Counting.built == 0 and made == []
+    reward.close()  # the run's sandbox is the run's to close: kept
+    assert reward.sandbox is run_box
+    plain = SandboxReward(sandbox=run_box)  # no factory: the config would be used, but never is
+    plain(["p"], [HONEST], task_json=tj[:1])
+    assert made == []
+
+
+def test_pickled_reward_carries_the_config_and_rebuilds_lazily(monkeypatch):
+    import sdk.sandbox
+    from sdk.sandbox.config import SandboxConfig
+    from .helpers import FakeSandbox
+
+    made = []
+    monkeypatch.setattr(sdk.sandbox, "make_sandbox", lambda cfg=None: made.append(cfg) or FakeSandbox())
+    cfg = SandboxConfig(backend="process", allow_unisolated=True, concurrency=3)
+    run_box = FakeSandbox()
+    reward = SandboxReward(sandbox=run_box, sandbox_config=cfg)
+    tj = [add_task().model_dump_json()]
+    reward(["p"], [HONEST], task_json=tj)
+    blob = pickle.dumps(reward)
+    assert b"FakeSandbox" not in blob  # the live sandbox stays in this process
+    clone = pickle.loads(blob)
+    assert clone._sandbox is None and made == [] and clone.sandbox_config == cfg
+    assert clone(["p"], [HONEST], task_json=tj) == [1.0]
+    assert made == [cfg] and clone.sandbox is not run_box  # built once, from the carried config
+    clone(["p"], [WRONG], task_json=tj)
+    assert len(made) == 1
