@@ -9,7 +9,7 @@ whose workers each drive one of these.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from sdk.sandbox.contract import ExecRequest, Limits
 from sdk.sandbox.launch import RawRun
@@ -29,6 +29,7 @@ class WarmRunner(Protocol):
         """Stop every warm server."""
 
 
+@runtime_checkable
 class Backend(Protocol):
     """How a command is isolated.
 

@@ -90,3 +90,16 @@ def test_a_dropped_sandbox_frees_its_uids():
     del sb
     gc.collect()
     assert all(lease._fd == -1 for lease in leases)   # the flocks were released
+
+
+def test_every_local_backend_implements_the_whole_protocol():
+    from sdk.sandbox.backend import Backend
+    from sdk.sandbox.bwrap import BubblewrapBackend
+    from sdk.sandbox.process import ProcessBackend
+
+    process, bwrap = ProcessBackend(), BubblewrapBackend("/nonexistent/bwrap")
+    assert isinstance(process, Backend) and isinstance(bwrap, Backend)
+    assert process.warm is None and bwrap.warm is not None
+    process.close()
+    bwrap.close()
+    bwrap.close()  # safe twice
