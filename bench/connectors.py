@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from connectors.pysource import replace_body  # noqa: E402
-from connectors.pytest_suite import PytestSuiteSource  # noqa: E402
+from connectors.suites.pysource import replace_body  # noqa: E402
+from connectors.suites.pytest_suite import PytestSuiteSource  # noqa: E402
 from sdk.config import SandboxConfig  # noqa: E402
 from sdk.sandbox import make_sandbox  # noqa: E402
 from sdk.sandbox.contract import ExecRequest, Limits  # noqa: E402

@@ -102,7 +102,7 @@ def child(mode: str, url: str, table: str, redact: bool = True) -> dict:
     if mode == "tuneloop":
         import warnings
 
-        from connectors.sql_feedback import SqlFeedbackSource
+        from connectors.feedback_tables.source import SqlFeedbackSource
         base = _rss_mb()
         source = SqlFeedbackSource({"url": url, "table": table, "timezone": "UTC", "batch_size": 5000,
                                     "redact": redact}, ROOT, "feedback/bench")

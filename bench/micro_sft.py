@@ -71,7 +71,7 @@ def n_tokens(batch: dict) -> int:
 
 
 def main(rows_n: int, rounds: int, path: str) -> None:
-    from connectors.jsonl_bench import HumanEvalSource
+    from connectors.suites.jsonl_bench import HumanEvalSource
     from sdk.train.sft import sft_rows
 
     tasks = [t for t in HumanEvalSource({}, Path("."), "humaneval").read().tasks if t.reference][:rows_n]

@@ -53,7 +53,7 @@ def model_path(name: str, tmp: Path) -> str:
 
 
 def humaneval_tasks(n: int):
-    from connectors.jsonl_bench import HumanEvalSource
+    from connectors.suites.jsonl_bench import HumanEvalSource
 
     tasks = HumanEvalSource({}, Path("."), "humaneval").read().tasks
     return [t for t in tasks if t.reference][:n]

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from feedback.scales import SCALES, ScaleName
+
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -48,14 +50,14 @@ class FeedbackIn(_Target):
     """A rating of an interaction: ``rating`` on ``scale`` (``None`` = a comment only)."""
 
     rating: float | None = None
-    scale: Literal["thumbs", "stars_1_5", "scale_0_10"] = "thumbs"
+    scale: ScaleName = "thumbs"
     comment: str | None = Field(None, max_length=20_000)
 
     @model_validator(mode="after")
     def _range(self) -> "FeedbackIn":
-        lo, hi = {"thumbs": (-1, 1), "stars_1_5": (1, 5), "scale_0_10": (0, 10)}[self.scale]
+        lo, hi = SCALES[self.scale].min, SCALES[self.scale].max
         if self.rating is not None and not lo <= self.rating <= hi:
-            raise ValueError(f"rating {self.rating} is outside the {self.scale} scale [{lo}, {hi}]")
+            raise ValueError(f"rating {self.rating} is outside the {self.scale} scale [{lo:g}, {hi:g}]")
         if self.scale == "thumbs" and self.rating not in (None, -1, 1):
             raise ValueError("a thumbs rating is +1 or -1")
         return self

@@ -6,18 +6,25 @@ events (ratings on a declared scale), corrections, idempotency records for every
 ingestion cursors (watermarks of incremental readers), and training runs and adapters with
 lineage (task-set hash, config, base model, parent adapter, evaluation).
 
+Typed reads for the readers outside ``feedback``: :func:`iter_feedback` (rating events) and
+:func:`iter_unrated_corrections`, both keyset-paginated by id and returning plain
+:class:`FeedbackItem` records, never ORM objects.
+
 The schema is created and upgraded by the Alembic migrations shipped in
 ``feedback/migrations`` (:func:`migrate`); SQLite by default (WAL mode, busy timeout),
 PostgreSQL in production. ORM objects stay in ``feedback``; the service turns them into
-pydantic records (:mod:`feedback.schemas`) before they leave.
+pydantic records (:mod:`feedback.schemas`), the typed reads below into :class:`FeedbackItem`,
+before they leave.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator, Literal
 
 import sqlalchemy as sa
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, event
@@ -217,3 +224,100 @@ def new_api_key(url: str, app_name: str) -> str:
     by ``tuneloop feedback create-key``; only its hash is stored)."""
     with sessions(url)() as session:
         return create_api_key(session, app_name)
+
+
+# -- typed reads ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedbackItem:
+    """One rating event, or one correction no rating accompanies, with its interaction's text.
+
+    Attributes:
+        kind: ``rating`` (a feedback event) or ``correction`` (a correction on an interaction its
+            user did not rate).
+        id: the feedback event's id (``rating``) or the correction's id (``correction``).
+        interaction_id: the rated or corrected interaction.
+        conversation_id: the interaction's conversation, if the caller sent one.
+        user_id: the user who rated or corrected (``None``: anonymous).
+        created_at: when the rating or correction was stored (naive UTC on SQLite and MySQL).
+        system_prompt: the interaction's first system message (``None`` if it has none).
+        prompt: its last user message; response: its last assistant message (``None`` if absent).
+        rating: in the units of ``scale`` (:mod:`feedback.scales`); ``None`` for a comment only
+            and for a correction.
+        scale: the rating's scale name; ``None`` for a correction.
+        correction: for a rating, the latest correction by the same user (``None`` matching
+            ``None``) on that interaction; for a correction, its text.
+    """
+
+    kind: Literal["rating", "correction"]
+    id: int
+    interaction_id: int
+    conversation_id: str | None
+    user_id: str | None
+    created_at: datetime
+    system_prompt: str | None
+    prompt: str | None
+    response: str | None
+    rating: float | None
+    scale: str | None
+    correction: str | None
+
+
+def _message(role: str, last: bool) -> sa.ScalarSelect:
+    """The content of the interaction's first (or last) message of ``role``, as a scalar subquery."""
+    order = ChatMessage.position.desc() if last else ChatMessage.position.asc()
+    return (sa.select(ChatMessage.content).where(ChatMessage.interaction_id == Interaction.id, ChatMessage.role == role)
+            .order_by(order).limit(1).scalar_subquery())
+
+
+def _texts() -> tuple:
+    return (Interaction.conversation_id, _message("system", last=False).label("system_prompt"),
+            _message("user", last=True).label("prompt"), _message("assistant", last=True).label("response"))
+
+
+def _in_application(stmt: sa.Select, application: str | None) -> sa.Select:
+    if application is None:
+        return stmt
+    return stmt.join(Application, Application.id == Interaction.application_id).where(Application.name == application)
+
+
+def iter_feedback(session: Session, application: str | None = None, after: int | None = None,
+                  batch_size: int = 1000) -> Iterator[FeedbackItem]:
+    """Rating events in id order, each with its interaction's text and the rater's latest correction.
+
+    Args:
+        application: only interactions of the application of this name (``None``: all).
+        after: only events whose id is greater (a keyset watermark; ``None``: from the start).
+        batch_size: rows fetched per round trip (streamed; memory stays flat).
+    Raises:
+        sqlalchemy.exc.DBAPIError: the database cannot be read (e.g. the schema is not migrated).
+    """
+    correction = (sa.select(Correction.content)
+                  .where(Correction.interaction_id == Interaction.id,
+                         Correction.user_id.is_not_distinct_from(FeedbackEvent.user_id))
+                  .order_by(Correction.id.desc()).limit(1).scalar_subquery())
+    stmt = (sa.select(FeedbackEvent.id, FeedbackEvent.interaction_id, FeedbackEvent.user_id, FeedbackEvent.created_at,
+                      *_texts(), FeedbackEvent.rating, FeedbackEvent.scale, correction.label("correction"))
+            .join(Interaction, Interaction.id == FeedbackEvent.interaction_id))
+    stmt = _in_application(stmt, application)
+    if after is not None:
+        stmt = stmt.where(FeedbackEvent.id > after)
+    for row in session.execute(stmt.order_by(FeedbackEvent.id), execution_options={"yield_per": batch_size}):
+        yield FeedbackItem(kind="rating", **row._asdict())
+
+
+def iter_unrated_corrections(session: Session, application: str | None = None, after: int | None = None,
+                             batch_size: int = 1000) -> Iterator[FeedbackItem]:
+    """Corrections on interactions their user did not rate, in id order (rated ones come with
+    their rating from :func:`iter_feedback`). Args and errors as for :func:`iter_feedback`."""
+    rated = sa.exists().where(FeedbackEvent.interaction_id == Correction.interaction_id,
+                              FeedbackEvent.user_id.is_not_distinct_from(Correction.user_id))
+    stmt = (sa.select(Correction.id, Correction.interaction_id, Correction.user_id, Correction.created_at, *_texts(),
+                      sa.null().label("rating"), sa.null().label("scale"), Correction.content.label("correction"))
+            .join(Interaction, Interaction.id == Correction.interaction_id).where(~rated))
+    stmt = _in_application(stmt, application)
+    if after is not None:
+        stmt = stmt.where(Correction.id > after)
+    for row in session.execute(stmt.order_by(Correction.id), execution_options={"yield_per": batch_size}):
+        yield FeedbackItem(kind="correction", **row._asdict())

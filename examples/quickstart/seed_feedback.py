@@ -102,7 +102,7 @@ def module_imports(module: str, uses: str | None = None) -> str:
     """The import block of ``acme_ledger/<module>.py``, one statement a line, as the IDE shows it.
 
     With ``uses`` (the function's source), only the imported names it uses are kept, as the
-    pytest connector's prompt does (``connectors.pysource.ModuleInfo.imports_for``).
+    pytest connector's prompt does (``connectors.suites.pysource.ModuleInfo.imports_for``).
     """
     source = (HERE / "acme_ledger" / f"{module}.py").read_text(encoding="utf-8")
     nodes = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -122,7 +122,7 @@ def module_imports(module: str, uses: str | None = None) -> str:
 def ide_prompt(module: str, name: str, params: str, doc: str, uses: str | None = None) -> str:
     """The IDE plug-in's "write this function in this file" template.
 
-    It mirrors the task prompt of tuneloop's pytest connector (``connectors/pytest_suite.py``,
+    It mirrors the task prompt of tuneloop's pytest connector (``connectors/suites/pytest_suite.py``,
     ``context: signature``), so SFT rows from feedback and evaluation prompts share one format;
     ``tests/examples/test_quickstart_content.py`` checks that the two stay identical.
     """

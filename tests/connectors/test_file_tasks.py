@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.file_tasks import SourceFilesSource, stub_bodies
+from connectors.suites.file_tasks import SourceFilesSource, stub_bodies
 from sdk.config import SandboxConfig
 from sdk.errors import SourceError
 from sdk.sandbox.contract import ExecRequest

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.jsonl_bench import HumanEvalSource, JsonlBenchmarkSource
+from connectors.suites.jsonl_bench import HumanEvalSource, JsonlBenchmarkSource
 from sdk.errors import SourceError
 from sdk.sources import resolve_source
 

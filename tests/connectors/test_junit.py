@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.junit import load_junit, stable_tests
+from connectors.suites.junit import load_junit, stable_tests
 from sdk.errors import SourceError
 
 

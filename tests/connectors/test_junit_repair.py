@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from connectors.junit import load_junit
-from connectors.junit_repair import repair_tasks
+from connectors.suites.junit import load_junit
+from connectors.suites.junit_repair import repair_tasks
 from sdk.config import SandboxConfig
 from sdk.sandbox.contract import ExecRequest
 

@@ -1,10 +1,10 @@
-"""connectors.pysource: targets, stubs, import cutting, test pruning, broken bodies."""
+"""connectors.suites.pysource: targets, stubs, import cutting, test pruning, broken bodies."""
 
 from __future__ import annotations
 
 import pytest
 
-from connectors.pysource import TestModule, module_context, replace_body, scan_module
+from connectors.suites.pysource import TestModule, module_context, replace_body, scan_module
 
 MODULE = '''"""Doc."""
 from __future__ import annotations

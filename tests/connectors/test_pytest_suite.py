@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.pytest_suite import PytestSuiteSource
+from connectors.suites.pytest_suite import PytestSuiteSource
 from sdk.errors import ConfigError, SourceError
 from sdk.sources import resolve_source
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from connectors.jsonl_bench import HumanEvalSource
-from connectors.pysource import replace_body
-from connectors.pytest_suite import PytestSuiteSource
+from connectors.suites.jsonl_bench import HumanEvalSource
+from connectors.suites.pysource import replace_body
+from connectors.suites.pytest_suite import PytestSuiteSource
 from sdk.config import SandboxConfig
 from sdk.sandbox.contract import ExecRequest, ExecStatus, Limits
 

@@ -298,8 +298,8 @@ def test_feedback_has_personal_data_and_nested_ratings(feedback):
 def test_ide_style_feedback_prompts_match_the_task_prompt_format():
     """Train and evaluation prompts must share one format (shared/DESIGN.md): the seed's IDE
     template must render a package function exactly as the pytest connector's task prompt."""
-    pytest.importorskip("connectors.pytest_suite")
-    from connectors.pytest_suite import PytestSuiteSource
+    pytest.importorskip("connectors.suites.pytest_suite")
+    from connectors.suites.pytest_suite import PytestSuiteSource
 
     sys.path.insert(0, str(QS))
     try:

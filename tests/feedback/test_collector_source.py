@@ -7,7 +7,7 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from connectors.feedback_collector import CollectorFeedbackSource
+from connectors.feedback_tables.collector import CollectorFeedbackSource
 from feedback.service import create_app
 from feedback.store import create_api_key, sessions
 from sdk.errors import ConfigError

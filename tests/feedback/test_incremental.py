@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from connectors.feedback_incremental import IncrementalIngest
-from connectors.sql_feedback import SqlFeedbackSource
+from connectors.feedback_tables.incremental import IncrementalIngest
+from connectors.feedback_tables.source import SqlFeedbackSource
 from sdk.errors import SourceError
 
 from conftest import COLUMNS, row
@@ -75,8 +75,8 @@ def test_state_of_another_table_is_refused(feedback_db, tmp_path):
 CHILD = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
-    from connectors import feedback_incremental as fi
-    from connectors.sql_feedback import SqlFeedbackSource
+    from connectors.feedback_tables import incremental as fi
+    from connectors.feedback_tables.source import SqlFeedbackSource
     original = fi.IncrementalIngest._commit
     def slow_commit(self, lines, watermark, state):
         with open(self.dir / "events.jsonl", "ab") as fh:   # half a batch lands, uncommitted, then the kill

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from connectors.feedback_mapping import (JsonPath, RatingScale, RowError, normalise_rating, parse_timestamp,
+from connectors.feedback_tables.mapping import (JsonPath, RatingScale, RowError, normalise_rating, parse_timestamp,
                                          resolve_json, zone)
 
 LABELS = RatingScale(kind="labels", labels={"good": 1, "ok": 0.5, "bad": 0})

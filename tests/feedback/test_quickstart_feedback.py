@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from connectors.sql_feedback import SqlFeedbackSource
+from connectors.feedback_tables.source import SqlFeedbackSource
 
 QUICK = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from connectors.sql_feedback import SqlFeedbackSource
+from connectors.feedback_tables.source import SqlFeedbackSource
 from feedback.redact import RedactionError, Redactor, Span, luhn_ok
 
 from conftest import row

@@ -12,7 +12,7 @@ from datetime import datetime
 import pytest
 import sqlalchemy as sa
 
-from connectors.sql_feedback import SqlFeedbackSource
+from connectors.feedback_tables.source import SqlFeedbackSource
 
 from test_redact import F4
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from connectors.sql_feedback import SqlFeedbackSource
+from connectors.feedback_tables.source import SqlFeedbackSource
 from sdk.errors import ConfigError, SourceError
 from sdk.sources import resolve_source
 from sdk.tasks.records import AnswerVerifier
@@ -210,7 +210,7 @@ def test_user_ids_leave_only_as_pseudonyms(feedback_db):
 def test_docstring_config_example_validates(tmp_path):
     import yaml
 
-    import connectors.sql_feedback as module
+    import connectors.feedback_tables.source as module
 
     block = module.__doc__.split("::\n", 1)[1]
     (entry,) = yaml.safe_load(block)

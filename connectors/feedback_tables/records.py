@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterator, Union
 
-from connectors.feedback_mapping import RowError
-from connectors.feedback_sql import Database
+from connectors.feedback_tables.database import Database
+from connectors.feedback_tables.mapping import RowError
 from sdk.sources import PreferencePair, SftExample
 from sdk.tasks.records import AnswerVerifier, Message, Quarantined, Source, Task, UnitTestVerifier
 
@@ -41,7 +41,7 @@ class Row:
 
 
 class RecordBuilder:
-    """Mixin of :class:`connectors.sql_feedback.SqlFeedbackSource`: builds records from rows.
+    """Mixin of :class:`connectors.feedback_tables.source.SqlFeedbackSource`: builds records from rows.
 
     Expects ``self.options``, ``self.domain``, ``self.name``, ``self.counts`` and ``self._threshold``.
     """

@@ -44,7 +44,7 @@ _SKIP_DIRS = {"node_modules", ".git", "target", "build", "dist", "vendor", "__py
 
 
 class SourceFilesOptions(SourceOptions):
-    """Options of the source-file connector (dotted path ``connectors.file_tasks:SourceFilesSource``).
+    """Options of the source-file connector (dotted path ``connectors.suites.file_tasks:SourceFilesSource``).
 
     Attributes:
         path: repository folder.

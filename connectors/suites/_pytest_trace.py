@@ -1,6 +1,6 @@
 """A small pytest plugin that records, per test, which package functions it called.
 
-Loaded into a *separate* pytest process by :mod:`connectors.pytest_collect` (``-p
+Loaded into a *separate* pytest process by :mod:`connectors.suites.pytest_collect` (``-p
 _tuneloop_trace`` with this file copied into a temporary folder on ``PYTHONPATH``); it
 imports nothing from tuneloop, so the company's code never runs in our process.
 
@@ -150,7 +150,7 @@ def pytest_collectreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Write the report file read back by :mod:`connectors.pytest_collect`."""
+    """Write the report file read back by :mod:`connectors.suites.pytest_collect`."""
     if not _OUT:
         return
     with open(_OUT, "w", encoding="utf-8") as fh:

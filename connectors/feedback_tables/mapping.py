@@ -22,6 +22,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from feedback.scales import SCALES, ScaleName
+
 FIELDS = ("conversation_id", "message_id", "user_id", "row_id", "prompt", "response", "rating",
           "correction", "created_at", "system_prompt", "tests", "expected")
 
@@ -79,22 +81,19 @@ class JsonPath(_Opt):
 
 
 _PRESETS: dict[str, tuple[float, float, float]] = {  # kind -> (min, max, default good threshold)
-    "thumbs": (-1.0, 1.0, 1.0),
-    "stars_1_5": (1.0, 5.0, 4.0),
-    "scale_0_10": (0.0, 10.0, 7.0),
-}
+    kind: (s.min, s.max, s.good) for kind, s in SCALES.items()}  # the named scales of feedback.scales
 
 
 class RatingScale(_Opt):
     """How the rating column is to be read.
 
     ``kind``: ``thumbs`` (+1 / -1; also true/false, "up"/"down"), ``stars_1_5``,
-    ``scale_0_10``, ``range`` (numbers from ``min`` to ``max``, e.g. 0–5), or ``labels``
+    ``scale_0_10`` (the named scales of :mod:`feedback.scales`), ``range`` (numbers from ``min`` to ``max``, e.g. 0–5), or ``labels``
     (``labels`` maps each label to a score in [0, 1], e.g. ``{good: 1, ok: 0.5, bad: 0}``).
     Values outside the scale are errors (the row is quarantined), never clipped.
     """
 
-    kind: Literal["thumbs", "stars_1_5", "scale_0_10", "range", "labels"] = "thumbs"
+    kind: Literal[ScaleName, "range", "labels"] = "thumbs"
     min: float | None = None
     max: float | None = None
     labels: dict[str, float] = Field(default_factory=dict)

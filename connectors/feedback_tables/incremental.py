@@ -26,15 +26,13 @@ import json
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
-from connectors.feedback_records import Row
+from connectors.feedback_tables.records import Row
+from connectors.feedback_tables.rows import ParsedRow, RowReader, collect
 from sdk.errors import SourceError
-from sdk.sources import PreferencePair, SftExample, SourceResult
-from sdk.tasks.records import Quarantined, Task, canonical_json
-
-if TYPE_CHECKING:
-    from connectors.sql_feedback import SqlFeedbackSource
+from sdk.sources import SourceResult
+from sdk.tasks.records import Quarantined, canonical_json
 
 LOG, STATE = "events.jsonl", "state.json"
 
@@ -60,20 +58,20 @@ def decode(line: bytes) -> tuple[tuple, Row | Quarantined]:
 
 
 class IncrementalIngest:
-    """Resumable ingestion of one :class:`SqlFeedbackSource` into ``state_dir``.
+    """Resumable ingestion of one feedback reader (a ``SqlFeedbackSource``) into ``state_dir``.
 
     Args:
-        source: the configured source (``row_id`` must be mapped or auto-detected).
+        source: the configured reader (``row_id`` must be mapped or auto-detected).
         state_dir: folder for ``events.jsonl`` and ``state.json`` (created if missing).
     Raises:
         SourceError: the state belongs to another table, or the log is shorter than committed.
     """
 
-    def __init__(self, source: "SqlFeedbackSource", state_dir: Path) -> None:
+    def __init__(self, source: RowReader, state_dir: Path) -> None:
         self.source = source
         self.dir = Path(state_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.origin = f"{source.options.url}#{source.options.table or source.options.query}"
+        self.origin = source.origin
 
     def state(self) -> dict[str, Any]:
         """The committed state: ``watermark`` (None before the first commit), ``bytes``, ``rows``."""
@@ -133,17 +131,17 @@ class IncrementalIngest:
         watermark = state["watermark"]
         row_col = None
         for key, item in self.source.iter_rows(after=state["watermark"]):
-            row_col = row_col or self.source._cols["row_id"]
+            row_col = row_col or self.source.row_column
             batch.append(encode(key, item))
             watermark = item.raw.get(row_col) if isinstance(item, Quarantined) else item.values.get("row_id")
-            if len(batch) >= self.source.options.batch_size:
+            if len(batch) >= self.source.batch_size:
                 self._commit(batch, watermark, state)
                 batch = []
         if batch:
             self._commit(batch, watermark, state)
         return {**self.source.counts, "new_rows": state["rows"] - start, "total_rows": state["rows"]}
 
-    def events(self) -> Iterator[tuple[tuple, Row | Quarantined]]:
+    def events(self) -> Iterator[ParsedRow]:
         """The committed log, decoded."""
         state = self.state()
         log = self.dir / LOG
@@ -159,11 +157,7 @@ class IncrementalIngest:
         """Records from the whole log, deduplicated as a full read would."""
         src = self.source
         src.reset_counts()
-        result = SourceResult()
-        buckets = {SftExample: result.sft_examples, PreferencePair: result.preference_pairs,
-                   Task: result.tasks, Quarantined: result.quarantined}
         events = list(self.events())
-        for record in src.records_from_rows(events, grouped=False):
-            buckets[type(record)].append(record)
+        result = collect(src.records_from_rows(events, grouped=False))
         result.counts.update(src.counts, rows_read=len(events), preference_pairs=len(result.preference_pairs))
         return result

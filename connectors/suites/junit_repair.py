@@ -1,6 +1,6 @@
 """Failing CI tests → repair tasks: "make this test pass without breaking the passing ones".
 
-Input: a :class:`connectors.junit.JUnitReport` from the repository's CI and the repository
+Input: a :class:`connectors.suites.junit.JUnitReport` from the repository's CI and the repository
 folder. For each real failing or erroring test case (never a pseudo-case, never a case of a
 broken suite: field case J7), the task shows the failure message and the file to repair; the
 completion is the complete repaired file; the verifier runs the whole test file (so the tests
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from connectors.junit import JUnitReport, TestCaseRecord
+from connectors.suites.junit import JUnitReport, TestCaseRecord
 from sdk.tasks.records import Language, Message, Quarantined, Source, Task, UnitTestVerifier
 
 _FRAMEWORK = {Language.PYTHON: "pytest", Language.JAVASCRIPT: "node", Language.JAVA: "junit", Language.GO: "go"}

@@ -12,12 +12,14 @@ yield_per=N)`` gives server-side cursors on PostgreSQL (psycopg2 named cursors) 
 from __future__ import annotations
 
 import importlib.util
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
 from sdk.errors import SourceError
 
@@ -99,6 +101,16 @@ class Database:
             raise SourceError(f"cannot connect to {self.display}: {first}",
                               "check that the server is running and reachable, and the host, port, user, "
                               "password and database in `url:`") from None
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """An ORM session on one connection, for typed queries (:mod:`feedback.store`).
+
+        Raises:
+            SourceError: the database cannot be reached (errors inside the block are the caller's).
+        """
+        with self._connect() as conn, Session(bind=conn) as session:
+            yield session
 
     def relation(self, conn: sa.Connection, table: str | None, query: str | None) -> sa.FromClause:
         """A selectable for the table (reflected) or the query (wrapped as a subquery)."""

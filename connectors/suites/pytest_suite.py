@@ -2,10 +2,10 @@
 
 Pipeline (issue 4, part 1):
 
-1. Read the package's modules with ``ast`` (:mod:`connectors.pysource`): top-level functions
+1. Read the package's modules with ``ast`` (:mod:`connectors.suites.pysource`): top-level functions
    and methods of top-level classes are the candidate targets.
 2. Run the repository's own suite once in a subprocess with a tracing plugin
-   (:mod:`connectors.pytest_collect`): per test, the package functions it called. Re-run it
+   (:mod:`connectors.suites.pytest_collect`): per test, the package functions it called. Re-run it
    ``flaky_reruns`` times to find flaky tests. Tests that fail, error, skip or flip on the
    original code are never used as verifiers.
 3. For each target, the covering test functions (direct callers first, then tests that reach
@@ -35,8 +35,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from connectors.pysource import ModuleInfo, PyFunction, TestModule, module_context, scan_module
-from connectors.pytest_collect import SuiteRun, TestItem, run_suite
+from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context, scan_module
+from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
 from sdk.errors import SourceError
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.records import Message, Quarantined, Source, Task, UnitTestVerifier

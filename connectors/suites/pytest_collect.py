@@ -2,7 +2,7 @@
 
 The suite is the company's own code, trusted enough to run, but it never runs in the tuneloop
 process: each run is ``python -m pytest`` in the repository folder with the tracing plugin
-:mod:`connectors._pytest_trace` (copied into a temporary folder, loaded with ``-p``). The
+:mod:`connectors.suites._pytest_trace` (copied into a temporary folder, loaded with ``-p``). The
 repository's ``addopts`` are cleared (they often name plugins such as pytest-cov that need not
 be installed), ``pytest-randomly`` and the cache provider are switched off, and bytecode is not
 written into the repository.

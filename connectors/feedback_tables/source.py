@@ -1,7 +1,8 @@
 """SQL feedback tables → SFT examples, preference pairs and RL tasks (issue 5, part 1 and 4).
 
 :class:`SqlFeedbackSource` reads a company's existing table (or a ``query``) through SQLAlchemy
-Core, any URL (SQLite by default), with a declarative mapping (:mod:`connectors.feedback_mapping`).
+Core, any URL (SQLite by default), with a declarative mapping (:mod:`connectors.feedback_tables.mapping`;
+the options are :class:`~connectors.feedback_tables.options.SqlFeedbackOptions`).
 
 How a read goes:
 
@@ -51,18 +52,26 @@ import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Iterable, Iterator
 
-from pydantic import Field, field_validator, model_validator
-
-from connectors.feedback_mapping import (FIELDS, check_scale, ColumnMap, JsonPath, RatingScale, RowError,
-                                         parse_timestamp, raw_rating, resolve_json, zone)
-from connectors.feedback_records import Record, RecordBuilder, Row
-from connectors.feedback_sql import Database
+from connectors.feedback_tables.database import Database
+from connectors.feedback_tables.incremental import IncrementalIngest
+from connectors.feedback_tables.mapping import (
+    FIELDS,
+    RowError,
+    check_scale,
+    parse_timestamp,
+    raw_rating,
+    resolve_json,
+    zone,
+)
+from connectors.feedback_tables.options import SqlFeedbackOptions
+from connectors.feedback_tables.records import Record, RecordBuilder, Row
+from connectors.feedback_tables.rows import ParsedRow, collect
 from feedback.redact import RedactionError, Redactor
 from sdk.errors import SourceError
-from sdk.sources import PreferencePair, SftExample, SourceOptions, SourceResult, TaskSource
-from sdk.tasks.records import Quarantined, Task
+from sdk.sources import SourceResult, TaskSource
+from sdk.tasks.records import Quarantined
 
 log = logging.getLogger(__name__)
 
@@ -70,96 +79,6 @@ TEXT_FIELDS = ("prompt", "response", "correction", "system_prompt", "tests", "ex
 _ALIASES = {"row_id": ("id",)}
 COUNTS = ("rows_read", "duplicates_dropped", "unlabelled", "negative_unused", "before_since", "no_timestamp_with_since",
           "naive_timestamps", "redactions", "sft_examples", "preference_pairs", "tasks", "quarantined")
-
-
-class SqlFeedbackOptions(SourceOptions):
-    """Options of the ``sql_feedback`` source (the ``options:`` mapping in the config).
-
-    Attributes:
-        url: SQLAlchemy URL; a relative SQLite path is resolved against the config folder.
-        table: table name (``schema.table`` allowed); exactly one of ``table`` / ``query``.
-        query: a ``SELECT`` whose result columns are mapped instead of a table.
-        columns: field -> column name (see :class:`ColumnMap`).
-        json_paths: field -> ``{column, path}`` or ``"column:path"`` for nested JSON values.
-        rating: the rating scale (a kind name or a :class:`RatingScale` mapping).
-        good_threshold: ratings at or above this (raw scale units) are good; default per scale.
-        timezone: IANA zone for naive timestamps; unset = UTC with a warning.
-        filter: SQL boolean expression appended as ``WHERE`` (trusted config, not user input).
-        since: keep rows created at or after this instant (aware; naive means UTC).
-        redact: redact personal data (turn off only for data already cleaned upstream).
-        redaction_key_env: environment variable holding the placeholder HMAC key.
-        phone_region: ISO region for phone numbers written without ``+``.
-        answer_mode: verifier mode for ``expected`` answers.
-        test_framework: runner for ``tests`` (``pytest`` or ``script``).
-        batch_size: rows fetched per round trip.
-        auto_columns: map each field left unmapped to a column of the same name when the table
-            has one (``row_id`` also to ``id``); set false to use only explicit mappings.
-        max_prompt_chars: cut long chat prompts to this many characters by dropping the oldest
-            turns, keeping system messages and the rated (last) turn.
-        state_dir: when set, reads are incremental: only rows above the persisted watermark
-            are read and appended to an event log there (see
-            :mod:`connectors.feedback_incremental`); records come from the whole log.
-    """
-
-    url: str = "sqlite:///feedback.db"
-    table: str | None = None
-    query: str | None = None
-    columns: ColumnMap = Field(default_factory=ColumnMap)
-    json_paths: dict[str, JsonPath] = Field(default_factory=dict)
-    rating: RatingScale = Field(default_factory=RatingScale)
-    good_threshold: float | None = None
-    timezone: str | None = None
-    filter: str | None = None
-    since: datetime | None = None
-    redact: bool = True
-    redaction_key_env: str = "TUNELOOP_REDACTION_KEY"
-    phone_region: str = "US"
-    answer_mode: Literal["exact", "normalized", "regex", "numeric", "json"] = "normalized"
-    test_framework: str = "pytest"
-    batch_size: int = Field(1000, gt=0)
-    auto_columns: bool = True
-    state_dir: str | None = None
-    max_prompt_chars: int | None = Field(None, gt=0)
-
-    @field_validator("rating", mode="before")
-    @classmethod
-    def _rating_shorthand(cls, value: Any) -> Any:
-        return {"kind": value} if isinstance(value, str) else value
-
-    @field_validator("json_paths", mode="before")
-    @classmethod
-    def _path_shorthand(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value
-        out = {}
-        for key, spec in value.items():
-            if isinstance(spec, str):
-                column, sep, path = spec.partition(":")
-                if not sep:
-                    raise ValueError(f"json_paths.{key}: write 'column:path', e.g. 'meta:details.rating'")
-                spec = {"column": column, "path": path}
-            out[key] = spec
-        return out
-
-    @model_validator(mode="after")
-    def _check(self) -> "SqlFeedbackOptions":
-        if (self.table is None) == (self.query is None):
-            raise ValueError("set exactly one of `table` or `query`")
-        unknown = set(self.json_paths) - set(FIELDS)
-        if unknown:
-            raise ValueError(f"json_paths has unknown fields {sorted(unknown)}; allowed: {', '.join(FIELDS)}")
-        both = [f for f in self.json_paths if getattr(self.columns, f) is not None]
-        if both:
-            raise ValueError(f"fields {both} are mapped in both `columns` and `json_paths`; keep one")
-        for field in ("prompt", "response"):
-            if field not in self.json_paths and getattr(self.columns, field) is None:
-                object.__setattr__(self.columns, field, field)
-        for path in self.json_paths.values():
-            path.steps()
-        zone(self.timezone)
-        if self.since is not None and self.since.tzinfo is None:
-            self.since = self.since.replace(tzinfo=timezone.utc)
-        return self
 
 
 class SqlFeedbackSource(RecordBuilder, TaskSource):
@@ -190,18 +109,12 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
 
     def _load(self) -> SourceResult:
         if self.options.state_dir:
-            from connectors.feedback_incremental import IncrementalIngest
-
             ingest = IncrementalIngest(self, self.resolve(self.options.state_dir))
             new = ingest.run()
             result = ingest.records()
             result.counts["new_rows"] = new["new_rows"]
             return result
-        result = SourceResult()
-        buckets = {SftExample: result.sft_examples, PreferencePair: result.preference_pairs,
-                   Task: result.tasks, Quarantined: result.quarantined}
-        for record in self.iter_records():
-            buckets[type(record)].append(record)
+        result = collect(self.iter_records())
         result.counts.update(self.counts)
         result.counts["preference_pairs"] = len(result.preference_pairs)
         check_scale(self.options.rating, sum('is outside the' in q.reason for q in result.quarantined),
@@ -227,10 +140,10 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
             db.close()
         self._warn_naive()
 
-    def iter_rows(self, after: Any = None) -> Iterator[tuple[tuple, Row | Quarantined]]:
+    def iter_rows(self, after: Any = None) -> Iterator[ParsedRow]:
         """Parsed, redacted rows in ``row_id`` order, not deduplicated: ``(dedup key, Row or Quarantined)``.
 
-        The primitive of incremental ingestion (:mod:`connectors.feedback_incremental`).
+        The primitive of incremental ingestion (:mod:`connectors.feedback_tables.incremental`).
         Args:
             after: only rows whose ``row_id`` is greater than this value.
         Raises:
@@ -250,6 +163,25 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
         finally:
             db.close()
         self._warn_naive()
+
+    @property
+    def origin(self) -> str:
+        """``url#table`` (or ``url#query``): what an incremental state folder belongs to."""
+        return f"{self.options.url}#{self.options.table or self.options.query}"
+
+    @property
+    def batch_size(self) -> int:
+        """Rows fetched per round trip (and committed per incremental batch)."""
+        return self.options.batch_size
+
+    @property
+    def row_column(self) -> str:
+        """The column mapped to ``row_id`` (known once a read has opened the database).
+
+        Raises:
+            KeyError: ``row_id`` is not mapped.
+        """
+        return self._cols["row_id"]
 
     def reset_counts(self) -> None:
         """Zero ``self.counts`` (done at the start of every read)."""
@@ -309,7 +241,7 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
 
     # -- rows -----------------------------------------------------------------------------
 
-    def records_from_rows(self, parsed: Iterable[tuple[tuple, Row | Quarantined]], grouped: bool) -> Iterator[Record]:
+    def records_from_rows(self, parsed: Iterable[ParsedRow], grouped: bool) -> Iterator[Record]:
         """Deduplicate parsed rows (latest per key wins) and build records.
 
         Args:
