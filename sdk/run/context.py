@@ -26,36 +26,42 @@ if TYPE_CHECKING:
 
 
 class RunInputs:
-    """The tasks stage's outputs, each read from disk at most once per invocation.
-
-    The pipeline calls :meth:`forget` after the tasks stage rewrites them.
+    """The tasks stage's outputs, each read from disk once and re-read only when the file changed
+    (its size or modification time), so every stage of one invocation shares one parsed copy.
     """
 
     def __init__(self, layout: RunLayout) -> None:
         self.layout = layout
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, tuple[Any, Any]] = {}
 
     def forget(self) -> None:
-        """Drop what was read (the files changed)."""
+        """Drop what was read."""
         self._cache.clear()
 
-    def _once(self, key: str, load: Callable[[], Any]) -> Any:
-        if key not in self._cache:
-            self._cache[key] = load()
-        return self._cache[key]
+    def _once(self, key: str, path: Path, load: Callable[[], Any]) -> Any:
+        try:
+            st = path.stat()
+            stamp: Any = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        hit = self._cache.get(key)
+        if hit is None or hit[0] != stamp:
+            hit = (stamp, load())
+            self._cache[key] = hit
+        return hit[1]
 
     def taskset(self) -> "TaskSet":
         """The task set (``tasks/tasks.jsonl``)."""
         from sdk.tasks.taskset import TaskSet
 
-        return self._once("taskset", lambda: TaskSet.load(self.layout.tasks_jsonl))
+        return self._once("taskset", self.layout.tasks_jsonl, lambda: TaskSet.load(self.layout.tasks_jsonl))
 
     def sft_examples(self) -> list["SftExample"]:
         """The SFT examples of feedback sources (``[]`` when the file is missing)."""
         from sdk.jsonl import read_models
         from sdk.sources import SftExample
 
-        return self._once("examples", lambda: read_models(
+        return self._once("examples", self.layout.sft_examples_jsonl, lambda: read_models(
             self.layout.sft_examples_jsonl, SftExample, SourceError,
             "re-run the tasks stage (`tuneloop tasks build CONFIG --force`) to rewrite the file", missing_ok=True))
 
@@ -68,7 +74,7 @@ class RunInputs:
                 return {}
             return data if isinstance(data, dict) else {}
 
-        return self._once("counts", load)
+        return self._once("counts", self.layout.counts_json, load)
 
 
 @dataclass(frozen=True)

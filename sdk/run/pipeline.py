@@ -181,7 +181,8 @@ class Pipeline:
         self._claim_checkpoints(spec, force)
         ctx = self.context(spec)
         with StageClock() as clock:
-            stats = spec.run(ctx).timed(clock)
+            stats = spec.run(ctx)
+        stats = stats.timed(clock)
         if spec.stage is Stage.TASKS:
             self.inputs.forget()
         write_marker(self.layout.marker(name), self.fingerprint(spec.stage), stats)

@@ -58,7 +58,7 @@ def test_every_stage_leaves_its_artefacts(finished_run):
     assert {r["split"] for r in base} == {"heldout", "ood"} and all(r["completions"] for r in base)
     assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
     on_disk = json.loads((run / "report.json").read_text())
-    assert set(on_disk["by_split"]) >= {"heldout", "ood"} and on_disk == json.loads(json.dumps(report))
+    assert set(on_disk["by_split"]) >= {"heldout", "ood"} and on_disk == report.to_json()
 
 
 def test_lora_weights_changed(finished_run):

@@ -79,7 +79,7 @@ def test_both_arms_write_curves_at_the_same_steps(compared):
 
 def test_report_and_html_hold_both_arms(compared):
     cfg, report = compared
-    sc = report["schedule_comparison"]
+    sc = report.schedule_comparison
     assert set(sc["arms"]) == {"main", "compare"} and sc["steps"] == [0, 1, 2]
     assert sc["arms"]["main"]["label"] == "plain"
     assert sc["arms"]["compare"]["label"] == "easy_to_hard curriculum + difficulty filter"
@@ -110,7 +110,7 @@ def test_a_changed_comparison_reruns_only_its_stage(compared, tmp_path):
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items()), "rl and eval were not redone"
     alt = json.loads((run / "rl_compare" / "heldout_curve.json").read_text())
     assert "nothing to train on after the difficulty filter" in alt["skipped"]
-    assert report["schedule_comparison"]["verdict"].startswith(
+    assert report.schedule_comparison["verdict"].startswith(
         "no comparison: the short_to_long curriculum + difficulty filter arm did not run")
 
 
@@ -120,7 +120,7 @@ def test_disabling_the_comparison_removes_the_stage(compared, tmp_path):
     pipe = Pipeline(off, progress=False)
     assert not pipe.stage_enabled("rl_compare")
     report = pipe.run(("rl_compare", "report"))
-    assert report["schedule_comparison"] is None
+    assert report.schedule_comparison is None
     assert "schedule-comparison" not in (run / "report.html").read_text()
     # the main arm's probes were part of its run: without the comparison it would train again
     assert not pipe.is_complete("rl") and pipe.is_complete("sft")
