@@ -8,6 +8,8 @@
 * :mod:`sdk.rollout.episode`: the multi-turn rollout engine (training and evaluation);
 * :mod:`sdk.rollout.trl_rollout`: the engine as TRL ``GRPOTrainer``'s ``rollout_func``;
 * :mod:`sdk.rollout.rewards`: answer + process reward for tool tasks; :mod:`sdk.rollout.config`.
+* :mod:`sdk.rollout.factories`: the tools a ``tools:`` section names (dotted paths, factories,
+  configured :class:`~sdk.rollout.factories.ToolFactory` classes).
 """
 
 from sdk.rollout.errors import ToolError

@@ -1,10 +1,13 @@
 """Configuration of tool rollouts and of the tool-task reward (nested pydantic, ``extra="forbid"``).
 
-Kept in ``sdk.rollout`` so the section can be used on its own (``examples/tool_agent``) and
-mounted in :class:`sdk.config.RunConfig` as an optional ``tools:`` section.
+Mounted in :class:`sdk.config.RunConfig` as the optional ``tools:`` section: when it names tools
+(``tools`` or ``factories``), the rl stage trains with multi-turn tool rollouts and the eval stage
+evaluates with them (``examples/tool_agent/agent.yaml`` is a complete config).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -32,15 +35,34 @@ class ToolRewardConfig(_Cfg):
         return self
 
 
+class ToolFactoryConfig(_Cfg):
+    """A configured tool factory: a :class:`sdk.rollout.factories.ToolFactory` subclass and its options.
+
+    For tools that need settings (a database URL, a folder relative to the config file); a factory
+    without settings can stay a plain dotted path in ``tools.factories``.
+    """
+
+    type: str = Field(..., description="dotted path `package.module:Class` of a ToolFactory subclass")
+    options: dict[str, Any] = Field(default_factory=dict, description="the factory's own options (its `Options`)")
+
+
 class ToolsConfig(_Cfg):
-    """Tools and retrieval inside rollouts (issue 8)."""
+    """Tools and retrieval inside rollouts (issue 8). Set ``tools`` or ``factories`` to switch tool
+    rollouts on in the rl and eval stages."""
 
     tools: list[str] = Field(default_factory=list, description="dotted paths `package.module:obj` of BaseTools "
                              "or typed functions, used as they are")
-    factories: list[str] = Field(default_factory=list, description="dotted paths of zero-argument callables, each "
-                                 "returning a tool or a list of tools (called once per run)")
+    factories: list[str | ToolFactoryConfig] = Field(
+        default_factory=list, description="each a dotted path of a zero-argument callable returning a tool or a list "
+        "of tools, or `{type: package.module:Class, options: {...}}` of a ToolFactory (built once per stage)")
     max_calls: int = Field(4, gt=0, description="tool calls answered per rollout; later calls get an error answer")
     max_turns: int | None = Field(None, gt=0, description="assistant turns per rollout; default max_calls + 1")
     max_result_chars: int = Field(2000, gt=0, description="tool answers longer than this are cut (characters)")
-    retrieval_k: int = Field(3, gt=0, description="documents per search (search tool and prompt augmentation)")
+    retrieval_k: int = Field(3, gt=0, description="documents per search (search tool and prompt augmentation; "
+                             "ToolFactory subclasses read it as `self.settings.retrieval_k`)")
     reward: ToolRewardConfig = Field(default_factory=ToolRewardConfig)
+
+    @property
+    def enabled(self) -> bool:
+        """True when the section names at least one tool or factory (tool rollouts are on)."""
+        return bool(self.tools or self.factories)

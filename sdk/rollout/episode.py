@@ -164,7 +164,8 @@ def hf_generator(model, tokenizer, max_new_tokens: int, temperature: float = 0.0
                  seed: int = 0) -> Generate:
     """A :data:`Generate` over a transformers model (greedy when ``temperature`` is 0), for evaluation.
 
-    Rows are left-padded in batches of ``batch_size``; each output is cut after its first end-of-turn token.
+    Rows are left-padded in batches of ``batch_size`` on the model's device; each output is cut after
+    its first end-of-turn token.
     """
     import torch
 
@@ -177,8 +178,8 @@ def hf_generator(model, tokenizer, max_new_tokens: int, temperature: float = 0.0
         for start in range(0, len(batch), batch_size):
             rows = batch[start: start + batch_size]
             width = max(map(len, rows))
-            ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
-            attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+            ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=model.device)
+            attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=model.device)
             sample = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             with torch.no_grad():
                 gen = model.generate(input_ids=ids, attention_mask=attn, max_new_tokens=max_new_tokens,

@@ -114,6 +114,8 @@ def report(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt) -> None
 def _pipeline(config: Path, overrides: list[str] | None):
     from sdk.config import load_config
 
+    if os.getcwd() not in sys.path:  # dotted paths in a config (`pkg.module:Class`) import as under `python -m`
+        sys.path.insert(0, os.getcwd())
     cfg = load_config(config, _overrides(overrides))  # validate before the slow torch/transformers imports
     from sdk.run.pipeline import Pipeline
 

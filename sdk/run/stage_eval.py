@@ -1,15 +1,38 @@
 """The eval stage: generate and score base and tuned completions on the eval splits.
 
-Writes ``eval/base.jsonl`` and ``eval/tuned.jsonl``, one row per task with its raw completions,
-so the report (and any later rescoring) needs no generation.
+Writes ``eval/base.jsonl`` and ``eval/tuned.jsonl``, one :class:`sdk.eval.records.EvalRow` per task
+with its raw completions, so the report (and any later rescoring) needs no generation.
+
+Two ways to produce a completion, chosen by the config:
+
+* single turn (the default): the model answers once; the sandboxed tiered reward scores it;
+* multi-turn tool rollouts, when the ``tools:`` section names tools (as GRPO then trains with them):
+  :func:`sdk.rollout.episode.run_episodes` with the same tools, the same engine and the same reward
+  (:class:`sdk.rollout.rewards.ToolTaskReward`) as training, so "valid tool-call rate" and "task
+  success" are measured the same way before and after. A completion is then the rollout's trace as
+  JSON (calls, arguments, validity, tool answers, retrieved documents, final answer): rescoring
+  needs no generation either. A sample *passes* when its final answer is right (status ``ok``); its
+  reward is the weighted tool reward, process checks included. Its components carry the reward's
+  (``answer``, ``right_tool``, ``valid_args``, ``no_waste``) and the tool metrics
+  ``task_success``, ``tool_calls``, ``valid_tool_calls`` and ``used_tools``, which the report's
+  components table shows per model; the stage's stats hold the pooled rates (:func:`tool_summary`).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 from sdk.errors import ConfigError
+from sdk.eval.records import EvalRow
 from sdk.run.bookkeeping import StageStats
 from sdk.run.context import StageContext, adapter_for_eval
+from sdk.run.stage_rl import toolbox_maker, tools_enabled
 from sdk.tasks.records import Task
+
+PROMPT_SLACK_TOKENS = 256  # added to a tool rollout's token budget for the tool answers
 
 
 def eval_tasks(ctx: StageContext) -> list[Task]:
@@ -23,15 +46,13 @@ def eval_tasks(ctx: StageContext) -> list[Task]:
 
 
 def stage_eval(ctx: StageContext) -> StageStats:
-    """Generate and score base and tuned completions; save rows with raw completions.
+    """Generate and score base and tuned completions (tool rollouts when ``tools:`` names tools);
+    save rows with raw completions.
 
     Raises:
         ConfigError: the task set has no task in the eval splits.
     """
     from sdk.eval.records import save_rows
-    from sdk.eval.run import evaluate
-    from sdk.generate import make_generator
-    from sdk.rewards.tiered import score_batch
 
     cfg, ec = ctx.cfg, ctx.cfg.eval
     tasks = eval_tasks(ctx)
@@ -39,19 +60,117 @@ def stage_eval(ctx: StageContext) -> StageStats:
         raise ConfigError(f"no task to evaluate: the task set has none in the eval splits {ec.splits}",
                           "add a test-suite source (pytest, jsonl, humaneval) with split auto, heldout or ood, "
                           "or list the splits that have tasks under `eval.splits` (see tasks/counts.json)")
-    models = [("base", None)]
+    models: list[tuple[str, Path | None]] = [("base", None)]
     adapter = adapter_for_eval(cfg, ctx.layout)
     if adapter is not None:
         models.append(("tuned", adapter))
-    sandbox = ctx.need_sandbox()
-    generated = 0
+    with_tools = tools_enabled(cfg)
+    make_box = toolbox_maker(cfg) if with_tools else None
+    generated, summaries = 0, {}
     for label, adapter_path in models:
-        gen = make_generator(ctx.model_path, adapter_path, ec.batch_size, ec.max_new_tokens, ec.temperature,
-                             cfg.seed, cfg.model.dtype, cfg.rl.use_vllm)
-        rows = evaluate(tasks, gen, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward), label, ec.n_samples,
-                        progress=ctx.progress, batch_size=ec.batch_size)
-        gen.close()
+        rows = (tool_rows(ctx, tasks, label, adapter_path, make_box) if make_box is not None
+                else text_rows(ctx, tasks, label, adapter_path))
         save_rows(ctx.layout.eval_rows(label), rows)
         generated += sum(r.gen_tokens for r in rows)
-        ctx.console.print(f"  {label}: {sum(any(r.passed) for r in rows)}/{len(rows)} tasks passed (any sample)")
-    return StageStats("eval", tokens_generated=generated, extra={"tasks": len(tasks)})
+        line = f"  {label}: {sum(any(r.passed) for r in rows)}/{len(rows)} tasks passed (any sample)"
+        if with_tools:
+            summaries[label] = tool_summary(rows)
+            line += ", " + ", ".join(f"{k} {v:.2f}" for k, v in summaries[label].items() if k != "samples")
+        ctx.console.print(line)
+    extra: dict[str, Any] = {"tasks": len(tasks)}
+    if with_tools:
+        extra["tools"] = summaries
+    return StageStats("eval", tokens_generated=generated, extra=extra)
+
+
+def text_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Path | None) -> list[EvalRow]:
+    """Single-turn completions scored by the sandboxed tiered reward on the run's sandbox."""
+    from sdk.eval.run import evaluate
+    from sdk.generate import make_generator
+    from sdk.rewards.tiered import score_batch
+
+    cfg, ec = ctx.cfg, ctx.cfg.eval
+    sandbox = ctx.need_sandbox()
+    gen = make_generator(ctx.model_path, adapter, ec.batch_size, ec.max_new_tokens, ec.temperature,
+                         cfg.seed, cfg.model.dtype, cfg.rl.use_vllm)
+    try:
+        return evaluate(tasks, gen, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward), label, ec.n_samples,
+                        progress=ctx.progress, batch_size=ec.batch_size)
+    finally:
+        gen.close()
+
+
+def tool_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Path | None, make_box) -> list[EvalRow]:
+    """Multi-turn tool rollouts (transformers generation, ``eval.max_new_tokens`` per assistant turn,
+    ``eval.temperature``), each scored by the tool-task reward; see the module docstring."""
+    from sdk.eval.run import evaluate
+    from sdk.generate import HFGenerator
+    from sdk.rollout.chat_template import ensure_tool_template
+    from sdk.rollout.episode import hf_generator, run_episodes
+    from sdk.rollout.rewards import ToolTaskReward
+
+    cfg, ec, tc = ctx.cfg, ctx.cfg.eval, ctx.cfg.tools
+    model = HFGenerator(ctx.model_path, adapter, ec.batch_size, ec.max_new_tokens, ec.temperature, cfg.seed,
+                        cfg.model.dtype)
+    tok = model.tokenizer
+    ensure_tool_template(tok)
+    step = hf_generator(model.model, tok, ec.max_new_tokens, ec.temperature, ec.batch_size, cfg.seed)
+    turns = tc.max_turns or tc.max_calls + 1
+    budget = ec.max_new_tokens * turns + PROMPT_SLACK_TOKENS
+
+    def generate(prompts: list[list[dict]], n: int) -> list[list[tuple[str, int]]]:
+        episodes = run_episodes([p for p in prompts for _ in range(n)], tok, make_box, step, budget, tc.max_turns)
+        outs = [(json.dumps(ep.trace(), ensure_ascii=False, default=str), sum(ep.env_mask)) for ep in episodes]
+        return [outs[i * n:(i + 1) * n] for i in range(len(prompts))]
+
+    reward = ToolTaskReward(tc.reward)
+    try:
+        rows = evaluate(tasks, generate, lambda ts, cs: score_traces(reward, ts, cs), label, ec.n_samples,
+                        progress=ctx.progress, batch_size=ec.batch_size)
+    finally:
+        model.close()
+    return [_pass_on_answer(r) for r in rows]
+
+
+def score_traces(reward, tasks: Sequence[Task], completions: Sequence[str]) -> list:
+    """One :class:`sdk.rewards.result.RewardResult` per tool-rollout trace (JSON): the tool reward,
+    status ``ok`` when the final answer is right (else ``failed``), the reward's components plus the
+    tool metrics; not judged (score None) when no weighted component applies."""
+    from sdk.rewards.result import RewardResult, RewardStatus
+
+    out = []
+    for task, text in zip(tasks, completions):
+        trace = json.loads(text)
+        score, comps = reward.score(task, trace)
+        comps = {**comps, "task_success": float(comps.get("answer", 0.0) == 1.0),
+                 "tool_calls": float(trace["n_calls"]), "valid_tool_calls": float(trace["n_valid"]),
+                 "used_tools": float(trace["n_calls"] > 0)}
+        if score is None:
+            out.append(RewardResult(score=None, components=comps, status=RewardStatus.NOT_VERIFIABLE,
+                                    detail="no weighted tool-reward component applies to this task"))
+            continue
+        status = RewardStatus.OK if comps["task_success"] else RewardStatus.FAILED
+        out.append(RewardResult(score=score, components=comps, status=status))
+    return out
+
+
+def _pass_on_answer(row: EvalRow) -> EvalRow:
+    """``row`` whose samples pass when judged with status ok (the right final answer), process
+    checks aside (``evaluate`` asks for full marks, which would need every process check too)."""
+    passed = tuple(r is not None and s == "ok" for r, s in zip(row.rewards, row.statuses))
+    return EvalRow.model_validate({**row.model_dump(), "passed": passed})
+
+
+def tool_summary(rows: Sequence[EvalRow]) -> dict[str, float]:
+    """Pooled tool metrics over every judged sample of ``rows``: ``task_success`` (right final
+    answer), ``valid_tool_call_rate`` (valid calls / calls; 0 without calls), ``tool_use_rate``
+    (samples with a call), ``calls_per_sample``, ``mean_reward`` and ``samples``."""
+    comps = [c for row in rows for r, c in zip(row.rewards, row.components) if r is not None]
+    rewards = [r for row in rows for r in row.rewards if r is not None]
+    n, calls = max(len(comps), 1), sum(c["tool_calls"] for c in comps)
+    return {"task_success": sum(c["task_success"] for c in comps) / n,
+            "valid_tool_call_rate": sum(c["valid_tool_calls"] for c in comps) / calls if calls else 0.0,
+            "tool_use_rate": sum(c["used_tools"] for c in comps) / n,
+            "calls_per_sample": calls / n,
+            "mean_reward": sum(rewards) / n,
+            "samples": float(len(comps))}

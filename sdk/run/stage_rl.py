@@ -1,5 +1,9 @@
 """The rl and rl_compare stages: GRPO from the SFT adapter with the sandboxed reward.
 
+With a ``tools:`` section that names tools, GRPO rolls out multi-turn with those tools
+(:class:`sdk.rollout.trl_rollout.ToolRolloutFunc`, traces in ``<stage>/traces.jsonl``) and is
+rewarded by :class:`sdk.rollout.rewards.ToolTaskReward` instead of the sandbox.
+
 ``rl`` trains the configured arm into ``rl/``; ``rl_compare`` (``rl.compare``, :mod:`sdk.train.compare`)
 trains the schedule comparison's second arm into ``rl_compare/`` from the same SFT adapter, seed and
 GRPO settings. Both share one held-out probe and the run's one sandbox (the reward gets the live
@@ -114,7 +118,7 @@ def make_reward(ctx: StageContext, stage: str):
     config has a ``tools:`` section with tools."""
     from sdk.rewards.trl import SandboxReward
 
-    if ctx.cfg.tools is not None and (ctx.cfg.tools.tools or ctx.cfg.tools.factories):
+    if tools_enabled(ctx.cfg):
         return tool_rollout(ctx, ctx.layout.traces_jsonl(stage))
     # No reference baseline: a task's tests only cover its target, so "tests the reference passes
     # that the completion fails" would charge every failing test twice (tests tier + penalty).
@@ -123,43 +127,49 @@ def make_reward(ctx: StageContext, stage: str):
     return reward, None
 
 
-def load_tools(tc) -> list:
-    """The tools of a ``tools:`` section: each entry of ``tools`` (a dotted path to a tool or a typed
-    function) as it is, and the tools returned by calling each entry of ``factories`` (dotted paths
-    to zero-argument callables returning one tool or a list of them).
+def load_tools(tc, base_dir: Path | str = ".") -> list:
+    """The tools of a ``tools:`` section (:func:`sdk.rollout.factories.build_tools`): each entry of
+    ``tools`` as it is, then the tools of each ``factories`` entry (a zero-argument callable, or a
+    configured :class:`~sdk.rollout.factories.ToolFactory` whose relative paths resolve against
+    ``base_dir``, the config's folder).
 
     Raises:
-        ConfigError: a path cannot be imported, or a factory is not callable.
+        ConfigError: a path cannot be imported, or a factory is not callable / not a ToolFactory.
+        ToolError: a factory failed.
     """
-    from sdk.rollout.tools import as_tool
-    from sdk.sources import import_dotted
+    from sdk.rollout.factories import build_tools
 
-    tools = [as_tool(import_dotted(path)) for path in tc.tools]
-    for path in tc.factories:
-        factory = import_dotted(path)
-        if not callable(factory):
-            raise ConfigError(f"tools.factories entry {path!r} is not callable",
-                              "name a function that returns a list of tools, or move the entry to tools.tools")
-        made = factory()
-        tools += [as_tool(t) for t in (made if isinstance(made, (list, tuple)) else [made])]
-    return tools
+    return build_tools(tc, base_dir)
+
+
+def toolbox_maker(cfg):
+    """A zero-argument maker of fresh :class:`~sdk.rollout.tools.ToolBox` es (call counts are per
+    rollout) over the tools of ``cfg.tools``, built once; the rl and eval stages share it."""
+    from sdk.rollout.tools import ToolBox
+
+    tc = cfg.tools
+    tools = load_tools(tc, cfg.base_dir)
+
+    def make_box() -> ToolBox:
+        return ToolBox(tools, max_calls=tc.max_calls, max_result_chars=tc.max_result_chars)
+
+    return make_box
 
 
 def tool_rollout(ctx: StageContext, traces: Path):
     """Reward and rollout function for tool tasks: tools from the ``tools:`` section
-    (:func:`load_tools`), multi-turn rollouts through :class:`sdk.rollout.trl_rollout.ToolRolloutFunc`,
+    (:func:`toolbox_maker`), multi-turn rollouts through :class:`sdk.rollout.trl_rollout.ToolRolloutFunc`,
     traces in ``traces``."""
     from sdk.rollout.rewards import ToolTaskReward
-    from sdk.rollout.tools import ToolBox
     from sdk.rollout.trl_rollout import ToolRolloutFunc
 
     tc = ctx.cfg.tools
-    tools = load_tools(tc)
+    return ToolTaskReward(tc.reward), ToolRolloutFunc(toolbox_maker(ctx.cfg), tc.max_turns, traces)
 
-    def make_box():
-        return ToolBox(tools, max_calls=tc.max_calls, max_result_chars=tc.max_result_chars)
 
-    return ToolTaskReward(tc.reward), ToolRolloutFunc(make_box, tc.max_turns, traces)
+def tools_enabled(cfg) -> bool:
+    """True when the config has a ``tools:`` section that names tools: rl and eval roll out with them."""
+    return cfg.tools is not None and cfg.tools.enabled
 
 
 def measure_difficulty(ctx: StageContext, rc, train: list[Task], adapter: Path | None, out: Path

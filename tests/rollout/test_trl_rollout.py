@@ -65,14 +65,34 @@ def test_tool_tokens_are_masked_in_trl_and_traces_reach_the_reward(tiny_model_di
     assert len(logged) == 2 and logged[0]["calls"][0]["answer"] == "7"
 
 
+def scripted(tok, turns):
+    """A stand-in for TRL's ``_generate_single_turn``: call ``k`` returns ``turns[k][i]`` for row ``i``."""
+    calls = {"n": 0}
+
+    def generate(batch, images, fields, n, has_tool_images=False):
+        texts = turns[min(calls["n"], len(turns) - 1)]
+        calls["n"] += 1
+        return [tok(texts[i] + "<|im_end|>", add_special_tokens=False)["input_ids"] for i in range(len(batch))], None
+
+    return generate
+
+
 def test_one_grpo_step_with_tool_rollouts_moves_lora(tiny_model_dir, tmp_path):
+    """One group of two rollouts whose rewards differ by construction (a right answer through a valid
+    call scores 1, a wrong answer without a call 0): the step must move every LoRA B matrix (A gets no
+    gradient while B is still zero)."""
     import torch
 
-    trainer = make_trainer(tiny_model_dir, tmp_path, 24)
+    trainer = make_trainer(tiny_model_dir, tmp_path, 256)
+    call = '<tool_call>{"name": "stock", "arguments": {"sku": "A-100"}}</tool_call>'
+    trainer._generate_single_turn = scripted(trainer.processing_class, [[call, "Answer: 3"], ["Answer: 7"]])
+    lora_b = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad and "lora_B" in n}
+    assert lora_b
 
-    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     trainer.train()
     after = dict(trainer.model.named_parameters())
+    logged = trainer.state.log_history[0]
     assert trainer.state.global_step == 1
-    assert any(not torch.equal(before[n], after[n].detach()) for n in before) or \
-        trainer.state.log_history[0].get("reward_std", 0) == 0  # no gradient only when all rewards tie
+    assert logged["reward"] == 0.5 and logged["reward_std"] > 0.5  # rewards 1.0 and 0.0 in the one group
+    unchanged = [n for n, before in lora_b.items() if torch.equal(before, after[n].detach())]
+    assert not unchanged, f"{len(unchanged)} of {len(lora_b)} LoRA B matrices did not move: {unchanged[:3]}"
