@@ -12,7 +12,14 @@ Every write needs an ``Idempotency-Key`` header (after Stripe's API): the first 
 stored with the write in one transaction; a retry with the same key and body replays it
 (``replayed: true``) and writes nothing; the same key with another body is ``409``. Two
 concurrent requests with one key are resolved by the unique constraint: one commits, the
-other rolls back and replays. Errors are JSON ``{"error", "fix"}`` with 400/401/404/409/422.
+other rolls back and replays. Errors are JSON ``{"error", "fix"}`` with 400/401/404/409/413/422.
+
+Limits (:class:`feedback.limits.CollectorSettings`, ``TUNELOOP_COLLECTOR_*`` variables for
+``serve``): bodies over ``max_body_bytes`` (1 MB) and ``tool_calls`` over ``max_tool_calls_bytes``
+are 413 naming the limit; JSON nested deeper than ``max_json_depth`` (32), ids beyond 2^63 - 1
+and non-finite numbers are 422. ``/docs``, ``/redoc`` and ``/openapi.json`` are open by default
+(development); ``docs="key"`` serves only ``/openapi.json`` and only for a valid API key,
+``docs="off"`` serves none.
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from feedback.limits import MAX_ID, BodyGuard, CollectorSettings
 from feedback.schemas import CorrectionIn, Created, FeedbackIn, FeedbackOut, InteractionIn, Page
 from feedback.store import (ApiKey, ChatMessage, Correction, FeedbackEvent, IdempotencyRecord, Interaction,
                             hash_key, sessions)
@@ -102,11 +111,14 @@ def _replay(session: Session, app_id: int, key: str, digest: str) -> JSONRespons
     return JSONResponse({**json.loads(rec.response), "replayed": True}, status_code=rec.status_code)
 
 
-def serve(url: str = "sqlite:///feedback_store.db", host: str = "127.0.0.1", port: int = 8700) -> None:
-    """Run the collector with uvicorn until interrupted (``tuneloop feedback serve``)."""
+def serve(url: str = "sqlite:///feedback_store.db", host: str = "127.0.0.1", port: int = 8700,
+          settings: CollectorSettings | None = None) -> None:
+    """Run the collector with uvicorn until interrupted (``tuneloop feedback serve``); settings
+    default to :meth:`CollectorSettings.from_env`."""
     import uvicorn
 
-    uvicorn.run(create_app(url), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(url, settings=settings or CollectorSettings.from_env()), host=host, port=port,
+                log_level="info")
 
 
 async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -140,17 +152,18 @@ def healthz() -> dict[str, str]:
 
 
 @router.post("/v1/interactions", status_code=201, response_model=Created)
-def post_interaction(body: InteractionIn, session: Session = Depends(_db), app_id: int = Depends(_application),
+def post_interaction(body: InteractionIn, request: Request, session: Session = Depends(_db), app_id: int = Depends(_application),
                      key: str = Depends(_idem_key)) -> JSONResponse:
     """Record an LLM call (messages, model, latency, ids)."""
+    tool_calls = _tool_calls(body, request.app.state.settings)
+
     def do() -> int:
         row = Interaction(application_id=app_id, external_id=body.external_id, conversation_id=body.conversation_id,
                           user_id=body.user_id, model=body.model, latency_ms=body.latency_ms)
         session.add(row)
         session.flush()
         session.add_all(ChatMessage(interaction_id=row.id, position=i, role=m.role, content=m.content,
-                                    tool_calls=json.dumps(m.tool_calls) if m.tool_calls is not None else None)
-                        for i, m in enumerate(body.messages))
+                                    tool_calls=tool_calls[i]) for i, m in enumerate(body.messages))
         return row.id
     return _write(session, app_id, key, body, do)
 
@@ -182,7 +195,8 @@ def post_correction(body: CorrectionIn, session: Session = Depends(_db), app_id:
 
 
 @router.get("/v1/feedback", response_model=Page)
-def list_feedback(after: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
+def list_feedback(after: int = Query(0, ge=0, le=MAX_ID, description="only events with a greater id (a keyset cursor)"),
+                  limit: int = Query(100, ge=1, le=1000, description="page size"),
                   session: Session = Depends(_db), app_id: int = Depends(_application)) -> Page:
     """The application's feedback, keyset-paginated by id."""
     rows = session.scalars(sa.select(FeedbackEvent).where(FeedbackEvent.application_id == app_id,
@@ -192,14 +206,44 @@ def list_feedback(after: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=
     return Page(items=items, next_after=items[-1].id if len(rows) > limit else None)
 
 
-def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True) -> FastAPI:
+def _tool_calls(body: InteractionIn, settings: CollectorSettings) -> list[str | None]:
+    """Each message's ``tool_calls`` as stored JSON text. Raises :class:`ApiError` 413 past the limit."""
+    out: list[str | None] = []
+    for i, m in enumerate(body.messages):
+        text = json.dumps(m.tool_calls) if m.tool_calls is not None else None
+        if text is not None and len(text.encode()) > settings.max_tool_calls_bytes:
+            raise ApiError(413, f"messages[{i}].tool_calls is {len(text.encode())} bytes, over the limit of "
+                                f"{settings.max_tool_calls_bytes} bytes (max_tool_calls_bytes)",
+                           "store large tool payloads elsewhere and send a reference, or raise the collector "
+                           "setting max_tool_calls_bytes")
+        out.append(text)
+    return out
+
+
+def _openapi_for_key(request: Request, _: int = Depends(_application)) -> JSONResponse:
+    """The OpenAPI schema, for a valid API key (``docs="key"``)."""
+    app = request.app
+    return JSONResponse(get_openapi(title=app.title, version=app.version, routes=app.routes))
+
+
+def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True,
+               settings: CollectorSettings | None = None) -> FastAPI:
     """The collector app over the store at ``url`` (migrated to the latest schema when ``upgrade``).
 
+    Args:
+        settings: limits and docs access (default :class:`CollectorSettings`: 1 MB bodies, docs open).
     Raises:
         sqlalchemy.exc.OperationalError: the database cannot be reached at start-up.
     """
-    app = FastAPI(title="tuneloop feedback collector", version="1")
+    settings = settings or CollectorSettings()
+    open_docs = settings.docs == "open"
+    app = FastAPI(title="tuneloop feedback collector", version="1", docs_url="/docs" if open_docs else None,
+                  redoc_url="/redoc" if open_docs else None, openapi_url="/openapi.json" if open_docs else None)
+    app.state.settings = settings
     app.state.sessions = sessions(url, upgrade=upgrade)
+    if settings.docs == "key":
+        app.add_api_route("/openapi.json", _openapi_for_key, methods=["GET"], include_in_schema=False)
+    app.add_middleware(BodyGuard, settings=settings)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.include_router(router)

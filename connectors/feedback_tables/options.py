@@ -16,6 +16,43 @@ from connectors.feedback_tables.mapping import FIELDS, ColumnMap, JsonPath, Rati
 from sdk.sources import SourceOptions
 
 
+_DIALECTS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite", "mssql": "tsql",
+             "oracle": "oracle", "duckdb": "duckdb", "snowflake": "snowflake", "bigquery": "bigquery"}
+
+
+def check_filter(text: str, url: str) -> None:
+    """Refuse a ``filter:`` that is more than a condition on the table's own columns.
+
+    The filter is trusted configuration (the operator's, never a user's); this check catches
+    mistakes and copy-pasted SQL that would read other tables. Parsed with sqlglot in the URL's
+    dialect.
+    Raises:
+        ValueError: a ``;``, an unparseable expression, a subquery, a table reference or a
+            function sqlglot does not know (e.g. ``pg_read_file``).
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    rule = ("`filter:` is trusted configuration: a condition on the table's own columns, e.g. "
+            "\"app = 'support-bot' AND rating IS NOT NULL\"")
+    if ";" in text:
+        raise ValueError(f"`filter:` contains ';' (one condition only, no further statements). {rule}")
+    dialect = _DIALECTS.get(url.split(":", 1)[0].split("+", 1)[0])
+    try:
+        tree = sqlglot.parse_one(text, read=dialect)
+    except sqlglot.errors.SqlglotError as exc:
+        raise ValueError(f"`filter:` is not a SQL condition ({str(exc).splitlines()[0]}). {rule}") from None
+    if tree is None or isinstance(tree, (exp.Query, exp.Command, exp.DDL, exp.DML)):
+        raise ValueError(f"`filter:` must be a condition, not a statement. {rule}")
+    reach = next(tree.find_all(exp.Query, exp.Subquery, exp.Table, exp.Command), None)
+    if reach is not None:
+        raise ValueError(f"`filter:` reaches beyond the table ({reach.sql(dialect=dialect)[:80]!r}); use `query:` "
+                         f"for joins. {rule}")
+    unknown = next(tree.find_all(exp.Anonymous), None)
+    if unknown is not None:
+        raise ValueError(f"`filter:` calls {unknown.name!r}, a function outside standard SQL. {rule}")
+
+
 class SqlFeedbackOptions(SourceOptions):
     """Options of the ``sql_feedback`` source (the ``options:`` mapping in the config).
 
@@ -28,7 +65,9 @@ class SqlFeedbackOptions(SourceOptions):
         rating: the rating scale (a kind name or a :class:`RatingScale` mapping).
         good_threshold: ratings at or above this (raw scale units) are good; default per scale.
         timezone: IANA zone for naive timestamps; unset = UTC with a warning.
-        filter: SQL boolean expression appended as ``WHERE`` (trusted config, not user input).
+        filter: SQL boolean expression over the table's own columns, appended as ``WHERE``.
+            Trusted configuration written by the operator, never user input; still checked
+            (:func:`check_filter`): no ``;``, no subquery or other table, no unknown function.
         since: keep rows created at or after this instant (aware; naive means UTC).
         redact: redact personal data (turn off only for data already cleaned upstream).
         redaction_key_env: environment variable holding the placeholder HMAC key.
@@ -106,6 +145,8 @@ class SqlFeedbackOptions(SourceOptions):
         for path in self.json_paths.values():
             path.steps()
         zone(self.timezone)
+        if self.filter is not None:
+            check_filter(self.filter, self.url)
         if self.since is not None and self.since.tzinfo is None:
             self.since = self.since.replace(tzinfo=timezone.utc)
         return self
