@@ -68,6 +68,17 @@ class SourceConfig(_Cfg):
     options: dict[str, Any] = Field(default_factory=dict, description="the connector's own options (see its docstring)")
 
 
+class MutantsConfig(_Cfg):
+    """Verifier strength (sdk.tasks.strength): mutants of each validated reference run against its tests."""
+
+    enabled: bool = Field(True, description="run trivial and reference mutants after reference validation")
+    max_reference_mutants: int = Field(4, ge=0, le=64, description="flipped comparison / off-by-one / dropped "
+                                       "branch mutants per task (0: trivial mutants only)")
+    weak_if: Literal["any_trivial_survives", "no_trivial_killed"] = Field(
+        "any_trivial_survives", description="quarantine as weak_tests when any trivial mutant passes every test, "
+        "or only when none is killed")
+
+
 class TasksConfig(_Cfg):
     """Task-set construction."""
 
@@ -75,6 +86,7 @@ class TasksConfig(_Cfg):
     ood_domains: list[str] = Field(default_factory=list, description="domains (prefixes) that form the OOD split")
     validate_references: bool = Field(True, description="run every reference against its verifier first")
     system_prompt: str = Field("", description="prepended as a system message to every task prompt and SFT example")
+    mutants: MutantsConfig = Field(default_factory=MutantsConfig)
 
 
 class RunConfig(_Cfg):
@@ -235,7 +247,7 @@ def config_reference() -> str:
 
 __all__ = [
     "CompareConfig", "DifficultyConfig", "DpoConfig", "EvalConfig", "GateConfig", "HeldoutWatchConfig", "Limits",
-    "LoraConfig", "ModelConfig", "OrderConfig", "RaySandboxConfig", "RewardConfig", "RlConfig", "RunConfig",
+    "LoraConfig", "ModelConfig", "MutantsConfig", "OrderConfig", "RaySandboxConfig", "RewardConfig", "RlConfig", "RunConfig",
     "SandboxConfig", "SftConfig", "SourceConfig", "TasksConfig", "ToolRewardConfig", "ToolsConfig",
     "config_reference", "load_config", "parse_config",
 ]

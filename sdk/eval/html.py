@@ -141,10 +141,16 @@ def _tasks(r: Mapping[str, Any]) -> str:
     t = r["tasks"]
     rows = [[s, dom, n] for s, doms in t["by_split"].items() for dom, n in sorted(doms.items())]
     q = [[reason, n] for reason, n in t["quarantined"].items()]
-    return _section("tasks", "Task set",
-                    _table("taskset-table", ("split", "domain", "tasks"), rows, "no task-set counts given"),
-                    f"<p>Quarantined: {t['quarantined_total']}</p>",
-                    _table("quarantine-table", ("reason", "count"), q, "nothing quarantined"))
+    parts = [_table("taskset-table", ("split", "domain", "tasks"), rows, "no task-set counts given"),
+             f"<p>Quarantined: {t['quarantined_total']}</p>",
+             _table("quarantine-table", ("reason", "count"), q, "nothing quarantined")]
+    if t.get("strength"):  # reports from before issue 13 have no such key
+        srows = [[src, s["scored"], f"{s['killed']}/{s['total']}", "-" if s["score"] is None else f"{s['score']:.0%}",
+                  s["weak_tests"], s["skipped"]] for src, s in t["strength"].items()]
+        parts += ["<h3>Verifier strength (mutants of each reference)</h3>",
+                  _table("strength-table", ("source", "tasks scored", "mutants killed", "mutation score",
+                                            "weak_tests", "not mutable"), srows, "no mutants run")]
+    return _section("tasks", "Task set", *parts)
 
 
 def _training(r: Mapping[str, Any]) -> str:

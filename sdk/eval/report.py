@@ -47,7 +47,8 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
                  costs: Sequence[StageCost] = (), checkpoints: Sequence[Checkpoint] | None = None,
                  rows: Sequence[EvalRow] = (), training_flags: Mapping[str, Mapping[str, int]] | None = None,
                  meta: Mapping[str, Any] | None = None,
-                 schedule_comparison: Mapping[str, Any] | None = None) -> EvalReport:
+                 schedule_comparison: Mapping[str, Any] | None = None,
+                 task_strength: Mapping[str, Mapping[str, Any]] | None = None) -> EvalReport:
     """Assemble the report.
 
     Args:
@@ -68,6 +69,10 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         meta: run facts shown at the top (run dir, model, task-set version, config ...).
         schedule_comparison: two GRPO arms' held-out curves and verdict
             (:func:`sdk.eval.schedule.schedule_section`; omitted: the key is None).
+        task_strength: verifier strength per source, ``{source: {"scored", "killed", "total",
+            "score", "weak_tests", "skipped"}}`` (the tasks stage's ``counts.json["strength"]``);
+            becomes ``tasks["strength"]`` when given and non-empty (omitted: no such key, so
+            older reports read the same).
     Returns:
         An :class:`EvalReport` whose ``to_json()`` has the keys ``schema, created, meta, summary,
         overall, n_samples, ks, by_split, by_domain, diff, gate, tasks, training,
@@ -86,7 +91,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         by_split=dict(comparison.by_split), by_domain=dict(comparison.by_domain),
         diff=_diff_section(comparison),
         gate=gate,
-        tasks=_task_section(task_counts),
+        tasks=_task_section(task_counts, task_strength),
         training={stage: _curves(hist) for stage, hist in (train_logs or {}).items()},
         schedule_comparison=_jsonable(dict(schedule_comparison)) if schedule_comparison else None,
         flags=flags,
@@ -182,12 +187,16 @@ def _ordered_flags(row_flags: Mapping[str, dict[str, int]], training: Mapping[st
     return {k: merged[k] for k in head + middle + tail}
 
 
-def _task_section(counts: Mapping[str, Mapping[str, int]] | None) -> dict[str, Any]:
+def _task_section(counts: Mapping[str, Mapping[str, int]] | None,
+                  strength: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     counts = {k: dict(v) for k, v in (counts or {}).items()}
     quarantined = counts.pop("quarantined", {})
-    return {"by_split": counts, "totals": {s: sum(d.values()) for s, d in counts.items()},
-            "quarantined": dict(sorted(quarantined.items(), key=lambda kv: -kv[1])),
-            "quarantined_total": sum(quarantined.values())}
+    out = {"by_split": counts, "totals": {s: sum(d.values()) for s, d in counts.items()},
+           "quarantined": dict(sorted(quarantined.items(), key=lambda kv: -kv[1])),
+           "quarantined_total": sum(quarantined.values())}
+    if strength:
+        out["strength"] = _jsonable({src: dict(row) for src, row in strength.items()})
+    return out
 
 
 def _curves(history: Sequence[Mapping[str, Any]]) -> dict[str, list[list[float]]]:

@@ -38,7 +38,8 @@ class EvalReport(Frozen):
         diff: per-task outcome counts (``counts``, ``gated_counts``), ``solve_threshold``, and the
             ``regressions``, ``gains``, ``unjudged`` task diffs and ``unpaired`` ids.
         gate: the gate verdict (None: no gate was applied).
-        tasks: task counts ``by_split``, ``totals``, ``quarantined`` (reason -> n), ``quarantined_total``.
+        tasks: task counts ``by_split``, ``totals``, ``quarantined`` (reason -> n), ``quarantined_total``,
+            and (runs since issue 13) ``strength``: verifier strength per source.
         training: ``{stage: {metric: [[step, value], ...]}}``.
         schedule_comparison: two GRPO arms side by side, or None.
         flags: reward-hacking flags per checkpoint in run order, ``{label: {flag: samples}}``.
@@ -115,6 +116,11 @@ class EvalReport(Frozen):
     def regressions(self) -> int:
         """Held-out + OOD tasks the base solved and the tuned model does not."""
         return int(self.diff.get("gated_counts", {}).get("regression", 0))
+
+    @property
+    def mutation_scores(self) -> dict[str, float | None]:
+        """Mutation score (killed / run mutants) per source; ``{}`` for reports without it."""
+        return {src: row.get("score") for src, row in self.tasks.get("strength", {}).items()}
 
     @property
     def recommendation(self) -> str:

@@ -64,7 +64,8 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
               **dict(meta or {})}
     report = build_report(comparison, gate=gate, task_counts=counts.get("splits"), train_logs=logs, costs=costs,
                           rows=rows["base"] + rows["tuned"], training_flags=training_flags(layout.rewards_jsonl("rl")),
-                          meta=header, schedule_comparison=schedule_comparison)
+                          meta=header, schedule_comparison=schedule_comparison,
+                          task_strength=counts.get("strength"))
     json_path, html_path = write_report(layout.root, report)
     return report, gate, json_path, html_path
 

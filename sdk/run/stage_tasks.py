@@ -16,6 +16,7 @@ from sdk.run.context import StageContext
 from sdk.sources import SftExample, resolve_source
 from sdk.tasks.records import Message, Split, Task
 from sdk.tasks.split import assign_splits
+from sdk.tasks.strength import check_strength, count_mutants
 from sdk.tasks.taskset import TaskSet
 from sdk.tasks.validate import validate_tasks
 
@@ -50,6 +51,7 @@ class _Collected:
         self.pairs: list = []
         self.quarantined: list = []
         self.counts: dict[str, dict] = {}
+        self.labels: dict[str, str] = {}  # task id -> the counts key of its source
 
 
 def _read_sources(ctx: StageContext) -> _Collected:
@@ -65,6 +67,7 @@ def _read_sources(ctx: StageContext) -> _Collected:
         if src.split != "auto":
             got.fixed.update({t.id: Split(src.split) for t in tasks})
         got.tasks += tasks
+        got.labels.update({t.id: f"{i}:{label}" for t in tasks})
         got.examples += [e.model_copy(update={"messages": with_system(e.messages, system)})
                          for e in result.sft_examples]
         got.pairs += result.preference_pairs
@@ -88,6 +91,43 @@ def data_version(taskset: TaskSet, examples: list[SftExample], pairs: list) -> s
     return hashlib.sha256("\n".join(body).encode()).hexdigest()[:16]
 
 
+def _check_strength(ctx: StageContext, tasks: list[Task]) -> tuple[list[Task], list]:
+    """Mutants of every validated reference through the run's sandbox (see :mod:`sdk.tasks.strength`)."""
+    cfg = ctx.cfg.tasks.mutants
+    total = count_mutants(tasks, cfg.max_reference_mutants)
+    with ctx.bar("checking verifier strength (mutants)", total) as bar:
+        return check_strength(tasks, ctx.need_sandbox(), ctx.cfg.sandbox.limits, cfg.max_reference_mutants,
+                              cfg.weak_if, progress=lambda n: bar.advance(bar.task_ids[0], n))
+
+
+def strength_summary(tasks: list[Task], quarantined: list, labels: dict[str, str]) -> dict[str, dict]:
+    """Per source (counts key): tasks scored, mutants killed / run, the score and ``weak_tests``.
+
+    Returns ``{source: {"scored", "killed", "total", "score", "weak_tests", "skipped"}}`` for the
+    sources that had unit-test tasks; ``score`` is killed / total over the source's mutants (None
+    when none ran).
+    """
+    out: dict[str, dict] = {}
+    weak = [q.task for q in quarantined if q.reason.startswith("weak_tests") and q.task is not None]
+    for task in [*tasks, *weak]:
+        info = task.metadata.get("mutants")
+        if not isinstance(info, dict) or task.id not in labels:
+            continue
+        row = out.setdefault(labels[task.id], {"scored": 0, "killed": 0, "total": 0, "weak_tests": 0, "skipped": 0})
+        if "skipped" in info:
+            row["skipped"] += 1
+            continue
+        row["scored"] += 1
+        row["killed"] += info["killed"]
+        row["total"] += info["total"]
+    for task in weak:
+        if task.id in labels:
+            out[labels[task.id]]["weak_tests"] += 1
+    for row in out.values():
+        row["score"] = round(row["killed"] / row["total"], 4) if row["total"] else None
+    return out
+
+
 def stage_tasks(ctx: StageContext) -> StageStats:
     """Read every source, split, validate references in the sandbox, save the task set.
 
@@ -105,6 +145,9 @@ def stage_tasks(ctx: StageContext) -> StageStats:
             tasks, bad = validate_tasks(tasks, ctx.need_sandbox(), cfg.sandbox.limits,
                                         progress=lambda n: bar.advance(bar.task_ids[0], n))
         quarantined += bad
+        if cfg.tasks.mutants.enabled and tasks:
+            tasks, weak = _check_strength(ctx, tasks)
+            quarantined += weak
     taskset = TaskSet(tasks, quarantined)
     taskset.save(layout.tasks_jsonl)
     write_jsonl(layout.sft_examples_jsonl, [e.model_dump(mode="json") for e in got.examples])
@@ -112,7 +155,8 @@ def stage_tasks(ctx: StageContext) -> StageStats:
     summary = {"sources": got.counts, "splits": taskset.counts(), "version": taskset.version,
                "data_version": data_version(taskset, got.examples, got.pairs),
                "sft_examples": len(got.examples), "preference_pairs": len(got.pairs),
-               "quarantine_reasons": dict(Counter(q.reason.split(":")[0] for q in quarantined))}
+               "quarantine_reasons": dict(Counter(q.reason.split(":")[0] for q in quarantined)),
+               "strength": strength_summary(tasks, quarantined, got.labels)}
     write_json(layout.counts_json, summary)
     ctx.console.print(f"  task set {taskset.version}: {summary['splits']}")
     return StageStats("tasks", extra={"tasks": len(taskset), "quarantined": len(quarantined),

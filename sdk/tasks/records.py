@@ -126,6 +126,8 @@ class Task(Frozen):
         source: provenance.
         split: train, heldout or ood; assigned by :mod:`sdk.tasks.split`.
         difficulty: the base model's measured pass rate in [0, 1], once measured.
+        mutation_score: share of the reference's mutants its tests kill, in [0, 1], once
+            measured (:mod:`sdk.tasks.strength`); None: not measured or not mutable.
         metadata: free-form, JSON-serialisable provenance details (never read by the core).
     """
 
@@ -137,6 +139,7 @@ class Task(Frozen):
     source: Source
     split: Split = Split.TRAIN
     difficulty: float | None = None
+    mutation_score: float | None = Field(None, ge=0.0, le=1.0)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -167,8 +170,8 @@ class Task(Frozen):
 
         Changing a field the id is hashed over (:data:`ID_FIELDS`: domain, prompt, verifier,
         reference) validates the copy anew and gives it its new content-hash id (unless ``id``
-        is among the changes, which is then checked); split, difficulty, metadata and source
-        keep the id.
+        is among the changes, which is then checked); split, difficulty, mutation_score, metadata and
+        source keep the id.
 
         Raises:
             pydantic.ValidationError: a changed id field is invalid, or a given ``id`` does not

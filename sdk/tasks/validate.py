@@ -90,7 +90,7 @@ def validate_tasks(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | Non
         stub = stub_for(task) if check_stub else None
         if stub:
             checks.append((i, "stub", request_for(task, stub, limits=limits)))
-    results = _run_batched(sandbox, [c[2] for c in checks], progress)
+    results = run_batched(sandbox, [c[2] for c in checks], progress)
     for (i, what, _), result in zip(checks, results):
         if i in bad:
             continue
@@ -106,7 +106,8 @@ def validate_tasks(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | Non
     return valid, quarantined
 
 
-def _run_batched(sandbox: Sandbox, requests: list[ExecRequest], progress, chunk: int = 16) -> list[ExecResult]:
+def run_batched(sandbox: Sandbox, requests: list[ExecRequest], progress, chunk: int = 16) -> list[ExecResult]:
+    """``sandbox.run`` over ``requests`` in chunks of ``chunk``, calling ``progress(n)`` after each."""
     out: list[ExecResult] = []
     for start in range(0, len(requests), chunk):
         part = requests[start:start + chunk]
@@ -116,4 +117,4 @@ def _run_batched(sandbox: Sandbox, requests: list[ExecRequest], progress, chunk:
     return out
 
 
-__all__ = ["ExecStatus", "request_for", "stub_for", "validate_tasks"]
+__all__ = ["ExecStatus", "request_for", "run_batched", "stub_for", "validate_tasks"]

@@ -173,3 +173,16 @@ def test_side_effects_section_from_components(tmp_path, report_inputs):
 def test_training_flags_order_in_flags_table(report_inputs):
     rep = build_report(**report_inputs, training_flags={"grpo step 1": {"exit_zero": 2}, "grpo step 2": {}})
     assert list(rep.flags) == ["base", "grpo step 1", "grpo step 2", "tuned"]
+
+
+def test_verifier_strength_goes_into_the_tasks_section_and_html(tmp_path, report_inputs):
+    strength = {"0:pytest:py": {"scored": 4, "killed": 30, "total": 32, "score": 0.9375, "weak_tests": 1, "skipped": 0}}
+    rep = build_report(**report_inputs, task_strength=strength)
+    assert rep.tasks["strength"] == strength and rep.mutation_scores == {"0:pytest:py": 0.9375}
+    assert EvalReport.model_validate(rep.to_json()).mutation_scores == rep.mutation_scores
+    html = write_report(tmp_path, rep)[1].read_text()
+    assert 'id="strength-table"' in html and "30/32" in html and "94%" in html
+    # without it (and in report.json files written before), no key and nothing rendered
+    old = build_report(**report_inputs)
+    assert "strength" not in old.tasks and old.mutation_scores == {}
+    assert "strength-table" not in write_report(tmp_path / "old", old)[1].read_text()
