@@ -15,6 +15,14 @@ Normalisation (field cases J1–J7 of shared/cases/CASES.md):
 * a message comes from the ``message`` attribute, else the element's text (J3);
 * ``time`` that is empty, missing or unreadable is ``None``; a decimal comma is accepted (J4);
 * declared suite counters that disagree with the cases found are a warning (J6);
+* a case with ``<skipped>`` is skipped even when it also holds a failure or error (an
+  assumption that did not hold); the extra element is a warning (J8); the skip reason comes
+  from the ``message`` attribute or the element's body;
+* a case without ``classname`` takes its suite's name, so two class-less ``test_ok`` of two
+  suites stay two records; ``<system-out>``/``<system-err>`` are kept as ``output``; bytes that
+  are not UTF-8 (in a report that declares no other encoding) become U+FFFD with a warning (J9);
+* statuses come from the child elements, never the counters; a name ``Parent/child`` (Go
+  subtests, parametrised ids) records ``parent`` (J10);
 * a suite that reports no test case at all (a Go package that failed to build) or holds a
   runner's pseudo-case ("Test suite failed to run", pytest's "collection failure",
   "[build failed]") is a *broken suite* (J7): its pseudo-cases are flagged and never usable
@@ -25,7 +33,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Iterable, Literal, Sequence
 
 from lxml import etree
 from pydantic import BaseModel, ConfigDict
@@ -55,6 +63,8 @@ class TestCaseRecord(_Rec):
         duration: seconds, or None when absent or unreadable.
         file, line: source location when the report gives one.
         pseudo: a runner's stand-in for a suite that never ran (never a real test).
+        parent: for a subtest named ``Parent/child``, the parent's name (``""`` otherwise).
+        output: the case's ``<system-out>`` and ``<system-err>`` text.
     """
 
     __test__ = False
@@ -67,6 +77,8 @@ class TestCaseRecord(_Rec):
     file: str = ""
     line: int | None = None
     pseudo: bool = False
+    parent: str = ""
+    output: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -119,6 +131,7 @@ def load_junit(source: str | bytes | Path) -> JUnitReport:
     cleaned = _BAD_REFS.sub(lambda m: b"\\x" + (m.group(1) or b"%02x" % int(m.group(2))).lower().rjust(2, b"0"), cleaned)
     if cleaned != data:
         warnings.append("bytes XML 1.0 forbids (control characters) were replaced by \\xNN escapes")
+    cleaned = _as_utf8(cleaned, warnings)
     parser = etree.XMLParser(recover=True, huge_tree=True, resolve_entities=False, no_network=True)
     try:
         root = etree.fromstring(cleaned, parser)
@@ -171,10 +184,13 @@ class _Walker:
 
     def case(self, node, suite: str) -> None:
         """Record one ``<testcase>``: worst status of its children, their messages, time, location."""
-        status, messages = "passed", []
+        status, messages, output, seen = "passed", [], [], set()
         for child in node:
             tag = _local(child.tag) if isinstance(child.tag, str) else ""
+            if tag in ("system-out", "system-err") and (child.text or "").strip():
+                output.append(child.text.strip())
             if tag in ("failure", "error", "skipped"):
+                seen.add(tag)
                 status = max(status, tag, key=_RANK.__getitem__)
                 text = child.get("message") or (child.text or "").strip()
                 if child.get("message") and (child.text or "").strip():
@@ -184,10 +200,16 @@ class _Walker:
                 if text:
                     messages.append(text)
         name = node.get("name") or ""
+        classname = node.get("classname") or node.get("class") or suite.rsplit("/", 1)[-1]
+        if "skipped" in seen and seen - {"skipped"}:
+            status = "skipped"
+            self.warnings.append(f"test {classname}::{name} is skipped but also carries "
+                                 f"{' and '.join(sorted(seen - {'skipped'}))}; kept as skipped")
         self.cases.append(TestCaseRecord(
-            suite=suite, classname=node.get("classname") or node.get("class") or "", name=name,
-            status=status, message="\n\n".join(messages), duration=self._duration(node.get("time"), name),
-            file=node.get("file") or "", line=_int(node.get("line")), pseudo=bool(_PSEUDO.search(name))))
+            suite=suite, classname=classname, name=name, status=status, message="\n\n".join(messages),
+            duration=self._duration(node.get("time"), name), file=node.get("file") or "",
+            line=_int(node.get("line")), pseudo=bool(_PSEUDO.search(name)),
+            parent=name.rsplit("/", 1)[0] if "/" in name.strip("/") else "", output="\n".join(output)))
 
     def _duration(self, raw: str | None, name: str) -> float | None:
         if raw is None or not raw.strip():
@@ -226,6 +248,22 @@ class _Walker:
         return list(out.values())
 
 
+_DECLARED = re.compile(rb"^\s*<\?xml[^>]*encoding=[\"']([A-Za-z0-9._-]+)")
+
+
+def _as_utf8(data: bytes, warnings: list[str]) -> bytes:
+    """``data`` with bytes that are not UTF-8 replaced by U+FFFD, unless it declares another encoding."""
+    declared = _DECLARED.match(data)
+    if declared and declared.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8"):
+        return data
+    try:
+        data.decode("utf-8")
+        return data
+    except UnicodeDecodeError as exc:
+        warnings.append(f"bytes that are not UTF-8 (first at offset {exc.start}) were replaced by U+FFFD")
+        return data.decode("utf-8", errors="replace").encode("utf-8")
+
+
 def _broken(found: int, pseudo: list[TestCaseRecord]) -> tuple[bool, str]:
     if pseudo:
         return True, f"the runner reported {pseudo[0].name!r}: {pseudo[0].message[:200]}"
@@ -243,6 +281,31 @@ def _int(raw: str | None) -> int | None:
         return int(float(raw)) if raw not in (None, "") else None
     except ValueError:
         return None
+
+
+def combine_reports(reports: Sequence[JUnitReport]) -> JUnitReport:
+    """The reports of one CI run (one file per module, per engine ...) as one report.
+
+    A report holding no test case at all whose suites are empty (not a runner's pseudo-case) is
+    an engine that found nothing to run (JUnit 5 writes one for ``junit-vintage`` next to
+    ``junit-jupiter``): when another report of the run holds cases, its suites are not broken,
+    with a warning (field case J11). Alone, or beside other empty reports, they stay broken (J7).
+    Cases with the same ``(classname, name)`` in two reports merge as within one report.
+    """
+    any_cases = any(r.cases for r in reports)
+    suites: list[SuiteRecord] = []
+    warnings: list[str] = []
+    for n, report in enumerate(reports):
+        warnings += report.warnings
+        idle = not report.cases and all(s.cases == 0 for s in report.suites)
+        if idle and any_cases:
+            warnings.append(f"report {n + 1}: no test case (an engine that found no tests); not a broken suite")
+            suites += [s.model_copy(update={"broken": False, "reason": ""}) for s in report.suites]
+        else:
+            suites += report.suites
+    walker = _Walker(warnings)
+    walker.cases = [c for r in reports for c in r.cases]
+    return JUnitReport(cases=tuple(walker.merged()), suites=tuple(suites), warnings=tuple(warnings))
 
 
 def stable_tests(history: Iterable[JUnitReport], min_runs: int = 3) -> set[tuple[str, str]]:
