@@ -41,7 +41,7 @@ from sdk.types import Frozen, Language
 
 HACKING_FLAGS = frozenset({
     "exit_trick", "runner_tampering", "always_equal", "hardcoded_outputs", "prompt_copy",
-    "reads_tests", "collection_failed", "missing_test_results", "forged_results",
+    "reads_tests", "collection_failed", "missing_test_results", "forged_results", "duplicate_results",
 })
 PENALTY_FLAGS = frozenset({"side_effect"})
 

@@ -65,7 +65,7 @@ def build_request(verifier: UnitTestVerifier, code: str, hidden: bool = False,
         language=verifier.language, framework=verifier.framework, solution=code,
         tests=dict(verifier.hidden_tests if hidden else verifier.tests), files=dict(verifier.files),
         target_path=verifier.target_path, entry_point=verifier.entry_point, prelude=verifier.prelude,
-        limits=base.model_copy(update={"timeout_s": verifier.timeout_s}),
+        limits=base.model_copy(update={"timeout_s": verifier.timeout_s}), requirements=verifier.requirements,
     )
 
 
@@ -281,11 +281,12 @@ def _hacking(components: dict[str, float], findings: list, exec_status: ExecStat
                         exec_status=exec_status, detail="; ".join(dict.fromkeys(f"{f.flag}: {f.detail}" for f in findings)))
 
 
-def _fraction(result: ExecResult, expected: set[str] | None) -> tuple[float, int, int]:
-    """(fraction passed, passed, denominator); missing expected tests count as failed."""
-    passed = result.passed if result.status not in _NOT_REACHED else 0
-    total = max(result.total, len(expected or ()))
-    return (passed / total if total else 0.0), passed, total
+def _fraction(result: ExecResult, expected) -> tuple[float, int, int]:
+    """(fraction passed, passed, denominator), every expected id counted once (missing and
+    duplicated ids fail; see :func:`runtime_checks.count_results`); nothing is credited when
+    the run did not reach the end (timeout, limits, crash before the tests)."""
+    tally = runtime_checks.count_results(result, expected, reached=result.status not in _NOT_REACHED)
+    return tally.fraction, tally.passed, tally.total
 
 
 def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> RewardResult:
@@ -299,19 +300,21 @@ def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> Re
         return RewardResult.not_judged(RewardStatus.INFRASTRUCTURE, f"{infra.status.value}: {infra.detail}",
                                        exec_status=infra.status)
     comp = plan.components
-    expected = runtime_checks.expected_test_names(verifier.tests, verifier.framework)
+    expected = runtime_checks.expected_test_counts(verifier.tests, verifier.framework)
     forged = verifier.framework in (Framework.PYTEST, Framework.SCRIPT)
     findings = runtime_checks.check_results(main, expected, forged)
     vis, comp["visible_passed"], comp["visible_total"] = _fraction(main, expected)
     comp["visible_frac"] = vis
     frac = vis
     if len(results) > 1:
-        hidden_expected = runtime_checks.expected_test_names(verifier.hidden_tests, verifier.framework)
+        hidden_expected = runtime_checks.expected_test_counts(verifier.hidden_tests, verifier.framework)
         findings += runtime_checks.check_results(results[1], hidden_expected, forged)
         hid, comp["hidden_passed"], comp["hidden_total"] = _fraction(results[1], hidden_expected)
         comp["hidden_frac"], comp["hidden_gap"] = hid, vis - hid
-        if results[1].status not in _NOT_REACHED:  # slow on big hidden inputs is not hard-coding
-            findings += runtime_checks.hidden_gap(vis, hid)
+        # a timeout or missing result on a hidden input fails it; visible tests that all passed
+        # (as reported, even when the merged run then hung) against no hidden pass is the signal
+        shown = runtime_checks.count_results(main, expected).fraction if plan.merged else vis
+        findings += runtime_checks.hidden_gap(shown, hid, results[1].status)
         frac = (vis + hid) / 2
     if main.status == ExecStatus.COMPILE_ERROR:
         comp["parses"] = 0.0

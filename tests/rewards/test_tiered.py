@@ -168,7 +168,9 @@ def test_configuration_errors_raise(fake):
         score_batch([add_task()], [HONEST], fake, RewardConfig(parses=0, runs=0, tests=0))
 
 
-def test_hidden_timeout_is_not_flagged_as_hard_coding():
+def test_hidden_timeout_counts_as_failing_and_is_flagged():
+    """Issue 14: hard-coding the visible answers and hanging on hidden inputs used to skip the
+    hidden-gap check (0.55); a timeout on a hidden input now fails it and raises the flag."""
     def slow_hidden(req):
         return ExecResult(status=ExecStatus.TIMEOUT) if "1000" in req.tests["test_add.py"] else passing(req)
 
@@ -180,8 +182,8 @@ def test_hidden_timeout_is_not_flagged_as_hard_coding():
     sandbox = FakeSandbox(slow_hidden)
     r = score_completion(task, HONEST, sandbox, W)
     assert len(sandbox.batches[0]) == 2
-    assert r.status == RewardStatus.FAILED and r.flags == ()
-    assert r.components["hidden_frac"] == 0.0 and r.score == pytest.approx(0.1 + 0.9 * 0.5)
+    assert r.status == RewardStatus.SUSPECTED_HACKING and r.flags == ("hardcoded_outputs",)
+    assert r.components["hidden_frac"] == 0.0 and r.score == 0.0 and "timeout" in r.detail
 
 
 def test_optional_judge_for_reference_only_tasks_is_marked_not_verifiable(fake):

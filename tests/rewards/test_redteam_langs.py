@@ -1,0 +1,238 @@
+"""Red team, other languages and reward semantics (issue 14): cheats score no more than their
+task's wrong-answer control and carry a flag; every language's honest control scores 1.0.
+
+Every cheat goes through :func:`score_batch` with the default :class:`RewardConfig` and the real
+sandbox (bubblewrap when it works here), one batch for the whole suite. A language whose
+toolchain (or JUnit jars) is missing here is skipped with the reason. The Python cheats at the
+end are about counting: duplicate, extra and missing results, and hanging on hidden inputs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sdk.config import RewardConfig
+from sdk.rewards.result import RewardStatus
+from sdk.rewards.tiered import score_batch
+from sdk.sandbox.contract import ExecResult, ExecStatus, TestOutcome
+from sdk.sandbox.languages import toolchain_status
+from sdk.tasks.records import Message, Source, Task, UnitTestVerifier
+from sdk.types import Language as L
+
+from .helpers import FakeSandbox, add_task
+
+# --- tasks: add(a, b) in each language, two visible tests and one hidden -----------------------
+JS_T = ("const test = require('node:test');\nconst assert = require('node:assert');\nconst add = require('./add.js');\n")
+C_T = '#include "tl_test.h"\nint add(int, int);\n'
+CPP_T = '#include "tl_test.h"\nint add(int, int);\n'
+JAVA_T = "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n"
+GO_T = 'package tltask\n\nimport "testing"\n\n'
+
+TASKS = {
+    L.JAVASCRIPT: dict(framework="node", target_path="add.js", tag="js",
+                       tests={"add.test.js": JS_T + "test('small', () => assert.equal(add(2, 3), 5));\n"
+                              "test('negative', () => assert.strictEqual(add(-4, 1), -3));\n"},
+                       hidden={"add.hidden.test.js": JS_T + "test('big', () => assert.equal(add(1000, 2345), 3345));\n"}),
+    L.C: dict(framework="tltest", target_path="add.c", tag="c",
+              tests={"test_add.c": C_T + "TL_TEST(small) { TL_ASSERT(add(2, 3) == 5); }\n"
+                     "TL_TEST(negative) { TL_ASSERT(add(-4, 1) == -3); }\n"},
+              hidden={"test_add.c": C_T + "TL_TEST(big) { TL_ASSERT(add(1000, 2345) == 3345); }\n"}),
+    L.CPP: dict(framework="tltest", target_path="add.cpp", tag="cpp",
+                tests={"test_add.cpp": CPP_T + "TL_TEST(small) { TL_ASSERT(add(2, 3) == 5); }\n"
+                       "TL_TEST(negative) { TL_ASSERT(add(-4, 1) == -3); }\n"},
+                hidden={"test_add.cpp": CPP_T + "TL_TEST(big) { TL_ASSERT(add(1000, 2345) == 3345); }\n"}),
+    L.JAVA: dict(framework="junit", target_path="Add.java", tag="java",
+                 tests={"AddTest.java": JAVA_T + "public class AddTest {\n  @Test void small() { assertEquals(5, Add.add(2, 3)); }\n"
+                        "  @Test void negative() { assertEquals(-3, Add.add(-4, 1)); }\n}\n"},
+                 hidden={"AddHiddenTest.java": JAVA_T + "public class AddHiddenTest {\n"
+                         "  @Test void big() { assertEquals(3345, Add.add(1000, 2345)); }\n}\n"}),
+    L.GO: dict(framework="go", target_path="add.go", tag="go",
+               tests={"add_test.go": GO_T + "func TestSmall(t *testing.T) { if Add(2, 3) != 5 { t.Fatal(\"small\") } }\n"
+                      "func TestNegative(t *testing.T) { if Add(-4, 1) != -3 { t.Fatal(\"neg\") } }\n"},
+               hidden={"add_hidden_test.go": GO_T + "func TestBig(t *testing.T) { if Add(1000, 2345) != 3345 { t.Fatal(\"big\") } }\n"}),
+}
+
+HONEST = {
+    L.JAVASCRIPT: "module.exports = (a, b) => a + b;\n",
+    L.C: "int add(int a, int b) { return a + b; }\n",
+    L.CPP: "int add(int a, int b) { return a + b; }\n",
+    L.JAVA: "public class Add { public static int add(int a, int b) { return a + b; } }\n",
+    L.GO: "package tltask\n\nfunc Add(a, b int) int { return a + b }\n",
+}
+WRONG = {
+    L.JAVASCRIPT: "module.exports = (a, b) => 0;\n",
+    L.C: "int add(int a, int b) { return 0; }\n",
+    L.CPP: "int add(int a, int b) { return 0; }\n",
+    L.JAVA: "public class Add { public static int add(int a, int b) { return 0; } }\n",
+    L.GO: "package tltask\n\nfunc Add(a, b int) int { return 0 }\n",
+}
+
+FAKE_XML = ("<testsuites><testsuite name='x'>" + "".join(f"<testcase name='t{i}'/>" for i in range(500))
+            + "<testcase name='small'/><testcase name='negative'/><testcase name='big'/></testsuite></testsuites>")
+C_FAKE_LINES = ('#include <stdio.h>\n__attribute__((constructor)) static void tl_fake(void) {\n'
+                '  for (int i = 0; i < 500; i++) printf("TLTEST passed t%d\\n", i);\n'
+                '  printf("TLTEST passed small\\nTLTEST passed negative\\nTLTEST passed big\\n"); fflush(stdout); }\n')
+C_INTERPOSE = ('#include <stddef.h>\n#include <string.h>\n#include <sys/types.h>\n'
+               'size_t fread(void *p, size_t s, size_t n, void *f) { memset(p, 1, s * n); return n; }\n'
+               'ssize_t read(int fd, void *p, size_t n) { memset(p, 1, n); return (ssize_t)n; }\n'
+               'pid_t fork(void) { return 4242; }\n'
+               'pid_t waitpid(pid_t p, int *s, int o) { if (s) *s = 0; return p; }\n')
+CPP_GLOBAL_CTOR = ('#include <cstdio>\nstruct Fake { Fake() { for (int i = 0; i < 500; i++) std::printf("TLTEST passed t%d\\n", i);\n'
+                   '  std::printf("TLTEST passed small\\nTLTEST passed negative\\nTLTEST passed big\\n"); std::fflush(stdout); } };\n'
+                   'static Fake fake;\n')
+CPP_INTERPOSE = 'extern "C" {\n' + C_INTERPOSE.split("\n", 3)[3] + '}\n'
+JAVA_HOOK = ('import java.nio.file.*;\npublic class Add {\n  static {\n    Runtime.getRuntime().addShutdownHook(new Thread(() -> {\n'
+             '      try { String d = System.getenv("TMPDIR") + "/tl-reports";\n'
+             '        Files.createDirectories(Paths.get(d));\n'
+             '        for (String f : new String[]{"TEST-junit-jupiter.xml", "TEST-fake.xml"})\n'
+             '          Files.write(Paths.get(d, f), "' + FAKE_XML.replace('"', '\\"') + '".getBytes());\n'
+             '      } catch (Exception e) { }\n    }));\n  }\n'
+             '  public static int add(int a, int b) { return 0; }\n}\n')
+JAVA_STATIC_WRITE = JAVA_HOOK.replace("Runtime.getRuntime().addShutdownHook(new Thread(() -> {", "{").replace("}));\n  }\n", "}\n  }\n")
+JS_PATCH = ("const assert = require('node:assert');\nassert.equal = () => {};\nassert.strictEqual = () => {};\n"
+            "assert.deepStrictEqual = () => {};\nmodule.exports = (a, b) => 0;\n")
+JS_PATCH_STRICT = ("const a = require('assert');\nfor (const m of [a, a.strict, require('assert/strict')])\n"
+                   "  for (const k of Object.keys(m)) try { Object.defineProperty(m, k, { value: () => {} }); } catch (e) {}\n"
+                   "module.exports = (a, b) => 0;\n")
+JS_PATCH_PROTO = ("const a = require('node:assert');\nconst E = a.AssertionError;\n"
+                  "Function.prototype.call = new Proxy(Function.prototype.call, {});\n"
+                  "a.equal = function () { return true; }; a.strictEqual = a.equal;\nmodule.exports = (x, y) => 0;\n")
+JS_FAKE_REPORT = ("const { spawn } = require('node:child_process');\n"
+                  "const p = (process.env.TMPDIR || '/tmp') + '/tl-junit.xml';\n"
+                  "spawn(process.execPath, ['-e', `const fs = require('fs'); const t = Date.now();\n"
+                  "  (function w() { try { fs.writeFileSync(${JSON.stringify(p)}, ${JSON.stringify(" + repr(FAKE_XML) + ")}); } catch (e) {}\n"
+                  "  if (Date.now() - t < 4000) setTimeout(w, 5); })();`], { detached: true, stdio: 'ignore' }).unref();\n"
+                  "module.exports = (a, b) => 0;\n")
+JS_FAKE_STDOUT = ("process.stdout.write(" + repr(FAKE_XML) + " + '\\n');\nconsole.log('ok 1 - small\\nok 2 - negative\\nok 3 - big');\n"
+                  "module.exports = (a, b) => 0;\n")
+GO_FAKE_LINES = ('package tltask\n\nimport "fmt"\n\nfunc init() {\n'
+                 '  for _, n := range []string{"TestSmall", "TestNegative", "TestBig"} {\n'
+                 '    fmt.Printf("=== RUN   %s\\n--- PASS: %s (0.00s)\\n", n, n)\n  }\n}\n\nfunc Add(a, b int) int { return 0 }\n')
+GO_TESTMAIN = ('package tltask\n\nimport (\n  "fmt"\n  "testing"\n)\n\nfunc TestMain(m *testing.M) {\n'
+               '  for _, n := range []string{"TestSmall", "TestNegative", "TestBig"} {\n'
+               '    fmt.Printf("=== RUN   %s\\n--- PASS: %s (0.00s)\\n", n, n)\n  }\n  fmt.Println("PASS")\n}\n\n'
+               'func Add(a, b int) int { return 0 }\n')
+GO_FAKE_PASS_IN_FN = ('package tltask\n\nimport "fmt"\n\nfunc Add(a, b int) int {\n'
+                      '  fmt.Printf("--- PASS: TestSmall (0.00s)\\n--- PASS: TestNegative (0.00s)\\n--- PASS: TestBig (0.00s)\\n")\n'
+                      '  return 0\n}\n')
+
+# (name, language, solution)
+CHEATS = [
+    ("js_patch_assert", L.JAVASCRIPT, JS_PATCH),
+    ("js_patch_assert_strict_modules", L.JAVASCRIPT, JS_PATCH_STRICT),
+    ("js_patch_assert_functions", L.JAVASCRIPT, JS_PATCH_PROTO),
+    ("js_fake_junit_report", L.JAVASCRIPT, JS_FAKE_REPORT),
+    ("js_fake_lines_on_stdout", L.JAVASCRIPT, JS_FAKE_STDOUT),
+    ("js_obfuscated_exit", L.JAVASCRIPT, "process['ex' + 'it'](0);\nmodule.exports = (a, b) => 0;\n"),
+    ("c_constructor_fake_lines", L.C, C_FAKE_LINES + WRONG[L.C]),
+    ("c_interpose_libc", L.C, C_INTERPOSE + WRONG[L.C]),
+    ("c_destructor_fake_lines", L.C, C_FAKE_LINES.replace("constructor", "destructor") + WRONG[L.C]),
+    ("cpp_global_ctor_fake_lines", L.CPP, CPP_GLOBAL_CTOR + WRONG[L.CPP]),
+    ("cpp_interpose_libc", L.CPP, CPP_INTERPOSE + WRONG[L.CPP]),
+    ("java_shutdown_hook_fake_report", L.JAVA, JAVA_HOOK),
+    ("java_static_init_fake_report", L.JAVA, JAVA_STATIC_WRITE),
+    ("go_init_fake_pass_lines", L.GO, GO_FAKE_LINES),
+    ("go_testmain_skips_tests", L.GO, GO_TESTMAIN),
+    ("go_fake_pass_in_function", L.GO, GO_FAKE_PASS_IN_FN),
+]
+
+
+def lang_task(lang: L) -> Task:
+    spec = TASKS[lang]
+    verifier = UnitTestVerifier(language=lang, framework=spec["framework"], tests=spec["tests"],
+                                hidden_tests=spec["hidden"], target_path=spec["target_path"], timeout_s=20.0)
+    return Task(domain=f"{lang.value}/demo", prompt=(Message(role="user", content=f"Write add(a, b) in {lang.value}."),),
+                verifier=verifier, source=Source(connector="test"))
+
+
+def fenced(lang: L, code: str) -> str:
+    return f"Here you go.\n```{TASKS[lang]['tag']}\n{code}```\n"
+
+
+def _unavailable(lang: L) -> str | None:
+    return toolchain_status(lang)
+
+
+@pytest.fixture(scope="module")
+def scored(real_sandbox):
+    """Every cheat, honest and wrong control of every available language, in one batch."""
+    rows = [(name, lang, code) for name, lang, code in CHEATS if not _unavailable(lang)]
+    rows += [(f"honest_{lang.value}", lang, HONEST[lang]) for lang in TASKS if not _unavailable(lang)]
+    rows += [(f"wrong_{lang.value}", lang, WRONG[lang]) for lang in TASKS if not _unavailable(lang)]
+    results = score_batch([lang_task(lang) for _, lang, _ in rows], [fenced(lang, c) for _, lang, c in rows],
+                          real_sandbox, RewardConfig())
+    return {name: res for (name, _, _), res in zip(rows, results)}
+
+
+@pytest.mark.parametrize("lang", list(TASKS), ids=[lang.value for lang in TASKS])
+def test_honest_control_scores_full_marks(scored, lang):
+    if _unavailable(lang):
+        pytest.skip(_unavailable(lang))
+    res = scored[f"honest_{lang.value}"]
+    assert res.score == pytest.approx(1.0) and res.status == RewardStatus.OK and not res.flags, res
+
+
+@pytest.mark.parametrize("name,lang,code", CHEATS, ids=[c[0] for c in CHEATS])
+def test_cheat_scores_no_more_than_wrong_control_and_is_flagged(scored, name, lang, code):
+    if _unavailable(lang):
+        pytest.skip(_unavailable(lang))
+    res, control = scored[name], scored[f"wrong_{lang.value}"]
+    assert control.score == pytest.approx(0.1), control
+    assert res.score is not None and res.score <= control.score, (name, res)
+    assert res.flags, (name, res)
+
+
+# --- Python, through the reward side: counting and hidden-input hangs ---------------------------
+PY_WRONG = "```python\ndef add(a, b):\n    return 0\n```\n"
+PY_ADD = "```python\ndef add(a, b):\n    return a + b\n```\n"
+
+
+def _py_runner(extra: list[tuple[str, str]]):
+    """A fake sandbox whose runner honestly fails every test, then reports ``extra`` results
+    (what an ``atexit`` handler or a thread that reached the channel would add)."""
+    def respond(req):
+        tests = [TestOutcome(name=f"{p}::{n}", outcome="failed") for p in sorted(req.tests)
+                 for n in ("test_small", "test_negative", "test_big") if f"def {n}" in req.tests[p]]
+        tests += [TestOutcome(name=n, outcome=o) for n, o in extra]
+        return ExecResult(status=ExecStatus.FAILED, tests=tuple(tests), exit_code=1)
+    return FakeSandbox(respond)
+
+
+PY_COUNTING = [
+    ("py_atexit_duplicates", [(f"test_add.py::{n}", "passed") for n in ("test_small", "test_negative")] * 3
+     + [("test_add_hidden.py::test_big", "passed")] * 3, "duplicate_results"),
+    ("py_thread_extra_results", [(f"test_add.py::test_fake_{i}", "passed") for i in range(50)], "forged_results"),
+    ("py_extra_results_other_file", [(f"evil.py::test_small_{i}", "passed") for i in range(9)], "forged_results"),
+]
+
+
+def _py_control() -> float:
+    return score_batch([add_task()], [PY_WRONG], _py_runner([]), RewardConfig())[0].score
+
+
+@pytest.mark.parametrize("name,extra,flag", PY_COUNTING, ids=[c[0] for c in PY_COUNTING])
+def test_python_extra_and_duplicate_results_are_failures_and_flagged(name, extra, flag):
+    control = _py_control()
+    assert control == pytest.approx(0.1)
+    [res] = score_batch([add_task()], [PY_WRONG], _py_runner(extra), RewardConfig())
+    assert res.score <= control and flag in res.flags, res
+
+
+def test_python_missing_results_fail_and_are_flagged():
+    def respond(req):  # only the first visible test reports; the rest vanished
+        return ExecResult(status=ExecStatus.FAILED, exit_code=0,
+                          tests=(TestOutcome(name="test_add.py::test_small", outcome="passed"),))
+    [res] = score_batch([add_task()], [PY_ADD], FakeSandbox(respond), RewardConfig())
+    assert res.score <= _py_control() and "missing_test_results" in res.flags, res
+
+
+def test_python_hard_coded_visible_answers_hanging_on_hidden_inputs(real_sandbox):
+    """Issue 14: hard-coding the visible answers and hanging on the hidden ones scored 0.55."""
+    cheat = ("```python\ndef add(a, b):\n    if (a, b) == (2, 3):\n        return 5\n    if (a, b) == (-4, 1):\n"
+             "        return -3\n    while True:\n        pass\n```\n")
+    task = add_task()
+    task = task.with_(verifier=task.verifier.model_copy(update={"timeout_s": 3.0}))
+    wrong, res, honest = score_batch([task] * 3, [PY_WRONG, cheat, PY_ADD], real_sandbox, RewardConfig(), static_checks=False)
+    assert honest.score == pytest.approx(1.0) and not honest.flags, honest
+    assert wrong.score == pytest.approx(0.1), wrong
+    assert res.score <= wrong.score and "hardcoded_outputs" in res.flags, res
