@@ -8,6 +8,8 @@ Environment:
     TUNELOOP_TRACE_ROOT: absolute package folder; only code objects under it are recorded.
     TUNELOOP_TRACE_OUT: JSON file written at session end.
     TUNELOOP_TRACE_CALLS: "1" to trace calls (the first run), "0" to record outcomes only.
+    TUNELOOP_TRACE_PATH: folders appended to ``sys.path`` when the plugin loads (the test
+        dependencies: after site-packages, so the running pytest is never replaced).
     TUNELOOP_TEST_TIMEOUT: seconds one test may run (setup + call + teardown) before it is
         failed with ``TestHang`` (SIGALRM, main thread), so one hanging test costs that test,
         not the whole suite. Default 60; 0 disables.
@@ -40,6 +42,7 @@ _ROOT = os.path.realpath(os.environ.get("TUNELOOP_TRACE_ROOT", "/nonexistent")) 
 _OUT = os.environ.get("TUNELOOP_TRACE_OUT", "")
 _TRACE = os.environ.get("TUNELOOP_TRACE_CALLS", "1") == "1"
 _TEST_TIMEOUT = float(os.environ.get("TUNELOOP_TEST_TIMEOUT", "60") or 0)
+sys.path.extend(p for p in os.environ.get("TUNELOOP_TRACE_PATH", "").split(os.pathsep) if p and p not in sys.path)
 
 
 class TestHang(Exception):

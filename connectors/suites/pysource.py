@@ -17,6 +17,8 @@ import ast
 import textwrap
 from dataclasses import dataclass, field
 
+from connectors.suites.pyprune import TestModule, prune_tests  # noqa: F401 - re-exported
+
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -155,52 +157,6 @@ def module_context(source: str, fn: PyFunction) -> str:
     indent = first[: len(first) - len(first.lstrip())]
     stub = textwrap.indent(fn.stub, indent)
     return "".join(lines[: fn.start - 1]) + stub + "".join(lines[fn.end:])
-
-
-class TestModule:
-    """A test module indexed once, then pruned many times (one call per task).
-
-    Args:
-        source: the test module's text.
-        collected: every ``(class name or None, function name)`` pytest collected from it;
-            anything else (imports, fixtures, helpers, constants, non-test classes) is kept.
-    Raises:
-        SyntaxError: the module does not parse.
-    """
-
-    __test__ = False
-
-    def __init__(self, source: str, collected: set[tuple[str | None, str]]) -> None:
-        self.lines = source.splitlines(keepends=True)
-        self.tests: dict[tuple[str | None, str], tuple[int, int]] = {}
-        self.classes: dict[str, tuple[int, int]] = {}
-        for node in ast.parse(source).body:
-            if isinstance(node, _FUNC) and (None, node.name) in collected:
-                self.tests[(None, node.name)] = (_start(node), node.end_lineno)
-            elif isinstance(node, ast.ClassDef):
-                subs = [s for s in node.body if isinstance(s, _FUNC) and (node.name, s.name) in collected]
-                self.tests.update({(node.name, s.name): (_start(s), s.end_lineno) for s in subs})
-                if subs:
-                    self.classes[node.name] = (_start(node), node.end_lineno)
-
-    def keep(self, keep: set[tuple[str | None, str]]) -> str:
-        """The module with the collected tests not in ``keep`` cut out (decorators included);
-        a test class left without any kept test is cut as a whole."""
-        kept_classes = {cls for cls, _ in keep if cls is not None}
-        drop = [span for cls, span in self.classes.items() if cls not in kept_classes]
-        drop += [span for key, span in self.tests.items()
-                 if key not in keep and (key[0] is None or key[0] in kept_classes)]
-        out = list(self.lines)
-        for start, end in sorted(drop, reverse=True):
-            while end < len(out) and not out[end].strip():
-                end += 1  # the blank lines after a cut definition go with it
-            del out[start - 1: end]
-        return "".join(out)
-
-
-def prune_tests(source: str, keep: set[tuple[str | None, str]], collected: set[tuple[str | None, str]]) -> str:
-    """``TestModule(source, collected).keep(keep)``: cut the collected tests not in ``keep``."""
-    return TestModule(source, collected).keep(keep)
 
 
 def replace_body(reference: str, entry_point: str, body: str) -> str:

@@ -76,7 +76,8 @@ class SuiteRun(BaseModel):
 
 
 def run_suite(repo: Path, tests: str, package_dir: Path, *, reruns: int = 0, timeout_s: float = 900.0,
-              python: str | None = None) -> SuiteRun:
+              python: str | None = None, extra_files: dict[str, str] | None = None,
+              pythonpath: tuple[str, ...] = ()) -> SuiteRun:
     """Trace ``repo``'s tests once, then re-run them ``reruns`` times to find flaky ones.
 
     Args:
@@ -86,19 +87,23 @@ def run_suite(repo: Path, tests: str, package_dir: Path, *, reruns: int = 0, tim
         reruns: extra untraced runs for flaky detection.
         timeout_s: wall-clock limit per run, seconds.
         python: interpreter to run pytest with (default: this one).
+        extra_files: ``relpath -> text`` written into a folder at the front of ``sys.path`` (the
+            package's generated ``.dist-info``, so its metadata is readable as if installed).
+        pythonpath: folders appended to the end of ``sys.path`` (the test-dependency environment).
     Raises:
         SourceError: pytest could not be started, timed out, or wrote no report.
     """
     log.info("pytest source: tracing the suite in %s (this runs every test once)", repo / tests)
     started = time.perf_counter()
-    first = _run_once(repo, tests, package_dir, trace=True, timeout_s=timeout_s, python=python)
+    extra = (extra_files or {}, pythonpath)
+    first = _run_once(repo, tests, package_dir, trace=True, timeout_s=timeout_s, python=python, extra=extra)
     items = tuple(_item(repo, raw) for raw in first["items"])
     log.info("pytest source: traced %d tests in %.1f s", len(items), time.perf_counter() - started)
     seen = {i.nodeid: i.outcome for i in items}
     flaky: set[str] = set()
     for n in range(reruns):
         log.info("pytest source: re-run %d of %d to find flaky tests", n + 1, reruns)
-        again = _run_once(repo, tests, package_dir, trace=False, timeout_s=timeout_s, python=python)
+        again = _run_once(repo, tests, package_dir, trace=False, timeout_s=timeout_s, python=python, extra=extra)
         outcomes = {raw["nodeid"]: raw["outcome"] for raw in again["items"]}
         flaky |= {n for n, o in seen.items() if outcomes.get(n) != o}
     return SuiteRun(items=items, errors=tuple(first["errors"]), flaky=frozenset(flaky),
@@ -116,15 +121,20 @@ def _item(repo: Path, raw: dict) -> TestItem:
 
 
 def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout_s: float,
-              python: str | None) -> dict:
+              python: str | None, extra: tuple[dict[str, str], tuple[str, ...]] = ({}, ())) -> dict:
+    files, appended = extra
     with tempfile.TemporaryDirectory(prefix="tuneloop-trace-") as tmp:
         shutil.copy(_PLUGIN, Path(tmp) / "_tuneloop_trace.py")
+        for rel, text in files.items():
+            (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / rel).write_text(text, encoding="utf-8")
         out = Path(tmp) / "report.json"
         env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
         extra = [tmp] + ([str(package_dir.parent)] if package_dir.parent != repo else [])
         env["PYTHONPATH"] = os.pathsep.join(extra + [p for p in [env.get("PYTHONPATH", "")] if p])
         env.update(PYTHONDONTWRITEBYTECODE="1", TUNELOOP_TRACE_ROOT=str(package_dir.resolve()),
-                   TUNELOOP_TRACE_OUT=str(out), TUNELOOP_TRACE_CALLS="1" if trace else "0")
+                   TUNELOOP_TRACE_OUT=str(out), TUNELOOP_TRACE_CALLS="1" if trace else "0",
+                   TUNELOOP_TRACE_PATH=os.pathsep.join(appended))
         cmd = [python or sys.executable, "-m", "pytest", tests, "-p", "_tuneloop_trace", "-q", "-o", "addopts=",
                "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "-rN"]
         try:

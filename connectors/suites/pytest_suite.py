@@ -35,18 +35,19 @@ from typing import Literal
 
 from pydantic import Field
 
-from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context, scan_module
+from connectors.suites.pyrepo import (dist_info, imported_roots, project_name, read_package, sibling_packages,
+                                      support_files)
+from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
+from connectors.suites.testreqs import find_test_requirements
 from sdk.errors import SourceError
+from sdk.sandbox.deps import DependencyError, ensure_env
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.records import Message, Quarantined, Source, Task, UnitTestVerifier
 
 log = logging.getLogger("tuneloop.connectors.pytest")
 Unit = tuple[str, str | None, str]  # (test file, class or None, test function)
 _USABLE = {"passed"}
-_DATA_LIMIT = 64 * 1024
-_SRC_CONFTEST = ("import os as _tl_os, sys as _tl_sys  # added by tuneloop: the package lives under {parent}/\n"
-                 "_tl_sys.path.insert(0, _tl_os.path.join(_tl_os.path.dirname(_tl_os.path.abspath(__file__)), {parent!r}))\n")
 
 
 class PytestSuiteOptions(SourceOptions):
@@ -71,6 +72,10 @@ class PytestSuiteOptions(SourceOptions):
         test_timeout_s: the verifier's limit for one run of a task's tests, seconds; doubled for
             tasks whose tests took long in the traced run (see ``_Builder._timeout``).
         python: interpreter that runs the suite (default: tuneloop's own).
+        test_requirements: pip requirements the tests import (``[freezegun]``); None: found in
+            the repository (:mod:`connectors.suites.testreqs`); ``[]``: none. Installed once
+            into a cached environment used by the traced run and, read-only, by the sandbox.
+        pip_args: extra ``pip install`` options for them, e.g. ``[--no-index, --find-links, DIR]``.
     """
 
     path: str
@@ -86,6 +91,8 @@ class PytestSuiteOptions(SourceOptions):
     timeout_s: float = Field(900.0, gt=0)
     test_timeout_s: float = Field(10.0, gt=0)
     python: str | None = None
+    test_requirements: list[str] | None = None
+    pip_args: list[str] = Field(default_factory=list)
 
 
 class PytestSuiteSource(TaskSource):
@@ -101,10 +108,19 @@ class PytestSuiteSource(TaskSource):
     def _load(self) -> SourceResult:
         opts: PytestSuiteOptions = self.options  # type: ignore[assignment]
         repo, package_dir = self._locate(opts)
-        modules, files = _read_package(repo, package_dir)
-        files.update(_support_files(repo, opts.tests, package_dir))
-        run = run_suite(repo, opts.tests, package_dir, reruns=opts.flaky_reruns,
-                        timeout_s=opts.timeout_s, python=opts.python)
+        modules, files = read_package(repo, package_dir)
+        files.update(support_files(repo, opts.tests, package_dir))
+        test_texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((repo / opts.tests).rglob("*.py"))]
+        siblings = sibling_packages(repo, package_dir, opts.tests, imported_roots(test_texts + list(files.values())))
+        files.update(siblings)
+        tops = {package_dir.name} | {p.split("/")[len(package_dir.relative_to(repo).parts) - 1].removesuffix(".py")
+                                     for p in siblings}
+        meta = dist_info(repo, package_dir, sorted(tops))
+        files.update(meta)
+        requirements, env = self._requirements(opts, repo)
+        run = run_suite(repo, opts.tests, package_dir, reruns=opts.flaky_reruns, timeout_s=opts.timeout_s,
+                        python=opts.python, extra_files={"/".join(k.split("/")[-2:]): v for k, v in meta.items()},
+                        pythonpath=(str(env),) if env else ())
         items = [i for i in run.items if i.kind == "Function"]
         if not items:
             errors = "\n".join(run.errors[:5])
@@ -113,12 +129,34 @@ class PytestSuiteSource(TaskSource):
         for test_file in {i.path for i in items}:
             files.pop(test_file, None)  # a test module inside the package travels as a (pruned) test, never whole
         builder = _Builder(self, opts, repo, package_dir, files, run, items, _git_head(repo))
+        builder.requirements = tuple(requirements)
         tests_rel = (repo / opts.tests).resolve().relative_to(repo.resolve()).as_posix() + "/"
         modules = [m for m in modules if not m.path.startswith(tests_rel)]  # tests inside the package are not targets
         for n, info in enumerate(modules, 1):
             builder.add_module(info)
             log.info("pytest source: module %d/%d %s: %d tasks so far", n, len(modules), info.path, len(builder.result_.tasks))
         return builder.result()
+
+    def _requirements(self, opts: PytestSuiteOptions, repo: Path) -> tuple[list[str], Path | None]:
+        """The test requirements and their built environment (None without requirements).
+
+        Raises:
+            SourceError: pip cannot install them (before any task is built), naming where they came from.
+        """
+        if opts.test_requirements is not None:
+            reqs, where = list(opts.test_requirements), "the source's `test_requirements` option"
+        else:
+            reqs, where = find_test_requirements(repo, project_name(repo))
+            where = f"{repo}: {where}"
+        if not reqs:
+            return [], None
+        log.info("pytest source: test requirements %s (from %s)", reqs, where)
+        try:
+            return reqs, ensure_env(reqs, pip_args=opts.pip_args)
+        except DependencyError as exc:
+            raise SourceError(f"the test requirements from {where} cannot be installed: {exc.what}",
+                              "set `test_requirements:` to names pip can install (or [] for none), or give "
+                              "`pip_args: [--no-index, --find-links, DIR]` for a local wheel folder") from exc
 
     def _locate(self, opts: PytestSuiteOptions) -> tuple[Path, Path]:
         repo = self.resolve(opts.path)
@@ -144,6 +182,7 @@ class _Builder:
                  files: dict[str, str], run: SuiteRun, items: list[TestItem], commit: str) -> None:
         self.source, self.opts, self.repo, self.files, self.commit = source, opts, repo, files, commit
         self.result_ = SourceResult()
+        self.requirements: tuple[str, ...] = ()
         self.counts: dict[str, int] = defaultdict(int)
         self.pkg_rel = pkg_rel = package_dir.resolve().relative_to(repo.resolve()).as_posix()
         self.units: dict[Unit, list[TestItem]] = defaultdict(list)
@@ -185,7 +224,12 @@ class _Builder:
             if reason:
                 self._quarantine(fn, reason, covering)
                 continue
-            self.result_.tasks.append(self._task(info, fn, covering))
+            try:
+                self.result_.tasks.append(self._task(info, fn, covering))
+            except (SyntaxError, ValueError, OSError) as exc:  # one odd test file costs its tasks, not the source
+                tests = ", ".join(sorted({u[0] for u in covering}))
+                self._quarantine(fn, f"task build failed: {type(exc).__name__}: {exc} (test files {tests}); "
+                                     f"fix that file, or add '{fn.path}::{fn.qualname}' to `exclude:`", covering)
 
     def _reject(self, fn: PyFunction, covering: dict[Unit, int]) -> str:
         if not covering:
@@ -212,20 +256,21 @@ class _Builder:
     def _task(self, info: ModuleInfo, fn: PyFunction, covering: dict[Unit, int]) -> Task:
         usable = [u for u in covering if u not in self.flaky and u not in self.failing]
         ranked = sorted(usable, key=lambda u: (-covering[u], _hash(fn.qualname, *map(str, u))))[: self.opts.max_tests]
+        # units mix classes and module-level tests: (file, None, f) next to (file, "TestX", f)
         n_hidden = min(int(len(ranked) * self.opts.hidden_fraction + 1e-9), len(ranked) - 1)
         by_hash = sorted(ranked, key=lambda u: _hash("hidden", fn.path, fn.qualname, *map(str, u)))
-        hidden = set(by_hash[:n_hidden])
-        visible = [u for u in ranked if u not in hidden]
+        hidden_units = sorted(by_hash[:n_hidden], key=_unit_key)
+        visible = [u for u in ranked if u not in hidden_units]
         verifier = UnitTestVerifier(
             framework="pytest", files=self.files, target_path=fn.path, entry_point=fn.qualname,
-            tests=self._test_files(visible, hidden=False), hidden_tests=self._test_files(sorted(hidden), hidden=True),
-            timeout_s=self._timeout(visible, sorted(hidden)))
+            tests=self._test_files(visible, hidden=False), hidden_tests=self._test_files(hidden_units, hidden=True),
+            timeout_s=self._timeout(visible, hidden_units), requirements=self.requirements)
         module = _module_name(info.path, self.pkg_rel)
         return Task(
             domain=f"{self.source.domain}/{module}", prompt=(Message(role="user", content=self._prompt(info, fn)),),
             verifier=verifier, reference=fn.reference, source=self._source(fn),
             metadata={"tests": [i.nodeid for u in visible for i in self.units[u]],
-                      "hidden_tests": [i.nodeid for u in sorted(hidden) for i in self.units[u]],
+                      "hidden_tests": [i.nodeid for u in hidden_units for i in self.units[u]],
                       "direct_tests": sum(covering[u] for u in ranked)})
 
     def _timeout(self, *groups: list[Unit]) -> float:
@@ -271,58 +316,17 @@ class _Builder:
         return self.result_
 
 
-def _read_package(repo: Path, package_dir: Path) -> tuple[list[ModuleInfo], dict[str, str]]:
-    """Every ``.py`` file of the package (``relpath -> text``) and the modules that parse."""
-    files: dict[str, str] = {}
-    modules: list[ModuleInfo] = []
-    for path in sorted(package_dir.rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        rel = path.relative_to(repo).as_posix()
-        text = path.read_text(encoding="utf-8")
-        files[rel] = text
-        try:
-            modules.append(scan_module(text, rel))
-        except SyntaxError as exc:
-            raise SourceError(f"{rel} does not parse: {exc}", "fix the syntax error or list the module under `exclude:`") from exc
-    return modules, files
-
-
-def _support_files(repo: Path, tests: str, package_dir: Path) -> dict[str, str]:
-    """conftest.py files, ``__init__.py`` and helper modules of the tests folder, the root
-    conftest.py, and small text data files the tests may read (each under 64 KiB).
-
-    For a ``src/`` layout the root conftest.py (the repository's own, if any, after our two
-    lines) puts the package's parent folder on ``sys.path``: the sandbox runs pytest with the
-    task folder as rootdir and only that folder importable.
-    """
-    out: dict[str, str] = {}
-    root = (repo / "conftest.py").read_text(encoding="utf-8") if (repo / "conftest.py").is_file() else ""
-    parent = package_dir.resolve().parent.relative_to(repo.resolve()).as_posix()
-    if parent != ".":
-        root = _SRC_CONFTEST.format(parent=parent) + root
-    if root:
-        out["conftest.py"] = root
-    for path in sorted((repo / tests).rglob("*")):
-        rel = path.relative_to(repo).as_posix()
-        if not path.is_file() or "__pycache__" in path.parts or any(p.startswith(".") for p in path.relative_to(repo).parts):
-            continue
-        is_test = path.suffix == ".py" and (path.name.startswith("test_") or path.stem.endswith("_test"))
-        if is_test or path.stat().st_size > _DATA_LIMIT:
-            continue
-        try:
-            out[rel] = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            continue
-    return out
-
-
 def _module_name(path: str, pkg_rel: str) -> str:
     """``pkg/sub/mod.py`` → ``sub.mod``; a package's ``__init__.py`` → the package's own name."""
     parts = path[len(pkg_rel) + 1: -3].split("/")
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts) or pkg_rel.rsplit("/", 1)[-1]
+
+
+def _unit_key(unit: Unit) -> tuple[str, str, str]:
+    """Sort key of a unit: module-level tests (class None) before class-based ones, no None compared."""
+    return (unit[0], unit[1] or "", unit[2])
 
 
 def _hidden_name(path: str) -> str:

@@ -50,6 +50,10 @@ class Backend(Protocol):
     def runtime(self) -> str:
         """Where the runtime folder (runner + pytest) is seen by the sandboxed process."""
 
+    def deps_path(self, host: str) -> str:
+        """Where the sandboxed process sees the test-dependency environment at ``host``
+        (the backend makes ``ws.deps`` visible there, read-only)."""
+
     def run(self, argv: list[str], ws: Workspace, limits: Limits, uid: int | None, stdin: bytes,
             timeout_s: float | None = None) -> RawRun:
         """Run ``argv`` in ``ws`` (cwd = ``ws.work``) with a report pipe (``{report_fd}``)."""

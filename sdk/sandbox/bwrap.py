@@ -31,6 +31,7 @@ import threading
 
 from sdk.errors import SandboxError
 from sdk.sandbox.contract import Limits
+from sdk.sandbox.deps import DEPS_MOUNT
 from sdk.sandbox.env import RUNTIME_MOUNT, WORK_MOUNT, sandbox_env
 from sdk.sandbox.launch import RawRun, launch
 from sdk.sandbox.pyruntime import process_interpreter, reachable_by_others, runtime_dir
@@ -102,6 +103,10 @@ class BubblewrapBackend:
         """The read-only Python runtime (interpreter + pytest copy) this backend uses."""
         return RUNTIME_MOUNT
 
+    def deps_path(self, host: str) -> str:
+        """Where the test-dependency environment at ``host`` is seen: :data:`DEPS_MOUNT` (bound read-only)."""
+        return DEPS_MOUNT
+
     def close(self) -> None:
         """Stop the warm servers (:mod:`sdk.sandbox.warm`)."""
         self.warm.close()
@@ -111,7 +116,7 @@ class BubblewrapBackend:
         """Run the command or requests under this backend's isolation and limits."""
         fd = os.open(seccomp_bpf_path(), os.O_RDONLY)
         try:
-            full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd) + argv
+            full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd, deps=ws.deps) + argv
             raw = launch(full, cwd="/", env=sandbox_env("/tmp"), limits=limits, uid=uid, stdin=stdin,
                          report=True, timeout_s=timeout_s, pass_fds=(fd,), keep=self.warm.pids_of(uid))
         finally:
@@ -122,8 +127,9 @@ class BubblewrapBackend:
         return raw
 
     # -- argv ---------------------------------------------------------------------------------
-    def bwrap_argv(self, work: str | None, limits: Limits, seccomp_fd: int | None) -> list[str]:
-        """The bwrap command line up to and including ``--`` (see the module docstring)."""
+    def bwrap_argv(self, work: str | None, limits: Limits, seccomp_fd: int | None, deps: str | None = None) -> list[str]:
+        """The bwrap command line up to and including ``--`` (see the module docstring); ``deps``:
+        a test-dependency environment bound read-only at :data:`DEPS_MOUNT`."""
         a = [self.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
              "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--new-session",
              "--cap-drop", "ALL", "--hostname", "sandbox",
@@ -138,6 +144,8 @@ class BubblewrapBackend:
               "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
               "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp",
               "--ro-bind", str(runtime_dir()), RUNTIME_MOUNT]
+        if deps is not None:
+            a += ["--ro-bind", deps, DEPS_MOUNT]
         if work is not None:
             a += ["--ro-bind", work, WORK_MOUNT, "--chdir", WORK_MOUNT]
         if seccomp_fd is not None:

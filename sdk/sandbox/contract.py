@@ -81,6 +81,9 @@ class ExecRequest(BaseModel):
         entry_point: the function/class the solution must define.
         prelude: code prepended to the solution when written.
         limits: resource limits.
+        requirements: pip requirement strings the tests need (``freezegun``); installed once
+            into a cached read-only environment (:mod:`sdk.sandbox.deps`) that goes at the end
+            of the sandboxed ``sys.path``. Empty: the standard library and pytest only.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -94,6 +97,7 @@ class ExecRequest(BaseModel):
     entry_point: str | None = None
     prelude: str = ""
     limits: Limits = Field(default_factory=Limits)
+    requirements: tuple[str, ...] = ()
 
     def cache_key(self) -> str:
         """sha256 over everything that can change the verdict (code, tests, language, limits)."""

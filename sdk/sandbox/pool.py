@@ -15,11 +15,13 @@ import threading
 import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+import sdk.sandbox.deps as deps
 import sdk.sandbox.python_lang as python_lang
 from sdk.errors import SandboxError
 from sdk.sandbox.backend import Backend, WarmRunner
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Sandbox
 from sdk.sandbox.launch import processes_of
+from sdk.sandbox.pyruntime import reachable_by_others
 from sdk.sandbox.uids import lease_uids
 from sdk.sandbox.warm import ServerGone
 from sdk.sandbox.workspace import Workspace
@@ -138,16 +140,31 @@ class LocalSandbox(Sandbox):
         if isinstance(p, ExecResult):
             return p
         warm = self.backend.warm
-        if warm is not None and req.framework == Framework.SCRIPT and not req.files:
+        if warm is not None and req.framework == Framework.SCRIPT and not req.files and not req.requirements:
             return self._python_warm(warm, req, p, uid)
         python = self.backend.python(uid)
         if python is None:
             return ExecResult(status=ExecStatus.TOOLCHAIN_UNAVAILABLE,
                               detail=f"no Python interpreter usable by the {self.backend.name} backend")
-        argv = [python, "-I", "-S", "-B", self.backend.runtime() + "/tl_runner.py", "--fd", "{report_fd}", *p.argv]
-        with Workspace(p.files, uid) as ws:
+        env = self._deps(req, uid)
+        if isinstance(env, ExecResult):
+            return env
+        extra = ["--path", self.backend.deps_path(env)] if env else []
+        argv = [python, "-I", "-S", "-B", self.backend.runtime() + "/tl_runner.py", "--fd", "{report_fd}", *extra, *p.argv]
+        with Workspace(p.files, uid, deps=env) as ws:
             raw = self.backend.run(argv, ws, req.limits, uid, (p.nonce + "\n").encode())
         return python_lang.verdict(req, raw, p.nonce)
+
+    def _deps(self, req: ExecRequest, uid: int | None) -> str | ExecResult | None:
+        """Host folder of ``req``'s test-dependency environment (built on first use), None
+        without requirements, or a ``toolchain_unavailable`` result when pip cannot build it."""
+        if not req.requirements:
+            return None
+        try:
+            env = deps.ensure_env(req.requirements)
+        except SandboxError as exc:
+            return ExecResult(status=ExecStatus.TOOLCHAIN_UNAVAILABLE, detail=f"test dependencies: {exc}")
+        return str(deps.sandbox_view(env, reachable=uid is None or reachable_by_others(str(env))))
 
     def _python_warm(self, warm: WarmRunner, req: ExecRequest, p: python_lang.Plan, uid: int | None) -> ExecResult:
         try:

@@ -27,6 +27,10 @@ class ProcessBackend:
         """The read-only Python runtime (interpreter + pytest copy) this backend uses."""
         return str(runtime_dir())
 
+    def deps_path(self, host: str) -> str:
+        """Where the test-dependency environment at ``host`` is seen: the host path itself."""
+        return host
+
     def close(self) -> None:
         """Nothing to release (the backend holds no process between requests)."""
 

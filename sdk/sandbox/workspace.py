@@ -29,10 +29,12 @@ class Workspace:
 
     Attributes:
         base: the run's root (0755, caller-owned); work: files (dirs 0755, files 0644);
-        scratch: writable by ``uid`` only (0700).
+        scratch: writable by ``uid`` only (0700); deps: host folder of the test-dependency
+        environment the backend makes visible read-only (:mod:`sdk.sandbox.deps`), or None.
     """
 
-    def __init__(self, files: dict[str, str], uid: int | None) -> None:
+    def __init__(self, files: dict[str, str], uid: int | None, deps: str | None = None) -> None:
+        self.deps = deps
         self.base = Path(tempfile.mkdtemp(prefix="tl-run-"))
         self.base.chmod(0o755)
         self.work = self.base / "work"

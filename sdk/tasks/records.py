@@ -12,7 +12,7 @@ import hashlib
 from enum import Enum
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from sdk.types import Framework, Frozen, Language, canonical_json  # noqa: F401 - re-exported
 
@@ -50,6 +50,9 @@ class UnitTestVerifier(Frozen):
         prelude: code prepended to the completion when it is written (e.g. HumanEval's prompt
             imports), never shown as model output.
         timeout_s: wall-clock limit for one run of the tests, seconds.
+        requirements: pip requirement strings the tests import (``freezegun``), installed once
+            into a cached read-only environment in the sandbox (:mod:`sdk.sandbox.deps`);
+            hashed into the task id only when non-empty, so older ids stay stable.
     """
 
     kind: Literal["unit_tests"] = "unit_tests"
@@ -62,6 +65,7 @@ class UnitTestVerifier(Frozen):
     entry_point: str | None = None
     prelude: str = ""
     timeout_s: float = 10.0
+    requirements: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> "UnitTestVerifier":
@@ -160,7 +164,7 @@ class Task(Frozen):
         body = {
             "domain": self.domain,
             "prompt": [m.model_dump(mode="json") for m in self.prompt],
-            "verifier": self.verifier.model_dump(mode="json"),
+            "verifier": _hashed(self.verifier),
             "reference": self.reference,
         }
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
@@ -187,6 +191,19 @@ class Task(Frozen):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Task) and self.model_dump() == other.model_dump()
+
+
+def _hashed(verifier: BaseModel) -> dict[str, Any]:
+    """The verifier as hashed into :meth:`Task.content_hash`: fields added after ids were first
+    published (:data:`_LATE_FIELDS`) count only when set, so existing task ids do not change."""
+    dump = verifier.model_dump(mode="json")
+    for name in _LATE_FIELDS:
+        if not dump.get(name):
+            dump.pop(name, None)
+    return dump
+
+
+_LATE_FIELDS = ("requirements",)
 
 
 class Quarantined(Frozen):

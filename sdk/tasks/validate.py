@@ -35,7 +35,7 @@ def request_for(task: Task, solution: str, hidden: bool | None = False, limits: 
     return ExecRequest(language=v.language, framework=v.framework, solution=solution,
                        tests={**v.tests, **v.hidden_tests} if hidden is None else v.hidden_tests if hidden else v.tests,
                        files=v.files, target_path=v.target_path,
-                       entry_point=v.entry_point, prelude=v.prelude, limits=limits)
+                       entry_point=v.entry_point, prelude=v.prelude, limits=limits, requirements=v.requirements)
 
 
 def stub_for(task: Task) -> str | None:

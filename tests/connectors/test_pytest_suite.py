@@ -62,7 +62,8 @@ def test_function_task_shape(result, repo):
     v = task.verifier
     assert v.framework == "pytest" and v.target_path == "minimath/arith.py"
     assert task.reference == 'def add(a: int, b: int) -> int:\n    """Return a + b."""\n    return a + b\n'
-    assert set(v.files) == {"minimath/__init__.py", "minimath/arith.py", "minimath/util.py", "tests/conftest.py"}
+    meta = {f"minimath-0.0.0.dist-info/{n}" for n in ("METADATA", "top_level.txt", "INSTALLER")}  # "installed"
+    assert set(v.files) == {"minimath/__init__.py", "minimath/arith.py", "minimath/util.py", "tests/conftest.py"} | meta
     assert v.files["minimath/arith.py"] == (repo / "minimath/arith.py").read_text()
     assert task.domain == "fix/arith"
     assert task.source.locator == "minimath/arith.py::add" and task.source.connector == "pytest"

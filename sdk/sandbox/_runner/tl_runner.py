@@ -1,6 +1,9 @@
 """Runs inside the sandbox, before any untrusted code, with the sandbox's Python (``-I -S -B``).
 
-usage: tl_runner.py --fd N --mode pytest|script [--target PATH] [--entry NAME] TEST...
+usage: tl_runner.py --fd N --mode pytest|script [--target PATH] [--entry NAME] [--path DIR] TEST...
+
+``--path DIR``: a read-only test-dependency environment, appended to ``sys.path`` (after the
+task's files); the pytest plugins it declares (``pytest11`` entry points) are loaded with ``-p``.
 
 The first line of stdin is a random nonce; it is read before the solution is loaded, then
 stdin is replaced by /dev/null. Every event goes to fd N as ``<nonce> <json>\\n``. The parent
@@ -20,7 +23,7 @@ MSG = 2000
 
 
 def _args(argv):
-    opts, tests, i = {"fd": None, "mode": None, "target": None, "entry": None}, [], 0
+    opts, tests, i = {"fd": None, "mode": None, "target": None, "entry": None, "path": None}, [], 0
     while i < len(argv):
         if argv[i].startswith("--") and argv[i][2:] in opts:
             opts[argv[i][2:]] = argv[i + 1]
@@ -91,12 +94,30 @@ class Reporter:
         self.chan.emit(event="end", exitstatus=int(exitstatus), collected=self.collected)
 
 
-def run_pytest(chan, tests):
+def _plugins(path):
+    """``-p MODULE`` for every ``pytest11`` entry point declared in the environment ``path``."""
+    out = []
+    for name in sorted(os.listdir(path)) if path and os.path.isdir(path) else []:
+        ep = os.path.join(path, name, "entry_points.txt")
+        if not name.endswith(".dist-info") or not os.path.isfile(ep):
+            continue
+        section = None
+        with open(ep, encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if line.startswith("["):
+                    section = line.strip("[]").strip()
+                elif section == "pytest11" and "=" in line:
+                    out += ["-p", line.split("=", 1)[1].strip().split(":")[0]]
+    return out
+
+
+def run_pytest(chan, tests, deps=None):
     """Run pytest on the read-only tests with this plugin; outcomes go to the nonce-tagged pipe."""
     import pytest  # noqa: E402  (from the runtime folder put first on sys.path)
 
     args = ["-q", "-p", "no:cacheprovider", "-p", "no:pastebin", "-p", "no:legacypath",
-            "--rootdir", os.getcwd(), "-o", "console_output_style=classic"] + tests
+            "--rootdir", os.getcwd(), "-o", "console_output_style=classic"] + _plugins(deps) + tests
     pytest.main(args, plugins=[Reporter(chan)])
 
 
@@ -141,11 +162,13 @@ def main():
     chan = Channel(int(opts["fd"]), _read_nonce())
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [here, os.getcwd()]
+    if opts["path"]:
+        sys.path.append(opts["path"])
     sys.dont_write_bytecode = True
     chan.emit(event="start", python=sys.version.split()[0])
     try:
         if opts["mode"] == "pytest":
-            run_pytest(chan, tests)
+            run_pytest(chan, tests, opts["path"])
         else:
             run_script(chan, opts["target"], tests[0], opts["entry"])
     finally:
