@@ -90,6 +90,22 @@ def _may_hold_pii(text: str) -> bool:
     return _DIGITS_6.search(text) is not None or _DOTTED.search(text) is not None
 
 
+# Necessary conditions, in RE2 syntax (pyarrow.compute), one per built-in detector in the order of
+# :func:`default_detectors`: a text no pattern matches holds nothing that detector could find, so
+# a columnar pass over a batch sends only candidate texts (and only their detectors) to the exact
+# validators. ``\p{Nd}`` is Python's Unicode ``\d``. Kept a superset of each detector's regexes.
+PREFILTERS: tuple[str, ...] = (
+    r"@|%40",  # find_emails
+    r"[A-Z]{2}\p{Nd}{2}",  # find_ibans
+    r"\p{Nd}{3}[- ]\p{Nd}{2}[- ]\p{Nd}{4}|[A-Z]{2} ?\p{Nd}{2} ?\p{Nd}{2} ?\p{Nd}{2} ?[A-D]",  # national ids
+    r"\p{Nd}(?:[ -]?\p{Nd}){12}",  # find_cards
+    r"\p{Nd}{1,3}\.\p{Nd}{1,3}\.\p{Nd}{1,3}\.\p{Nd}{1,3}|:[0-9A-Fa-f]{0,4}:",  # find_ips
+    r"\p{Nd}(?:\P{Nd}{0,4}\p{Nd}){6}",  # phones (_DIGITS_7)
+)
+MAY_HOLD_PII = r"@|%40|::|(?s:.*:){7}|\p{Nd}(?:\P{Nd}{0,4}\p{Nd}){5}|\p{Nd}\.\p{Nd}{1,3}\.\p{Nd}"
+"""RE2 superset of :func:`_may_hold_pii` (the columnar pre-filter's first pass)."""
+
+
 def find_emails(text: str) -> list[Span]:
     """E-mail addresses, plain or with ``@`` URL-encoded as ``%40``; value: decoded, lower case."""
     if "@" not in text and "%40" not in text:
@@ -196,10 +212,16 @@ class Redactor:
         self.key = key.encode() if isinstance(key, str) else key
         self._builtin_only = detectors is None
 
-    def spans(self, text: str) -> list[Span]:
-        """Non-overlapping spans, sorted by start. Raises :class:`RedactionError` if a detector fails."""
+    def spans(self, text: str, only: tuple[bool, ...] | None = None) -> list[Span]:
+        """Non-overlapping spans, sorted by start. Raises :class:`RedactionError` if a detector fails.
+
+        Args:
+            only: per detector, whether it can match (a pre-filter's verdict); ``None``: all can.
+        """
         chosen: list[Span] = []
         for rank, detector in enumerate(self.detectors):
+            if only is not None and not only[rank]:
+                continue
             try:
                 found = sorted(detector(text), key=lambda s: (s.start, -(s.end - s.start)))
             except Exception as exc:  # noqa: BLE001 - any detector fault means fail closed
@@ -217,12 +239,15 @@ class Redactor:
         digest = hmac.new(self.key, f"{scope}\x00{span.kind}\x00{span.value}".encode(), hashlib.sha256)
         return f"[{span.kind}_{digest.hexdigest()[:6]}]"
 
-    def redact(self, text: str | None, scope: str = "") -> tuple[str | None, int]:
+    def redact(self, text: str | None, scope: str = "",
+               only: tuple[bool, ...] | None = None) -> tuple[str | None, int]:
         """Redacted ``text`` and the number of spans replaced; ``None`` stays ``None``.
 
         Args:
             text: the text to clean.
             scope: consistency scope of placeholders (the conversation id).
+            only: per built-in detector, whether its :data:`PREFILTERS` pattern matched ``text``
+                (detectors that cannot match are skipped; the result is the same).
         Raises:
             RedactionError: a detector failed or an e-mail shape survived (fail closed).
         """
@@ -232,7 +257,7 @@ class Redactor:
             raise RedactionError(f"expected text, got {type(text).__name__}")
         if self._builtin_only and not _may_hold_pii(text):
             return text, 0
-        spans = self.spans(text)
+        spans = self.spans(text, only if self._builtin_only else None)
         parts, pos = [], 0
         for span in spans:
             parts += [text[pos:span.start], self.placeholder(span, scope)]

@@ -135,6 +135,23 @@ class Database:
         with self._connect() as conn:
             return list(self.relation(conn, table, query).c.keys())
 
+    def select(self, conn: sa.Connection, table: str | None, query: str | None, columns: list[str],
+               where: str | None, order_by: list[str], then_by: list[str],
+               after: tuple[str | None, Any] | None) -> sa.Select:
+        """The ``SELECT`` of :meth:`stream` (columns checked). Raises :class:`SourceError`."""
+        rel = self.relation(conn, table, query)
+        available = set(rel.c.keys())
+        missing = [c for c in columns if c not in available]
+        if missing:
+            raise SourceError(f"columns {missing} are not in {table or 'the query result'} "
+                              f"(it has {sorted(available)})", "fix `columns:` / `json_paths:` of the sql_feedback source")
+        stmt = sa.select(*[rel.c[c] for c in columns])
+        if where:
+            stmt = stmt.where(sa.text(f"({where})"))
+        if after is not None:
+            stmt = stmt.where(rel.c[after[0]] > after[1])
+        return stmt.order_by(*[rel.c[c] for c in dict.fromkeys(order_by + then_by)])
+
     def stream(self, table: str | None, query: str | None, columns: list[str], where: str | None,
                order_by: list[str], then_by: list[str], after: tuple[str | None, Any] | None,
                batch_size: int) -> Iterator[dict[str, Any]]:
@@ -146,18 +163,7 @@ class Database:
             SourceError: connection, table, column or filter problems.
         """
         with self._connect() as conn:
-            rel = self.relation(conn, table, query)
-            available = set(rel.c.keys())
-            missing = [c for c in columns if c not in available]
-            if missing:
-                raise SourceError(f"columns {missing} are not in {table or 'the query result'} "
-                                  f"(it has {sorted(available)})", "fix `columns:` / `json_paths:` of the sql_feedback source")
-            stmt = sa.select(*[rel.c[c] for c in columns])
-            if where:
-                stmt = stmt.where(sa.text(f"({where})"))
-            if after is not None:
-                stmt = stmt.where(rel.c[after[0]] > after[1])
-            stmt = stmt.order_by(*[rel.c[c] for c in dict.fromkeys(order_by + then_by)])
+            stmt = self.select(conn, table, query, columns, where, order_by, then_by, after)
             try:
                 result = conn.execution_options(stream_results=True, yield_per=batch_size).execute(stmt)
                 for row in result.mappings():
@@ -165,3 +171,10 @@ class Database:
             except sa_exc.DBAPIError as exc:
                 raise SourceError(f"reading {self.display} failed: {str(exc.orig).strip().splitlines()[0]}",
                                   "check `filter:` and the mapped columns of the sql_feedback source") from None
+
+    def select_sql(self, table: str | None, query: str | None, columns: list[str], where: str | None,
+                   order_by: list[str], then_by: list[str]) -> str:
+        """The ``SELECT`` of :meth:`stream` as SQL text in this database's dialect (no parameters)."""
+        with self._connect() as conn:
+            stmt = self.select(conn, table, query, columns, where, order_by, then_by, None)
+            return str(stmt.compile(dialect=self.engine.dialect, compile_kwargs={"literal_binds": True}))

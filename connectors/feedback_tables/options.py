@@ -79,6 +79,10 @@ class SqlFeedbackOptions(SourceOptions):
             has one (``row_id`` also to ``id``); set false to use only explicit mappings.
         max_prompt_chars: cut long chat prompts to this many characters by dropping the oldest
             turns, keeping system messages and the rated (last) turn.
+        ingest: ``fast`` (Arrow batches, columnar redaction pre-filter, a process per core; see
+            :mod:`connectors.feedback_tables.fast`) or ``rows`` (the row-by-row path, kept as the
+            reference and fallback; both give the same records).
+        workers: processes for fast ingest (default: every core); 1 runs inline.
         state_dir: when set, reads are incremental: only rows above the persisted watermark
             are read and appended to an event log there (see
             :mod:`connectors.feedback_tables.incremental`); records come from the whole log.
@@ -102,6 +106,8 @@ class SqlFeedbackOptions(SourceOptions):
     batch_size: int = Field(1000, gt=0)
     auto_columns: bool = True
     state_dir: str | None = None
+    ingest: Literal["fast", "rows"] = "fast"
+    workers: int | None = Field(None, gt=0)
     max_prompt_chars: int | None = Field(None, gt=0)
 
     @field_validator("rating", mode="before")
