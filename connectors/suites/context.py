@@ -1,0 +1,299 @@
+"""Repository context for pytest-source prompts: what the reference uses that the model cannot guess.
+
+For each task the reference is read with ``ast``: the names it loads and the attributes it
+reads. Each is resolved against an index of the package's top-level definitions
+(:class:`RepoIndex`): helper functions (signature + docstring), classes and dataclasses (header,
+docstring, fields, method signatures), enums (members), module constants (the assignment), and
+methods reached through an attribute (``x.total()``) when the call trace of the task's tests ran
+``Class.total`` (the static pass cannot know ``x``'s class). Definitions are ranked (called
+helpers in order of first use, then types, then constants, then traced methods) and cut to a
+token budget (4 characters a token), then shown under the instruction. Where the target has no
+docstring, assertions of its visible tests that mention it are shown as examples (as MBPP does).
+
+The lookup is a langchain-core ``BaseRetriever`` (:class:`RepoContextRetriever`): the query is the
+reference's source; keyword arguments ``path``, ``qualname`` and ``traced`` are passed to
+retrievers that accept them. A company plugs in its own code search with the source option
+``repo_context.retriever: package.module:factory`` — ``factory(files=..., package_dir=...)``
+must return a ``BaseRetriever`` whose documents carry ``metadata["name"]`` (the name defined);
+their order is kept and the same token budget applies.
+
+Coverage (per task in ``metadata["context"]``, per source in the counts): of the repository names
+the reference uses that have a definition in the package, the share whose definition the prompt
+shows (a definition already in the prompt, e.g. with ``context: module``, counts as shown); 1.0
+when it uses none.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import BaseModel, ConfigDict, Field
+
+from sdk.errors import ConfigError
+from sdk.sources import import_dotted
+from sdk.tasks.records import Message, Task
+
+_RANK = {"function": 0, "dataclass": 1, "enum": 1, "class": 1, "constant": 2, "method": 3}
+_BUILTINS = set(dir(builtins))
+
+
+class RepoContextOptions(BaseModel):
+    """The ``repo_context:`` option of the pytest source.
+
+    Attributes:
+        enabled: add the context block to every prompt.
+        token_budget: most tokens (4 characters each) of definitions shown per prompt.
+        examples: show assertions of the visible tests when the target has no docstring.
+        max_example_lines: at most this many example lines.
+        retriever: ``package.module:factory`` of a company's own retriever (see the module docstring).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    token_budget: int = Field(800, ge=0, le=32_000)
+    examples: bool = True
+    max_example_lines: int = Field(6, ge=0, le=50)
+    retriever: str | None = None
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One top-level definition of the package: what the prompt would show for ``name``."""
+
+    name: str
+    qualname: str
+    path: str
+    kind: str
+    text: str
+
+
+def _header_and_doc(lines: list[str], node: ast.AST) -> list[str]:
+    body0 = node.body[0]
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    doc = ast.get_docstring(node, clean=False)
+    end = body0.end_lineno if doc is not None else body0.lineno - 1
+    out = lines[start - 1: max(end, node.lineno)]
+    return out if doc is not None or out[-1].rstrip().endswith(":") else out[:1]
+
+
+def _class_text(lines: list[str], node: ast.ClassDef, kind: str) -> str:
+    out = _header_and_doc(lines, node)
+    for stmt in node.body:
+        if isinstance(stmt, (ast.AnnAssign, ast.Assign)):
+            out += lines[stmt.lineno - 1: stmt.end_lineno][:3]
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and kind != "enum":
+            head = lines[stmt.lineno - 1: stmt.body[0].lineno - 1] or [lines[stmt.lineno - 1]]
+            out += [*head[:4], " " * (stmt.col_offset + 4) + "..."]
+    return "\n".join(out)
+
+
+def _kind(node: ast.ClassDef) -> str:
+    names = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+    decos = {ast.unparse(d).split("(")[0].split(".")[-1] for d in node.decorator_list}
+    if names & {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"}:
+        return "enum"
+    return "dataclass" if decos & {"dataclass", "define", "attrs", "frozen"} or "NamedTuple" in names else "class"
+
+
+class RepoIndex:
+    """Top-level definitions (and methods) of a package's modules, by simple name.
+
+    Args:
+        files: ``relative path -> source`` (non-Python and unparsable files are skipped).
+        pkg_rel: the package folder relative to the repository (only files under it are read).
+    """
+
+    def __init__(self, files: dict[str, str], pkg_rel: str = "") -> None:
+        self.by_name: dict[str, list[Definition]] = {}
+        for path, text in sorted(files.items()):
+            if path.endswith(".py") and path.startswith(pkg_rel):
+                self._scan(path, text)
+
+    def _add(self, d: Definition) -> None:
+        self.by_name.setdefault(d.name, []).append(d)
+
+    def _scan(self, path: str, text: str) -> None:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return
+        lines = text.splitlines()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._add(Definition(node.name, node.name, path, "function", "\n".join(_header_and_doc(lines, node))))
+            elif isinstance(node, ast.ClassDef):
+                kind = _kind(node)
+                self._add(Definition(node.name, node.name, path, kind, _class_text(lines, node, kind)))
+                for m in node.body:
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and not m.name.startswith("__"):
+                        text_m = "\n".join(_header_and_doc(lines, m))
+                        self._add(Definition(m.name, f"{node.name}.{m.name}", path, "method",
+                                             f"# method of {node.name}\n" + _dedent(text_m)))
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and not t.id.startswith("__"):
+                        seg = "\n".join(lines[node.lineno - 1: node.end_lineno])
+                        self._add(Definition(t.id, t.id, path, "constant", seg if len(seg) < 400 else seg[:400] + " ..."))
+
+
+def _dedent(text: str) -> str:
+    lines = text.splitlines()
+    pad = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+    return "\n".join(x[pad:] for x in lines)
+
+
+def names_used(reference: str) -> tuple[list[str], list[str]]:
+    """``(names, attributes)`` the reference loads, in order of first use, without its own
+    parameters, locals and builtins. Raises nothing: unparsable code uses no names."""
+    try:
+        tree = ast.parse(reference)
+    except SyntaxError:
+        return [], []
+    local = {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
+             for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *filter(None, [n.vararg, n.kwarg])]}
+    local |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    local |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    nodes = sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))),
+                   key=lambda n: (n.lineno, n.col_offset))
+    names = [n.id for n in nodes if isinstance(n, ast.Name) and n.id not in local and n.id not in _BUILTINS]
+    attrs = [n.attr for n in nodes if isinstance(n, ast.Attribute)]
+    return list(dict.fromkeys(names)), list(dict.fromkeys(attrs))
+
+
+def resolve(index: RepoIndex, reference: str, path: str, qualname: str,
+            traced: Iterable[tuple[str, str]] = ()) -> list[Definition]:
+    """The package definitions ``reference`` uses, ranked; the target itself excluded."""
+    names, attrs = names_used(reference)
+    traced = set(traced)
+    found: list[Definition] = []
+    for name in names:
+        defs = [d for d in index.by_name.get(name, []) if d.kind != "method"]
+        same = [d for d in defs if d.path == path]
+        found += (same or defs)[:1]
+    for attr in attrs:  # module.helper, Enum.MEMBER's class is a Name already; methods only when traced
+        defs = index.by_name.get(attr, [])
+        found += [d for d in defs if d.kind != "method" and d.kind != "constant"][:1]
+        found += [d for d in defs if d.kind == "method" and (d.path, d.qualname) in traced][:1]
+    unique = list({(d.path, d.qualname): d for d in found if (d.path, d.qualname) != (path, qualname)}.values())
+    return sorted(unique, key=lambda d: _RANK[d.kind])  # stable: first use within a rank
+
+
+class RepoContextRetriever(BaseRetriever):
+    """Static (+ traced) repository context as a langchain-core retriever; query = the reference."""
+
+    index: Any
+    token_budget: int = 800
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                path: str = "", qualname: str = "", traced: Iterable = ()) -> list[Document]:
+        docs = [Document(page_content=d.text, metadata={"name": d.name, "qualname": d.qualname, "path": d.path,
+                                                        "kind": d.kind, "rank": i})
+                for i, d in enumerate(resolve(self.index, query, path, qualname, traced))]
+        return cut_to_budget(docs, self.token_budget)
+
+
+def cut_to_budget(docs: list[Document], token_budget: int) -> list[Document]:
+    """``docs`` in order, each kept while its tokens (characters / 4) still fit the budget."""
+    out, used = [], 0
+    for doc in docs:
+        cost = len(doc.page_content) // 4 + 1
+        if used + cost <= token_budget:
+            out.append(doc)
+            used += cost
+    return out
+
+
+class RepoContext:
+    """Adds the context block to pytest-source tasks and counts coverage (see the module docstring).
+
+    Raises:
+        ConfigError: ``retriever`` cannot be imported or does not give a ``BaseRetriever``.
+    """
+
+    def __init__(self, options: RepoContextOptions, files: dict[str, str], pkg_rel: str, package_dir=None) -> None:
+        self.options, self.index, self.pkg_rel = options, RepoIndex(files, pkg_rel), pkg_rel
+        self.retriever: BaseRetriever = RepoContextRetriever(index=self.index, token_budget=options.token_budget)
+        if options.retriever:
+            try:
+                made = import_dotted(options.retriever)(files=files, package_dir=package_dir)
+            except TypeError as exc:
+                raise ConfigError(f"repo_context.retriever {options.retriever!r} cannot be called as "
+                                  f"factory(files=..., package_dir=...): {exc}",
+                                  "point it at a factory that returns a langchain_core BaseRetriever") from exc
+            if not isinstance(made, BaseRetriever):
+                raise ConfigError(f"repo_context.retriever {options.retriever!r} gave a {type(made).__name__}",
+                                  "point it at a factory that returns a langchain_core BaseRetriever")
+            self.retriever = made
+
+    def add(self, task: Task, items: Iterable = (), counts: dict[str, int] | None = None) -> Task:
+        """``task`` with the context block appended to its last prompt message and
+        ``metadata["context"]`` (used, shown, coverage, tokens, missing, examples); ``items`` are
+        the traced test items (``.calls``) of its tests; ``counts`` gets the per-source totals."""
+        if not self.options.enabled or not task.reference:
+            return task
+        path, _, qualname = task.source.locator.partition("::")
+        traced = {(f"{self.pkg_rel}/{p}", q) for i in items for p, q, *_ in getattr(i, "calls", ())}
+        docs = self.retriever.invoke(task.reference, path=path, qualname=qualname, traced=traced)
+        docs = cut_to_budget(docs, self.options.token_budget)
+        block = _render(docs)
+        examples = self._examples(task, qualname)
+        content = task.prompt[-1].content
+        shown_text = "\n".join([content, block])
+        used = resolve(self.index, task.reference, path, qualname, traced)
+        shown = {d.metadata.get("name") for d in docs}
+        missing = [d.qualname for d in used if d.name not in shown and not _appears(d, shown_text)]
+        info = {"used": len(used), "shown": len(used) - len(missing), "missing": missing,
+                "coverage": round((len(used) - len(missing)) / len(used), 4) if used else 1.0,
+                "tokens": sum(len(d.page_content) // 4 + 1 for d in docs), "examples": bool(examples)}
+        if counts is not None:
+            counts["context_names_used"] += info["used"]
+            counts["context_names_shown"] += info["shown"]
+            counts["context_tasks_fully_covered"] += info["coverage"] == 1.0
+        new = content + block + examples
+        prompt = (*task.prompt[:-1], Message(role=task.prompt[-1].role, content=new))
+        return task.with_(prompt=prompt, metadata={**task.metadata, "context": info})
+
+    def _examples(self, task: Task, qualname: str) -> str:
+        fn = ast.parse(task.reference).body if _parses(task.reference) else []
+        name = qualname.split(".")[-1]
+        target = next((n for n in fn if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
+        if not self.options.examples or target is None or ast.get_docstring(target):
+            return ""
+        lines = [ln.strip() for text in task.verifier.tests.values() for ln in text.splitlines()
+                 if ln.strip().startswith("assert") and f"{name}(" in ln]
+        lines = list(dict.fromkeys(lines))[: self.options.max_example_lines]
+        return ("\n\nExamples from the tests:\n```python\n" + "\n".join(lines) + "\n```") if lines else ""
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+        return True
+    except SyntaxError:
+        return False
+
+
+def _appears(d: Definition, text: str) -> bool:
+    first = d.text.splitlines()[0].strip() if d.text else ""
+    return bool(first) and first in text
+
+
+def _render(docs: list[Document]) -> str:
+    if not docs:
+        return ""
+    parts = [f"# {d.metadata.get('path', '')}: {d.metadata.get('kind', 'definition')} "
+             f"{d.metadata.get('qualname', d.metadata.get('name', ''))}\n{d.page_content.rstrip()}" for d in docs]
+    return ("\n\nFrom the repository (definitions it uses; bodies omitted):\n```python\n"
+            + "\n\n".join(parts) + "\n```")
+
+
+__all__ = ["Definition", "RepoContext", "RepoContextOptions", "RepoContextRetriever", "RepoIndex", "cut_to_budget",
+           "names_used", "resolve"]
