@@ -30,6 +30,7 @@ import hashlib
 import logging
 import subprocess
 from collections import defaultdict
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -37,6 +38,7 @@ from pydantic import Field
 
 from connectors.suites.pyrepo import (dist_info, imported_roots, project_name, read_package, sibling_packages,
                                       support_files)
+from connectors.suites.context import RepoContext, RepoContextOptions
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
 from connectors.suites.testreqs import find_test_requirements
@@ -61,6 +63,8 @@ class PytestSuiteOptions(SourceOptions):
             (rounded down, at least one test always stays visible); deterministic.
         min_tests: a target needs at least this many usable covering test functions.
         max_tests: at most this many test functions per task (direct callers first).
+        repo_context: what of the repository the reference uses is shown under the prompt
+            (:class:`connectors.suites.context.RepoContextOptions`: token budget, examples, retriever).
         context: ``signature`` (imports of the names the target uses + header + docstring) or
             ``module`` (the whole module with the target's body removed).
         flaky_reruns: extra runs of the suite to find flaky tests (0: none).
@@ -85,6 +89,7 @@ class PytestSuiteOptions(SourceOptions):
     min_tests: int = Field(1, ge=1)
     max_tests: int = Field(12, ge=1)
     context: Literal["signature", "module"] = "signature"
+    repo_context: RepoContextOptions = Field(default_factory=RepoContextOptions)  # issue 13 item 4
     flaky_reruns: int = Field(0, ge=0)
     exclude: list[str] = Field(default_factory=list)
     methods: bool = False
@@ -266,12 +271,13 @@ class _Builder:
             tests=self._test_files(visible, hidden=False), hidden_tests=self._test_files(hidden_units, hidden=True),
             timeout_s=self._timeout(visible, hidden_units), requirements=self.requirements)
         module = _module_name(info.path, self.pkg_rel)
-        return Task(
+        return self._repo_context.add(Task(  # repository context: connectors.suites.context (issue 13 item 4)
             domain=f"{self.source.domain}/{module}", prompt=(Message(role="user", content=self._prompt(info, fn)),),
             verifier=verifier, reference=fn.reference, source=self._source(fn),
             metadata={"tests": [i.nodeid for u in visible for i in self.units[u]],
                       "hidden_tests": [i.nodeid for u in hidden_units for i in self.units[u]],
-                      "direct_tests": sum(covering[u] for u in ranked)})
+                      "direct_tests": sum(covering[u] for u in ranked)}),
+            [i for u in ranked for i in self.units[u]], self.counts)
 
     def _timeout(self, *groups: list[Unit]) -> float:
         """``test_timeout_s``, doubled until it exceeds 3x the slowest group's traced seconds + 2 s.
@@ -295,6 +301,11 @@ class _Builder:
                 self.test_modules[path] = TestModule((self.repo / path).read_text(encoding="utf-8"), self.collected[path])
             out[_hidden_name(path) if hidden else path] = self.test_modules[path].keep(keep)
         return out
+
+    @cached_property
+    def _repo_context(self) -> RepoContext:
+        """Adds what the reference uses from the repository to each prompt (issue 13 item 4)."""
+        return RepoContext(self.opts.repo_context, self.files, self.pkg_rel)
 
     def _prompt(self, info: ModuleInfo, fn: PyFunction) -> str:
         what = "method" if "." in fn.qualname else "function"
