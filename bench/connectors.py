@@ -1,16 +1,30 @@
-"""Benchmark (issue 4): the pytest connector on a real PyPI package, validated in the sandbox.
+"""Benchmark (issues 4 and 13): the pytest connector on real PyPI sdists, validated in the sandbox.
 
-    .venv/bin/python bench/connectors.py                      # more-itertools 10.7.0 sdist
-    .venv/bin/python bench/connectors.py --repo PATH --package NAME [--limit N]
+    .venv/bin/python bench/connectors.py                          # the four default sdists
+    .venv/bin/python bench/connectors.py --only toolz humanize    # some of them
+    .venv/bin/python bench/connectors.py --repo PATH --package NAME [--tests DIR] [--limit N]
 
-Why more-itertools: pure Python with no dependencies, its sdist ships its whole unittest/pytest
-suite (670 tests), and its ~160 public top-level functions are small, documented and tested
-one by one — the shape of a company's utility library.
+The sdists (downloaded once with ``pip download --no-deps --no-binary :all:`` into ``--cache``,
+outside the repository; skipped with a message when the index is unreachable):
 
-A task is *validated* when its reference passes its visible and hidden tests and both broken
-bodies (``return None`` and ``raise NotImplementedError``) fail the visible tests. Prints
-counts, tasks built per second, tasks validated per second, and the share of wall time spent
-in the sandbox.
+* **more-itertools** 10.7.0: pure Python, ~160 documented top-level functions, unittest-style
+  ``TestCase`` classes and module-level tests in the same files (the mixed-units crash);
+* **toolz** 1.0.0: tests inside the package (``toolz/tests``), ``class TestDefaultDict(TestDict)``
+  (the inherited-class case) and the alias package ``tlz``;
+* **humanize** 4.12.3: ``src/`` layout, tests need the third-party helper ``freezegun`` (found in
+  the ``tests`` extra, installed into the cached test-dependency environment), and
+  ``importlib.metadata.version("humanize")`` at import;
+* **attrs** 25.3.0: two top-level packages (``attr`` and ``attrs``), ``src/`` layout, hypothesis.
+
+A task is *validated* when its reference passes its visible and hidden tests and the stub
+(``raise NotImplementedError``) fails (:func:`sdk.tasks.validate.validate_tasks`, what the
+tasks stage runs); then the verifier-strength check (:mod:`sdk.tasks.strength`) runs its mutants
+when that module is present. Printed per sdist: functions with covering tests, tasks validated
+(share of those functions), quarantined by reason, mean mutation score, context coverage
+(``n/a`` until tasks carry ``metadata["context_coverage"]``), task-set bytes (tasks, quarantine
+and snapshots as :meth:`TaskSet.save` writes them) and repository source bytes (every ``.py``
+file of the sdist). Targets (issue 13): no crash, validated >= 85% of functions with covering
+tests, task-set bytes <= 3 x source bytes + 20 KB per task.
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ import argparse
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -26,90 +41,123 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from connectors.suites.pysource import replace_body  # noqa: E402
 from connectors.suites.pytest_suite import PytestSuiteSource  # noqa: E402
 from sdk.config import SandboxConfig  # noqa: E402
 from sdk.sandbox import make_sandbox  # noqa: E402
-from sdk.sandbox.contract import ExecRequest, Limits  # noqa: E402
+from sdk.sandbox.contract import Limits  # noqa: E402
+from sdk.tasks.taskset import TaskSet  # noqa: E402
+from sdk.tasks.validate import validate_tasks  # noqa: E402
 
-DEFAULT = ("more-itertools", "10.7.0", "more_itertools")
-BROKEN = ("return None", "raise NotImplementedError")
+try:
+    from sdk.tasks.strength import check_strength  # noqa: E402 - item 3, the other half of issue 13
+except ImportError:  # pragma: no cover - before it exists
+    check_strength = None
+
+SDISTS = {  # name: (version, package, tests folder)
+    "more-itertools": ("10.7.0", "more_itertools", "tests"),
+    "toolz": ("1.0.0", "toolz", "toolz/tests"),
+    "humanize": ("4.12.3", "humanize", "tests"),
+    "attrs": ("25.3.0", "attr", "tests"),
+}
 
 
-def fetch_sdist(name: str, version: str, cache: Path) -> Path:
-    """Download and unpack ``name==version``'s sdist once; returns the unpacked folder."""
-    folder = cache / f"{name.replace('-', '_')}-{version}"
+def fetch_sdist(name: str, version: str, cache: Path) -> Path | None:
+    """Download and unpack ``name==version``'s sdist once; the unpacked folder, or None offline."""
+    stem = f"{name.replace('-', '_')}-{version}"
+    folder = cache / stem
     if folder.is_dir():
         return folder
     cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                    f"{name}=={version}", "-d", str(cache)], check=True, capture_output=True)
-    archive = next(cache.glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                           f"{name}=={version}", "-d", str(cache)], capture_output=True, text=True)
+    archive = next(iter(cache.glob(f"{stem}.tar.gz")), None)
+    if proc.returncode != 0 or archive is None:
+        print(f"skipped {name}=={version}: could not download it ({(proc.stderr or proc.stdout).strip()[-200:]})")
+        return None
     with tarfile.open(archive) as tar:
         tar.extractall(cache, filter="data")
     return folder
 
 
-def _requests(task) -> list[tuple[str, ExecRequest]]:
-    v = task.verifier
+def source_bytes(repo: Path) -> int:
+    """Bytes of every ``.py`` file in the repository."""
+    return sum(p.stat().st_size for p in repo.rglob("*.py") if "__pycache__" not in p.parts)
 
-    def req(solution: str, tests: dict[str, str]) -> ExecRequest:
-        return ExecRequest(framework=v.framework, solution=solution, tests=tests, files=v.files,
-                           target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude,
-                           limits=Limits(timeout_s=v.timeout_s))
 
-    out = [("reference", req(task.reference, v.tests))]
-    if v.hidden_tests:
-        out.append(("hidden", req(task.reference, v.hidden_tests)))
-    out += [(body, req(replace_body(task.reference, v.entry_point, body), v.tests)) for body in BROKEN]
-    return out
+def measure(repo: Path, package: str, tests: str, args: argparse.Namespace) -> dict:
+    """Build, validate and size one repository's task set; the row of the table."""
+    t0 = time.perf_counter()
+    result = PytestSuiteSource({"path": str(repo), "package": package, "tests": tests}, repo, "bench").read()
+    tasks = list(result.tasks[: args.limit or None])
+    build_s = time.perf_counter() - t0
+    sandbox = make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=args.concurrency))
+    limits = Limits()
+    try:
+        valid, bad = validate_tasks(tasks, sandbox, limits)
+        if check_strength is not None and valid and not args.no_mutants:
+            valid, weak = check_strength(valid, sandbox, limits, max_reference_mutants=args.reference_mutants)
+            bad += weak
+    finally:
+        sandbox.close()
+    quarantined = list(result.quarantined) + bad
+    with tempfile.TemporaryDirectory() as tmp:
+        path = TaskSet(valid, quarantined).save(Path(tmp) / "tasks.jsonl")
+        size = sum(p.stat().st_size for p in path.parent.rglob("*") if p.is_file())
+    scores = [t.mutation_score for t in valid if getattr(t, "mutation_score", None) is not None]
+    cover = [t.metadata["context_coverage"] for t in valid if "context_coverage" in t.metadata]
+    covered = result.counts.get("functions_with_tests", 0)
+    return {"repo": repo.name, "covered": covered, "built": len(tasks), "validated": len(valid),
+            "share": len(valid) / covered if covered else 0.0,
+            "quarantined": Counter(q.reason.split(":")[0] for q in quarantined),
+            "mutation": f"{sum(scores) / len(scores):.3f}" if scores else "n/a",
+            "context": f"{sum(cover) / len(cover):.3f}" if cover else "n/a",
+            "bytes": size, "source": source_bytes(repo), "s": time.perf_counter() - t0, "build_s": build_s,
+            "why": [(q.source.locator if q.source else "?", q.reason[:160]) for q in bad]}
+
+
+def report(row: dict, verbose: bool) -> None:
+    """Print one repository's block and whether it meets the targets."""
+    budget = 3 * row["source"] + 20_000 * row["validated"]
+    ok_share, ok_size = row["share"] >= 0.85, row["bytes"] <= budget
+    print(f"== {row['repo']}  ({row['s']:.0f} s, of which build {row['build_s']:.0f} s)")
+    print(f"   functions with covering tests  {row['covered']}")
+    print(f"   tasks built / validated        {row['built']} / {row['validated']} "
+          f"({row['share']:.0%} of covered; target >= 85%: {'ok' if ok_share else 'MISSED'})")
+    print(f"   quarantined by reason          {dict(sorted(row['quarantined'].items()))}")
+    print(f"   mutation score (mean)          {row['mutation']}")
+    print(f"   context coverage (mean)        {row['context']}")
+    print(f"   task-set bytes                 {row['bytes']:,} (budget 3 x source + 20 KB/task = {budget:,}: "
+          f"{'ok' if ok_size else 'MISSED'})")
+    print(f"   repository source bytes        {row['source']:,}")
+    if verbose:
+        for locator, reason in row["why"]:
+            print(f"     not validated: {locator}: {reason}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repo", type=Path, help="repository folder (default: download more-itertools)")
-    ap.add_argument("--package", default=DEFAULT[2])
+    ap.add_argument("--repo", type=Path, help="a repository folder instead of the default sdists")
+    ap.add_argument("--package", help="import name of the package (with --repo)")
     ap.add_argument("--tests", default="tests")
-    ap.add_argument("--limit", type=int, default=0, help="validate only the first N tasks (0: all)")
+    ap.add_argument("--only", nargs="*", choices=sorted(SDISTS), help="run only these default sdists")
+    ap.add_argument("--limit", type=int, default=0, help="validate only the first N tasks per repository (0: all)")
     ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--reference-mutants", type=int, default=2, help="reference mutants per task (strength check)")
+    ap.add_argument("--no-mutants", action="store_true", help="skip the verifier-strength check")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/tuneloop/bench")
     ap.add_argument("--verbose", action="store_true", help="list every task that did not validate, with why")
     args = ap.parse_args()
-    repo = args.repo or fetch_sdist(DEFAULT[0], DEFAULT[1], args.cache)
-
-    t0 = time.perf_counter()
-    result = PytestSuiteSource({"path": str(repo), "package": args.package, "tests": args.tests}, repo, "bench").read()
-    build_s = time.perf_counter() - t0
-    tasks = result.tasks[: args.limit or None]
-    sandbox = make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=args.concurrency))
-    plan = [(task.id, label, req) for task in tasks for label, req in _requests(task)]
-    t1 = time.perf_counter()
-    results = sandbox.run([req for _, _, req in plan])
-    sandbox_s = time.perf_counter() - t1
-    sandbox.close()
-
-    verdicts: dict[str, list[str]] = {}
-    for (tid, label, _), res in zip(plan, results):
-        want_pass = label in ("reference", "hidden")
-        if res.status.is_infrastructure or res.all_passed != want_pass:
-            failed = [t.name for t in res.tests if t.outcome != "passed"][:3]
-            verdict = "passed" if res.all_passed else f"{res.status.value} {failed or res.detail[:120]}"
-            verdicts.setdefault(tid, []).append(f"{label}: {verdict}")
-    validated = [t for t in tasks if t.id not in verdicts]
-    why = Counter(p.split(":")[0] + (" passes" if p.split(":")[0] in BROKEN else " fails")
-                  for ps in verdicts.values() for p in ps[:1])
-    total_s = time.perf_counter() - t0
-    print(f"repository            {repo}")
-    print(f"source counts         {dict(sorted(result.counts.items()))}")
-    print(f"tasks built           {len(result.tasks)} in {build_s:.1f} s ({len(result.tasks) / build_s:.2f} tasks/s)")
-    print(f"tasks validated       {len(validated)} of {len(tasks)} checked; not validated: {dict(why)}")
-    print(f"sandbox executions    {len(plan)} in {sandbox_s:.1f} s ({len(plan) / sandbox_s:.2f}/s)")
-    print(f"validated per second  {len(validated) / total_s:.3f} (build + validation, {total_s:.1f} s wall)")
-    print(f"sandbox share of time {sandbox_s / total_s:.2f}")
-    if args.verbose:
-        for task in tasks:
-            for problem in verdicts.get(task.id, []):
-                print(f"  not validated: {task.source.locator}: {problem}")
+    if args.repo:
+        jobs = [(args.repo, args.package or args.repo.name, args.tests)]
+    else:
+        jobs = []
+        for name in args.only or SDISTS:
+            version, package, tests = SDISTS[name]
+            folder = fetch_sdist(name, version, args.cache)
+            if folder is not None:
+                jobs.append((folder, package, tests))
+    for repo, package, tests in jobs:
+        report(measure(repo, package, tests, args), args.verbose)
 
 
 if __name__ == "__main__":

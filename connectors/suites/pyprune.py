@@ -130,15 +130,16 @@ class TestModule:
             elif name not in functions:
                 cuts.append(span)
         base_only = needed_classes - kept_classes
+        dropped = {(name, m) for name in needed_classes for m in self.classes[name].methods
+                   if (name, m) in self.collected or (name in base_only and self._is_test(name, m))
+                   if (name, m) not in methods and (name, m) not in helpers}
         for name, info in self.classes.items():
             if name not in needed_classes:
                 if name in self.test_classes:
                     cuts.append(info.span)
                 continue
-            cut = [span for m, span in info.methods.items()
-                   if (name, m) in self.collected or (name in base_only and self._is_test(name, m))
-                   if (name, m) not in methods and (name, m) not in helpers]
-            lines = self._class_lines(info, keep, base_only)
+            cut = [span for m, span in info.methods.items() if (name, m) in dropped]
+            lines = self._class_lines(info, keep, base_only, dropped)
             if len(cut) == info.n_body and not lines and info.insert_at:
                 lines = [(info.insert_at, info.indent + "pass  # tuneloop: every test of this class was cut\n")]
             cuts += cut
@@ -166,7 +167,7 @@ class TestModule:
             for item in new:
                 refs |= self.func_refs[item] if isinstance(item, str) else self.classes[item[0]].refs[item[1]]
 
-    def _class_lines(self, info: _Class, keep: set[Key], base_only: set[str]) -> list[tuple[int, str]]:
+    def _class_lines(self, info: _Class, keep: set[Key], base_only: set[str], dropped: set) -> list[tuple[int, str]]:
         if not info.insert_at:
             return []
         lines = []
@@ -176,7 +177,8 @@ class TestModule:
             lines.append("__test__ = True  # tuneloop: its base is kept uncollected\n")
         if info.name not in base_only:
             for cls, name in sorted(self.collected, key=lambda k: k[1]):
-                if cls == info.name and (cls, name) not in keep and name not in info.methods:
+                if cls == info.name and (cls, name) not in keep and name not in info.methods \
+                        and (self._owner(cls, name), name) not in dropped:
                     lines.append(f"{name} = None  # tuneloop: inherited test not part of this task\n")
         return [(info.insert_at, info.indent + text) for text in lines]
 

@@ -7,7 +7,8 @@ Used by :mod:`connectors.suites.pytest_suite`:
 * :func:`sibling_packages`: other top-level packages or modules next to the package that the
   tests or the package import (an sdist can ship an alias package, e.g. toolz's ``tlz`` or
   attrs' ``attr``), carried whole, never targets;
-* :func:`dist_info`: a minimal ``<name>-<version>.dist-info`` beside the package, so
+* :func:`dist_info`: a minimal ``<name>-<version>.dist-info`` at the task's root (always on the
+  sandbox's ``sys.path``, whatever the layout), so
   ``importlib.metadata.version(name)`` works in the sandbox as if the package were installed
   (name and version from ``PKG-INFO``, else ``pyproject.toml``/``setup.cfg``, else the
   package name and ``0.0.0``).
@@ -114,15 +115,13 @@ def sibling_packages(repo: Path, package_dir: Path, tests: str, imported: set[st
 
 
 def dist_info(repo: Path, package_dir: Path, top_level: list[str]) -> dict[str, str]:
-    """``relpath -> text`` of a minimal ``.dist-info`` folder beside the package (see module doc)."""
+    """``relpath -> text`` of a minimal ``.dist-info`` folder at the task root (see module doc)."""
     name, version = _name_version(repo)
     name = name or package_dir.name
-    folder = f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info"
-    parent = package_dir.resolve().parent.relative_to(repo.resolve()).as_posix()
-    prefix = "" if parent == "." else parent + "/"
-    return {f"{prefix}{folder}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-            f"{prefix}{folder}/top_level.txt": "".join(t + "\n" for t in sorted(top_level)),
-            f"{prefix}{folder}/INSTALLER": "tuneloop\n"}
+    prefix = f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info/"
+    return {f"{prefix}METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+            f"{prefix}top_level.txt": "".join(t + "\n" for t in sorted(top_level)),
+            f"{prefix}INSTALLER": "tuneloop\n"}
 
 
 def project_name(repo: Path) -> str:

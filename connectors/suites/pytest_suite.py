@@ -124,7 +124,7 @@ class PytestSuiteSource(TaskSource):
         files.update(meta)
         requirements, env = self._requirements(opts, repo)
         run = run_suite(repo, opts.tests, package_dir, reruns=opts.flaky_reruns, timeout_s=opts.timeout_s,
-                        python=opts.python, extra_files={"/".join(k.split("/")[-2:]): v for k, v in meta.items()},
+                        python=opts.python, extra_files=meta,
                         pythonpath=(str(env),) if env else ())
         items = [i for i in run.items if i.kind == "Function"]
         if not items:

@@ -3,6 +3,15 @@
 The version is a hash over the sorted task ids and their splits, so two task sets with the
 same tasks in the same splits have the same version whatever their order on disk.
 Quarantined tasks travel with the set (and are counted in the report) but are never trained on.
+
+Snapshots (issue 13, item 5): a unit-test verifier's ``files`` (the repository the tests run
+against, the same for every task of one source) is written once, content-addressed, to
+``snapshots/<sha>.json`` beside the tasks file; the task's line holds ``"files": {}`` and
+``"files_snapshot": "<sha>"`` instead (also for quarantined tasks). :meth:`TaskSet.load` puts the
+files back, shared by every task of the snapshot, so a loaded task is the task that was saved
+(same fields, same id) and every consumer sees complete verifiers. Files written before
+snapshots existed (files inline) load unchanged; a missing snapshot is a clear error. The size
+of a saved set grows with the repositories plus the tasks, not their product.
 """
 
 from __future__ import annotations
@@ -15,6 +24,9 @@ from typing import Iterable, Iterator
 
 from sdk.errors import SourceError
 from sdk.tasks.records import Quarantined, Split, Task
+from sdk.types import canonical_json
+
+SNAPSHOTS = "snapshots"  # folder beside the tasks file
 
 
 class TaskSet:
@@ -79,22 +91,29 @@ class TaskSet:
     def save(self, path: str | Path) -> Path:
         """Write ``tasks.jsonl`` (one task per line) and ``quarantine.jsonl`` beside it.
 
-        Returns the path of the tasks file. Writes atomically (temp file, then rename).
+        Each distinct verifier ``files`` goes once to ``snapshots/<sha>.json`` (see the module
+        docstring). Returns the path of the tasks file. Writes atomically (temp file, then rename).
         """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_jsonl(path, (t.model_dump(mode="json") for t in self._tasks))
+        store = _Snapshots(path.parent / SNAPSHOTS)
+        _write_jsonl(path, (store.pack(t.model_dump(mode="json")) for t in self._tasks))
         _write_jsonl(path.with_name(path.stem + ".quarantine.jsonl"),
-                     (q.model_dump(mode="json") for q in self._quarantined))
+                     (_pack_quarantined(store, q.model_dump(mode="json")) for q in self._quarantined))
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> "TaskSet":
-        """Read a set written by :meth:`save`."""
+        """Read a set written by :meth:`save` (with or without snapshots).
+
+        Raises:
+            SourceError: the file is missing, a line is malformed, or a snapshot it names is missing.
+        """
         path = Path(path)
-        tasks = [Task.model_validate(row) for row in _read_jsonl(path)]
+        store = _Snapshots(path.parent / SNAPSHOTS, source=path)
+        tasks = [store.unpack(row) for row in _read_jsonl(path)]
         qpath = path.with_name(path.stem + ".quarantine.jsonl")
-        quarantined = [Quarantined.model_validate(r) for r in _read_jsonl(qpath)] if qpath.exists() else []
+        quarantined = [_unpack_quarantined(store, r) for r in _read_jsonl(qpath)] if qpath.exists() else []
         return cls(tasks, quarantined)
 
     def to_dataset(self):
@@ -113,6 +132,63 @@ class TaskSet:
             }
             for t in self._tasks
         ])
+
+
+class _Snapshots:
+    """Content-addressed verifier ``files`` in ``folder`` (``<sha>.json``), cached in memory."""
+
+    def __init__(self, folder: Path, source: Path | None = None) -> None:
+        self.folder, self.source = folder, source
+        self.loaded: dict[str, dict[str, str]] = {}
+        self.written: set[str] = set()
+
+    def pack(self, row: dict) -> dict:
+        """``row`` (a dumped task) with its verifier's files replaced by a snapshot reference."""
+        files = (row.get("verifier") or {}).get("files")
+        if not files:
+            return row
+        text = canonical_json(files)
+        sha = hashlib.sha256(text.encode()).hexdigest()[:32]
+        if sha not in self.written:
+            target = self.folder / f"{sha}.json"
+            if not target.exists():
+                self.folder.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_suffix(".tmp")
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(target)
+            self.written.add(sha)
+        return {**row, "verifier": {**row["verifier"], "files": {}}, "files_snapshot": sha}
+
+    def unpack(self, row: dict) -> Task:
+        """The task of a saved ``row``, its snapshot's files put back (one shared dict per snapshot)."""
+        sha = row.pop("files_snapshot", None)
+        if not sha:
+            return Task.model_validate(row)
+        files = self._load(str(sha), row.get("id", "?"))
+        task = Task.model_validate({**row, "verifier": {**row["verifier"], "files": files}})
+        return task.model_copy(update={"verifier": task.verifier.model_copy(update={"files": files})})
+
+    def _load(self, sha: str, task_id: str) -> dict[str, str]:
+        if sha not in self.loaded:
+            target = self.folder / f"{sha}.json"
+            try:
+                self.loaded[sha] = json.loads(target.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise SourceError(f"task {task_id} in {self.source} needs the repository snapshot {target}, "
+                                  f"which is missing or unreadable ({exc})",
+                                  f"copy the {SNAPSHOTS}/ folder together with the task file, or rebuild the "
+                                  "task set (`tuneloop tasks build CONFIG --force`)") from exc
+        return self.loaded[sha]
+
+
+def _pack_quarantined(store: _Snapshots, row: dict) -> dict:
+    return {**row, "task": store.pack(row["task"])} if row.get("task") else row
+
+
+def _unpack_quarantined(store: _Snapshots, row: dict) -> Quarantined:
+    if not row.get("task") or "files_snapshot" not in row["task"]:
+        return Quarantined.model_validate(row)
+    return Quarantined.model_validate({**row, "task": None}).model_copy(update={"task": store.unpack(dict(row["task"]))})
 
 
 def _write_jsonl(path: Path, rows: Iterable[dict]) -> None:
