@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -318,7 +319,8 @@ def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> Re
         frac = (vis + hid) / 2
     if main.status == ExecStatus.COMPILE_ERROR:
         comp["parses"] = 0.0
-    comp["runs"] = 0.0 if main.status in _NOT_REACHED or not main.tests else 1.0
+    crashed = _all_crashed(main)  # R5: a crash in every test is not a clean run
+    comp["runs"] = 0.0 if main.status in _NOT_REACHED or not main.tests or crashed else 1.0
     comp["tests"] = frac if comp["runs"] else 0.0
     comp["all_passed"] = float(all(r.all_passed for r in results) and frac == 1.0)
     for f in findings:
@@ -332,9 +334,23 @@ def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> Re
     if plan.side_effect:
         comp["side_effect_penalty"] = weights.side_effect_penalty
         score -= weights.side_effect_penalty
-    status = RewardStatus.OK if comp["all_passed"] else _STATUS.get(main.status, RewardStatus.FAILED)
+    status = RewardStatus.OK if comp["all_passed"] else RewardStatus.RUNTIME_ERROR if crashed else \
+        _STATUS.get(main.status, RewardStatus.FAILED)
     return RewardResult(score=score, components=comp, status=status, flags=tuple(dict.fromkeys(plan.flags)),
                         exec_status=main.status, detail=main.detail)
+
+
+_ASSERTED = re.compile(r"^E\s+(assert\b|AssertionError)|^AssertionError|^TLFAIL", re.MULTILINE)
+_RAISED = re.compile(r"^E\s+[\w.]*(Error|Exception|Exit|Interrupt)\b|^Traceback|\b\w+(Error|Exception):", re.MULTILINE)
+
+
+def _all_crashed(result: ExecResult) -> bool:
+    """True when no test passed and every failure is an exception raised by the code under test
+    (not an assertion): field case R5, so ``runs`` earns nothing and a wrong value ranks above."""
+    bad = [t for t in result.tests if t.outcome in ("failed", "error")]
+    if not bad or len(bad) != result.total:
+        return False
+    return all(t.outcome == "error" or (_RAISED.search(t.message) and not _ASSERTED.search(t.message)) for t in bad)
 
 
 def _regression(comp: dict[str, float], baseline: ExecResult | None, now: ExecResult, weights: RewardConfig) -> float:

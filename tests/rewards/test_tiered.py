@@ -226,3 +226,18 @@ def test_merged_pytest_run_is_split_by_file():
     assert (r.components["visible_frac"], r.components["hidden_frac"]) == (1.0, 0.0)
     assert r.components["visible_total"] == 2 and r.components["hidden_total"] == 1
     assert "hardcoded_outputs" in r.flags and r.score == 0.0
+
+
+def test_r5_a_crash_is_not_a_clean_run(real_sandbox):
+    """Field case R5: ``raise ValueError`` in every test gets no ``runs`` credit and status
+    runtime_error; a wrong value returned without raising scores above it."""
+    from sdk.tasks.records import UnitTestVerifier
+
+    tests = {"test_solve.py": "from solution import solve\n\ndef test_a():\n    assert solve(1) == ''\n\n"
+                              "def test_b():\n    assert solve(2) == ''\n"}
+    task = Task(domain="python/r5", prompt=(Message(role="user", content="Write solve(x)."),), source=Source(connector="t"),
+                verifier=UnitTestVerifier(tests=tests, entry_point="solve", timeout_s=10.0))
+    crash, wrong = score_batch([task, task], ["```python\ndef solve(x):\n    raise ValueError\n```",
+                                              "```python\ndef solve(x):\n    return 'no'\n```"], real_sandbox, W)
+    assert crash.status == RewardStatus.RUNTIME_ERROR and crash.components["runs"] == 0.0, crash
+    assert wrong.status == RewardStatus.FAILED and wrong.score > crash.score, (wrong, crash)

@@ -7,14 +7,23 @@ Reads the nonce from stdin, copies the read-only work folder to $TMPDIR/build (c
 own timeout, then the test command, and emits nonce-tagged events: ``start``,
 ``compile_error``/``compile_timeout``, ``compiled``, ``run`` (exit code, stdout tail),
 ``run_timeout``, ``artifact`` (report files), ``end``.
+
+With ``"channel": true`` in the spec (C/C++ ``tl_test.h``, issue 14) the test program gets a
+result pipe on fd 3 and a fresh nonce on fd 4 (written, then closed here); only the lines on fd 3
+that carry that nonce come back, as ``channel`` events. Everything the program prints stays
+untrusted output. This driver makes itself non-dumpable, so the tests cannot open its pipes or
+memory through ``/proc``.
 """
 
+import fcntl
 import glob
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
+import threading
 
 CAP = 4 << 20
 
@@ -38,7 +47,7 @@ def main():
 
     tmp = os.environ.get("TMPDIR", "/tmp")
     with open(spec_path) as fh:
-        spec = json.loads(fh.read().replace("{tmp}", tmp))
+        spec = json.loads(fh.read().replace("{tmp}", tmp).replace("{src}", os.getcwd()))  # {src}: read-only
     emit(event="start")
     build = os.path.join(tmp, "build")
     shutil.copytree(os.getcwd(), build, dirs_exist_ok=True)
@@ -57,12 +66,22 @@ def main():
             emit(event="compile_error", message=p.stdout.decode("utf-8", "replace")[-4000:])
             return
         emit(event="compiled")
-    try:
-        p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"])
-        out, code = p.stdout, p.returncode
-    except subprocess.TimeoutExpired:
-        emit(event="run_timeout")
-        return
+    if spec.get("channel"):
+        ran = _run_channel(spec, env)
+        if ran is None:
+            emit(event="run_timeout")
+            return
+        out, code, lines = ran
+        emit(event="channel_used")
+        for line in lines:
+            emit(event="channel", line=line)
+    else:
+        try:
+            p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"])
+            out, code = p.stdout, p.returncode
+        except subprocess.TimeoutExpired:
+            emit(event="run_timeout")
+            return
     sys.stdout.buffer.write(out[-65536:])
     sys.stdout.flush()
     emit(event="run", exit=code, stdout=out.decode("utf-8", "replace")[-CAP:])
@@ -73,5 +92,61 @@ def main():
     emit(event="end")
 
 
+def _no_dump():
+    """PR_SET_DUMPABLE 0: our fds and memory are closed to same-uid processes via /proc."""
+    try:
+        import ctypes  # noqa: PLC0415
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except Exception:  # noqa: BLE001 - best effort; the nonce still guards the channel
+        pass
+
+
+def _run_channel(spec, env):
+    """Run the test program with a result pipe on fd 3 and a nonce on fd 4.
+    (stdout, exit code, the nonce's lines without it), or None on timeout."""
+    nonce = secrets.token_hex(24)
+    res_r, res_w = os.pipe()
+    non_r, non_w = os.pipe()
+    hi_res = fcntl.fcntl(res_w, fcntl.F_DUPFD_CLOEXEC, 64)
+    hi_non = fcntl.fcntl(non_r, fcntl.F_DUPFD_CLOEXEC, 64)
+    os.close(res_w)
+    os.close(non_r)
+
+    def setup():  # fds 3 and 4 only: our own report fd is not inherited
+        os.dup2(hi_res, 3)
+        os.dup2(hi_non, 4)
+        os.closerange(5, 1 << 16)
+
+    os.write(non_w, (nonce + "\n").encode())
+    os.close(non_w)
+    chunks = []
+
+    def drain():
+        while True:
+            b = os.read(res_r, 65536)
+            if not b or sum(map(len, chunks)) > CAP:
+                return
+            chunks.append(b)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        p = subprocess.Popen(spec["run"], stdout=subprocess.PIPE, env=env, preexec_fn=setup, close_fds=False)
+    finally:
+        os.close(hi_res)
+        os.close(hi_non)
+    try:
+        out, _ = p.communicate(timeout=spec["run_timeout"])
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return None
+    reader.join(0.5)  # a grandchild holding fd 3 must not hold us
+    prefix = nonce + " "
+    text = b"".join(chunks).decode("utf-8", "replace")
+    return out, p.returncode, [ln[len(prefix):] for ln in text.splitlines() if ln.startswith(prefix)]
+
+
 if __name__ == "__main__":
+    _no_dump()
     main()

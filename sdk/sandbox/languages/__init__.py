@@ -19,8 +19,13 @@ happens inside one sandbox execution through ``_runner/tl_build.py``. Runtimes t
 large virtual memory (JVM, Go, rustc, node) get an address-space floor of
 :data:`AS_FLOOR_MB` (an address-space limit of 1 GB breaks the JVM, measured here); Go and
 Rust get floors for the scratch tmpfs (build cache) and the file-size limit (linked binaries).
-Per-test results of compiled code come from its runner's output, which the code itself could
-imitate; exit-code games are still caught (no ``end`` event, no pass).
+Verdict channels (issue 14): C/C++ results come only from ``tl_test.h``'s fd-3 pipe, tagged with a
+nonce the program reads after its constructors ran, through direct syscalls (stdout is never
+read for verdicts); node tests run with ``tl_node_guard.cjs`` preloaded from the read-only task
+folder (``assert``, ``node:test`` and ``require`` frozen) and the JUnit report on the reporter's
+stdout. Go, Rust and Java results still come from output or a report the candidate's process
+could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
+imitated line next to the real one is a duplicate.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import secrets
 import shutil
 import signal
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, TestOutcome
 from sdk.sandbox.languages import reports
@@ -46,6 +52,7 @@ JARS = ("/usr/share/java/junit-platform-console-standalone.jar", "/usr/share/jav
 MEMORY_SIGNS = ("OutOfMemoryError", "std::bad_alloc", "memory allocation of", "heap out of memory",
                 "runtime: out of memory", "cannot allocate memory", "MemoryError")
 SPEC_FILE = ".tl_spec.json"
+GUARD_FILE = ".tl_node_guard.cjs"
 
 
 @dataclass(frozen=True)
@@ -131,18 +138,19 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
     b: dict = {"compile_timeout": req.limits.compile_timeout_s, "run_timeout": req.limits.timeout_s, "env": {}}
     lang = spec.language
     if lang in (Language.C, Language.CPP):
-        files.setdefault("tl_test.h", (RUNNER_DIR / "tl_test.h").read_text())
         cc = [which("gcc"), "-std=gnu11"] if lang == Language.C else [which("g++"), "-std=gnu++17"]
-        b |= {"compile": cc + ["-O1", "-I.", "-o", "tl_bin", *srcs, "-lm"], "run": ["./tl_bin"]}
+        files["tl_test.h"] = (RUNNER_DIR / "tl_test.h").read_text()  # ours, never the task's or the model's
+        b |= {"compile": cc + ["-O1", "-I.", "-o", "tl_bin", *srcs, "-lm"], "run": ["./tl_bin"],
+              "channel": req.framework == Framework.TLTEST}
     elif lang in (Language.JAVASCRIPT, Language.TYPESCRIPT):
         run_tests = tests
         if lang == Language.TYPESCRIPT:
             ts = sorted(p for p in files if p.endswith(".ts"))
             b["compile"] = [which("tsc"), "--module", "commonjs", "--target", "es2020", "--outDir", ".", *ts]
             run_tests = [t[:-3] + ".js" if t.endswith(".ts") else t for t in tests]
-        b |= {"run": [which("node"), "--test", "--test-reporter=junit",
-                      "--test-reporter-destination={tmp}/tl-junit.xml", *run_tests],
-              "artifacts": ["{tmp}/tl-junit.xml"]}
+        files[GUARD_FILE] = (Path(__file__).parent / "tl_node_guard.cjs").read_text()
+        b |= {"run": [which("node"), "--require", "{src}/" + GUARD_FILE, "--test", "--test-reporter=junit",
+                      "--test-reporter-destination=stdout", *run_tests]}
     elif lang == Language.JAVA:
         cp = ":".join(JARS[1:])
         jvm = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ActiveProcessorCount=1", "-Xss1m",
@@ -169,14 +177,19 @@ def _parse(spec: LangSpec, events: list[dict]) -> tuple[TestOutcome, ...]:
     run = next((e for e in events if e.get("event") == "run"), {})
     stdout = str(run.get("stdout", ""))
     lang = spec.language
-    if lang in (Language.JAVASCRIPT, Language.TYPESCRIPT, Language.JAVA):
+    if lang in (Language.JAVASCRIPT, Language.TYPESCRIPT):  # the reporter's stdout: the tests' own goes elsewhere
+        return reports.parse_junit(stdout)
+    if lang == Language.JAVA:
         arts = [str(e.get("content", "")) for e in events if e.get("event") == "artifact"]
         return tuple(t for a in arts for t in reports.parse_junit(a))
     if lang == Language.GO:
         return reports.parse_go_json(stdout)
     if lang == Language.RUST:
         return reports.parse_libtest(stdout)
-    return reports.parse_tltest(stdout)
+    channel = [str(e.get("line", "")) for e in events if e.get("event") == "channel"]
+    if not channel and not any(e.get("event") == "channel_used" for e in events):
+        return reports.parse_tltest(stdout)  # framework "script": the program's own output
+    return reports.parse_tltest("\n".join("TLTEST " + ln for ln in channel if ln != "done"), stdout)
 
 
 def _verdict(spec: LangSpec, req: ExecRequest, raw, events: list[dict]) -> ExecResult:

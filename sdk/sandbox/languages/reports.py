@@ -4,7 +4,7 @@
   ``TEST-junit-jupiter.xml``): every ``testcase`` anywhere, named by its enclosing suites.
 - ``go test -json``: the final ``pass``/``fail``/``skip`` action of each named test.
 - Rust libtest: ``test path::name ... ok|FAILED|ignored`` lines.
-- ``tltest`` (our C/C++ header): ``TLTEST passed|failed name [reason]`` lines.
+- ``tltest`` (our C/C++ header): ``TLTEST passed|failed name [reason]`` lines (from its fd-3 channel).
 
 Each returns an empty tuple when it finds nothing; the caller then reports "no tests".
 """
@@ -80,10 +80,11 @@ def parse_libtest(text: str) -> tuple[TestOutcome, ...]:
 _TLTEST = re.compile(r"^TLTEST (passed|failed) (\S+)(?: (.*))?$", re.M)
 
 
-def parse_tltest(text: str) -> tuple[TestOutcome, ...]:
-    """Results from ``tl_test.h`` (one line per test; the failure line printed by TL_ASSERT is
-    attached as the message when present)."""
-    fails = re.findall(r"^TLFAIL (.*)$", text, re.M)
+def parse_tltest(text: str, output: str | None = None) -> tuple[TestOutcome, ...]:
+    """Results from ``tl_test.h``: ``TLTEST passed|failed name [reason]`` lines of ``text`` (the
+    trusted channel's lines); the ``TLFAIL`` lines TL_ASSERT prints are taken from ``output``
+    (default ``text``) and only ever attached as messages to failures."""
+    fails = re.findall(r"^TLFAIL (.*)$", text if output is None else output, re.M)
     out, i = [], 0
     for m in _TLTEST.finditer(text):
         msg = m.group(3) or ""
