@@ -1,10 +1,13 @@
 """The ``tuneloop`` command line (Typer): ``tuneloop = sdk.run.cli:app``.
 
 ``tuneloop run CONFIG`` runs the whole pipeline; each stage is also its own command
-(``tasks build``, ``sft``, ``rl``, ``eval``, ``report``). A re-run skips complete stages.
-Errors we raise on purpose print one message with its fix and exit non-zero, without a
-traceback (``TUNELOOP_DEBUG=1`` shows it). Other packages add command groups through the
-``tuneloop.cli`` entry-point group (``feedback`` adds ``tuneloop feedback serve``).
+(``tasks build``, ``sft``, ``rl``, ``eval``, ``report``) that first runs whatever upstream stage is
+missing. A re-run skips complete stages; ``--force`` redoes the command's own stages only. A stage
+whose inputs are out of date is refused with the command that brings them up to date. Human output
+goes to stderr; ``--json`` prints the command's result on stdout. Errors we raise on purpose print
+one message with its fix and exit non-zero, without a traceback (``TUNELOOP_DEBUG=1`` shows it).
+Other packages add command groups through the ``tuneloop.cli`` entry-point group (``feedback``
+adds ``tuneloop feedback serve``).
 """
 
 from __future__ import annotations
@@ -12,15 +15,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Optional
 
 import typer
 import yaml
-from rich.console import Console
 
 from sdk.errors import TuneloopError
+from sdk.run.output import configure, console, emit, live_progress, run_result, tasks_result
 
 # the stage names, spelled here so `tuneloop --help` needs no import of the stages (checked against
 # sdk.run.spec.STAGES by a test)
@@ -30,11 +33,34 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="tuneloop: your tests and feedback → verified tasks → LoRA SFT + GRPO → a report that proves it.")
 tasks_app = typer.Typer(no_args_is_help=True, help="Build and inspect task sets.")
 app.add_typer(tasks_app, name="tasks")
-console = Console(stderr=True)
 
 ConfigArg = typer.Argument(..., exists=False, help="YAML config, e.g. examples/quickstart/config.yaml")
-SetOpt = typer.Option(None, "--set", help="override a config key: --set rl.max_steps=2 (repeatable)")
-ForceOpt = typer.Option(False, "--force", help="re-run stages even when complete")
+SetOpt = typer.Option(None, "--set", help="override a config key: --set rl.max_steps=2, --set sources.0.limit=5 "
+                      "(dotted keys; numbers index lists; the value is YAML; repeatable)")
+ForceOpt = typer.Option(False, "--force", help="redo this command's stages even when complete (not their inputs)")
+JsonOpt = typer.Option(False, "--json", help="print the result as JSON on stdout")
+
+
+def _version() -> str:
+    try:
+        return version("tuneloop")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"tuneloop {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(quiet: bool = typer.Option(False, "-q", "--quiet", help="errors only on stderr"),
+         verbose: bool = typer.Option(False, "-v", "--verbose", help="show library warnings and logs"),
+         _v: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                 help="print the version and exit")) -> None:
+    """tuneloop: your tests and feedback → verified tasks → LoRA SFT + GRPO → a report that proves it."""
+    configure(quiet, verbose)
 
 
 def _overrides(pairs: list[str] | None) -> dict:
@@ -53,18 +79,18 @@ def _overrides(pairs: list[str] | None) -> dict:
     return out
 
 
-def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | None, force: bool) -> None:
-    logging.basicConfig(level=os.environ.get("TUNELOOP_LOG", "WARNING"))
-    if not os.environ.get("TUNELOOP_LOG"):  # its CPU-kernel notice on import is noise on every command
-        logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
-    show = sys.stderr.isatty() or bool(os.environ.get("TUNELOOP_PROGRESS"))
-
+def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | None, force: bool,
+         as_json: bool = False, redo: tuple[str, ...] = ()) -> None:
+    """Run ``stages`` (all when None); ``force`` redoes ``redo`` (the command's own stages), or every
+    stage named when ``redo`` is empty."""
     def go():
         pipe = _pipeline(config, overrides)
-        pipe.progress = show
+        pipe.progress = live_progress()
         from sdk.run.spec import STAGES
 
-        pipe.run(stages or STAGES, force=force)
+        todo = stages or STAGES
+        report = pipe.run(todo, force=force and not redo, redo=redo if force else ())
+        emit(run_result(pipe, todo, report), as_json)
 
     try:
         _guard(go)
@@ -76,39 +102,59 @@ def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | No
 @app.command()
 def run(config: Path = ConfigArg, stage: Optional[list[str]] = typer.Option(
         None, "--stage", help=f"run only these stages (repeatable): {', '.join(STAGE_NAMES)}"),
-        set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+        set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt, as_json: bool = JsonOpt) -> None:
     """Run the whole pipeline (or the given stages) into the config's run_dir."""
-    _run(config, tuple(stage) if stage else None, set_, force)
+    _run(config, tuple(stage) if stage else None, set_, force, as_json)
 
 
 @tasks_app.command("build")
-def tasks_build(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+def tasks_build(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt,
+                as_json: bool = JsonOpt) -> None:
     """Read sources, split, validate references in the sandbox; write tasks/tasks.jsonl."""
-    _run(config, ("tasks",), set_, force)
+    _run(config, ("tasks",), set_, force, as_json)
+
+
+@tasks_app.command("show")
+def tasks_show(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, as_json: bool = JsonOpt) -> None:
+    """Show the built task set: splits per domain, sources, quarantine reasons, health warnings, files."""
+    def go():
+        pipe = _pipeline(config, set_)
+        if not pipe.layout.counts_json.is_file():
+            raise TuneloopError(f"no task set in {pipe.run_dir}", "run `tuneloop tasks build CONFIG` first")
+        result = tasks_result(pipe)
+        from sdk.run.health import print_task_summary
+
+        print_task_summary(result, console)
+        emit(result, as_json)
+
+    _guard(go)
 
 
 @app.command()
-def sft(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
-    """LoRA SFT (needs the tasks stage)."""
-    _run(config, ("tasks", "sft"), set_, force)
+def sft(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt,
+        as_json: bool = JsonOpt) -> None:
+    """LoRA SFT (builds the task set first if it is missing)."""
+    _run(config, ("tasks", "sft"), set_, force, as_json, redo=("sft",))
 
 
 @app.command()
-def rl(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+def rl(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt,
+       as_json: bool = JsonOpt) -> None:
     """GRPO with sandboxed rewards (runs missing upstream stages first; the comparison arm when rl.compare is on)."""
-    _run(config, ("tasks", "sft", "rl", "rl_compare"), set_, force)
+    _run(config, ("tasks", "sft", "rl", "rl_compare"), set_, force, as_json, redo=("rl", "rl_compare"))
 
 
 @app.command("eval")
-def eval_(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt) -> None:
+def eval_(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt,
+          as_json: bool = JsonOpt) -> None:
     """Evaluate base and tuned model on the held-out and OOD splits."""
-    _run(config, ("tasks", "sft", "rl", "eval"), set_, force)
+    _run(config, ("tasks", "sft", "rl", "eval"), set_, force, as_json, redo=("eval",))
 
 
 @app.command()
-def report(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt) -> None:
+def report(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, as_json: bool = JsonOpt) -> None:
     """Write report.json and report.html from the evaluation, and apply the regression gate."""
-    _run(config, ("report",), set_, False)
+    _run(config, ("report",), set_, False, as_json)
 
 
 def _pipeline(config: Path, overrides: list[str] | None):
@@ -135,38 +181,56 @@ def _guard(fn):
         raise typer.Exit(exc.exit_code) from None
 
 
+OverrideOpt = typer.Option(None, "--override-gate", metavar="WHY",
+                           help="release an adapter the regression gate refused; WHY is recorded")
+
+
 @app.command()
 def export(config: Path = ConfigArg, out: Optional[Path] = typer.Option(None, help="default: RUN_DIR/export"),
-           dtype: str = typer.Option("bfloat16", help="float32, bfloat16 or float16"),
-           set_: Optional[list[str]] = SetOpt) -> None:
-    """Merge the tuned adapter into the base model (a folder vLLM serves) and print the serve command."""
-    from sdk.errors import ModelError
+           dtype: Optional[str] = typer.Option(None, help="float32, bfloat16 or float16 (default: the training "
+                                               "precision: bfloat16 on a GPU, float32 on CPU)"),
+           override_gate: Optional[str] = OverrideOpt, set_: Optional[list[str]] = SetOpt,
+           as_json: bool = JsonOpt) -> None:
+    """Merge the tuned adapter into the base model (a folder vLLM serves) and print the serve command.
+
+    Refuses an adapter that is out of date or that the gate refused (unless --override-gate).
+    """
+    from sdk.run.release import check_release
     from sdk.serve.export import export_merged
 
     def go():
         pipe = _pipeline(config, set_)
-        adapter = pipe.adapter_for_eval()
-        if adapter is None:
-            raise ModelError(f"no trained adapter in {pipe.run_dir}", "run `tuneloop run CONFIG` first")
-        export_merged(pipe.model_path, adapter, out or pipe.layout.export_dir, dtype=dtype)
+        adapter, release = check_release(pipe, override_gate)
+        from sdk.train.common import on_gpu, quiet_libraries
+
+        quiet_libraries()
+        chosen = dtype or ("bfloat16" if on_gpu() else "float32")
+        result = export_merged(pipe.model_path, adapter, out or pipe.layout.export_dir, dtype=chosen,
+                               echo=not as_json, release=release)
+        emit({"path": result.path, "command": result.command, "form": result.form, "release": release}, as_json)
 
     _guard(go)
 
 
 @app.command()
-def serve(config: Path = ConfigArg, port: int = typer.Option(8000), set_: Optional[list[str]] = SetOpt) -> None:
-    """Serve the base model with the tuned adapter through vLLM (needs the `gpu` extra and a GPU)."""
+def serve(config: Path = ConfigArg, port: int = typer.Option(8000), override_gate: Optional[str] = OverrideOpt,
+          set_: Optional[list[str]] = SetOpt) -> None:
+    """Serve the base model with the tuned adapter through vLLM (needs the `gpu` extra and a GPU).
+
+    Refuses an adapter that is out of date or that the gate refused (unless --override-gate).
+    """
     import importlib.util
     import shlex
 
     from sdk.errors import ModelError
+    from sdk.run.release import check_release
     from sdk.serve.export import lora_serve_command
 
     def go():
         pipe = _pipeline(config, set_)
-        adapter = pipe.adapter_for_eval()
-        if adapter is None:
-            raise ModelError(f"no trained adapter in {pipe.run_dir}", "run `tuneloop run CONFIG` first")
+        adapter, release = check_release(pipe, override_gate)
+        if "override" in release:
+            console.print(f"[yellow]serving an adapter the gate refused: {release['override']}[/yellow]")
         cmd = lora_serve_command(pipe.model_path, adapter).command + f" --port {port}"
         if importlib.util.find_spec("vllm") is None:
             raise ModelError("vLLM is not installed", f"pip install 'tuneloop[gpu]' on a GPU machine, then run: {cmd}")

@@ -28,6 +28,7 @@ from sdk.config import RunConfig
 from sdk.errors import ConfigError
 from sdk.run.bookkeeping import StageClock, StageStats, read_marker, write_marker
 from sdk.run.context import RunInputs, StageContext, adapter_for_eval
+from sdk.run.health import refuse_stage
 from sdk.run.layout import RunLayout
 from sdk.run.spec import SPECS, STAGES, Stage, StageSpec, parse_stages
 from sdk.types import canonical_json
@@ -122,25 +123,33 @@ class Pipeline:
                             sandbox=self.sandbox if spec.needs_sandbox else None)
 
     # ----- running -------------------------------------------------------------------
-    def run(self, stages: Sequence[str | Stage] = STAGES, force: bool = False):
-        """Run ``stages`` in order, skipping complete ones unless ``force``.
+    def run(self, stages: Sequence[str | Stage] = STAGES, force: bool = False,
+            redo: Sequence[str | Stage] = ()):
+        """Run ``stages`` in order, skipping complete ones.
 
+        Args:
+            stages: the stages to run, in run order.
+            force: redo every stage of ``stages`` even when complete.
+            redo: redo only these (a command's own stages: ``tuneloop sft --force`` redoes SFT, not
+                the tasks stage it may have to run first).
         Returns:
             the :class:`sdk.eval.report.EvalReport` when the report stage ran, else None.
         Raises:
-            ConfigError: an unknown stage name, or an unwritable run folder.
+            ConfigError: an unknown stage name, an unwritable run folder, or a stage whose input
+                (an enabled upstream stage) is missing or out of date and not among ``stages``.
             GateError: the regression gate failed (after the report is written).
         """
         from sdk.train.common import quiet_libraries
 
         todo = parse_stages(stages)
+        again = set(todo) if force else set(parse_stages(redo))
         quiet_libraries()
         self._start_run_folder()
         report = None
         try:
-            self._fail_fast(todo, force)
+            self._fail_fast(todo, again)
             for stage in todo:
-                out = self._run_one(SPECS[stage], force)
+                out = self._run_one(SPECS[stage], stage in again)
                 if out is not None and stage is Stage.REPORT:
                     report = out.output
         finally:
@@ -155,11 +164,11 @@ class Pipeline:
             raise ConfigError(f"cannot write the run folder {self.run_dir}: {exc.strerror or exc}",
                               "set `run_dir` (or --set run_dir=...) to a writable folder path") from exc
 
-    def _fail_fast(self, todo: tuple[Stage, ...], force: bool) -> None:
+    def _fail_fast(self, todo: tuple[Stage, ...], again: set[Stage]) -> None:
         """Check every source's options and resolve the model before hours of work."""
         from sdk.run.stage_tasks import check_sources
 
-        pending = [s for s in todo if force or not self.is_complete(s)]
+        pending = [s for s in todo if s in again or not self.is_complete(s)]
         if Stage.TASKS in pending:
             check_sources(self.cfg)  # a typo in the last source must not wait for the first to be read
         if any(SPECS[s].needs_model for s in pending):
@@ -174,6 +183,8 @@ class Pipeline:
         if not spec.enabled(self.cfg):
             self.console.print(f"[dim]· {name}: disabled in config[/dim]")
             return None
+        self.check_inputs(spec.stage)
+        refuse_stage(name, self.inputs.counts().get("health") or [])
         self.console.rule(f"[bold]{name}")
         # a stage being redone is not complete until it finishes again: a crash or kill inside a
         # --force re-run must not leave the old marker vouching for half-rewritten outputs
@@ -187,6 +198,35 @@ class Pipeline:
             self.inputs.forget()
         write_marker(self.layout.marker(name), self.fingerprint(spec.stage), stats)
         return stats
+
+    def stale_inputs(self, stage: str | Stage) -> list[tuple[Stage, str]]:
+        """The enabled upstream stages of ``stage`` (all the way to the tasks stage) that are not
+        current, each with why: ``has not run`` or ``changed since it ran``."""
+        out = []
+        up = SPECS[Stage(stage)].upstream
+        while up is not None:
+            spec = SPECS[up]
+            if spec.enabled(self.cfg) and not self.is_complete(up):
+                ran = read_marker(self.layout.marker(up.value)) is not None
+                out.append((up, "changed since it ran (its config or an earlier stage changed)" if ran
+                            else "has not run"))
+            up = spec.upstream
+        return out
+
+    def check_inputs(self, stage: str | Stage) -> None:
+        """Refuse to run ``stage`` on missing or out-of-date inputs.
+
+        Raises:
+            ConfigError: names each stale upstream stage, why, and the command that brings it up to date.
+        """
+        stale = self.stale_inputs(stage)
+        if stale:
+            what = "; ".join(f"{s.value} {why}" for s, why in stale)
+            first = stale[-1][0].value  # the earliest stale stage: everything after it follows
+            cmd = "tasks build" if first == "tasks" else first
+            raise ConfigError(f"{Stage(stage).value} needs current inputs, but {what}",
+                              f"run `tuneloop {cmd} CONFIG` (or `tuneloop run CONFIG` for the whole chain) "
+                              "with the same --set options, then this command again")
 
     def _claim_checkpoints(self, spec: StageSpec, force: bool) -> None:
         """Keep a stage's trainer checkpoints only if they were written under the same fingerprint.

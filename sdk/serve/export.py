@@ -42,7 +42,7 @@ class ExportResult(Frozen):
 
 
 def export_merged(base_path: str | Path, adapter_path: str | Path, out_dir: str | Path, dtype: str = "bfloat16",
-                  served_name: str = "tuneloop", echo: bool = True) -> ExportResult:
+                  served_name: str = "tuneloop", echo: bool = True, release: dict | None = None) -> ExportResult:
     """Merge a PEFT LoRA adapter into its base model and save a folder vLLM can serve.
 
     Args:
@@ -52,6 +52,8 @@ def export_merged(base_path: str | Path, adapter_path: str | Path, out_dir: str 
         dtype: weights dtype of the saved model: ``float32``, ``bfloat16`` or ``float16``.
         served_name: the model name clients will send in OpenAI-compatible requests.
         echo: print the command.
+        release: what the caller checked before releasing the adapter (stage, gate verdict,
+            override), written into ``tuneloop_export.json`` under ``release``.
     Returns:
         An :class:`ExportResult` with ``form="merged"``.
     Raises:
@@ -76,7 +78,10 @@ def export_merged(base_path: str | Path, adapter_path: str | Path, out_dir: str 
     AutoTokenizer.from_pretrained(tok_src).save_pretrained(out_dir)
     (out_dir / "tuneloop_export.json").write_text(json.dumps(
         {"form": "merged", "base": str(base_path.resolve()), "adapter": str(adapter_path.resolve()),
-         "dtype": dtype}, indent=2))
+         "dtype": dtype, "release": release}, indent=2))
+    for path in out_dir.iterdir():  # safetensors writes 0600: a served folder is read by other users
+        if path.is_file():
+            path.chmod(0o644)
     command = serve_command(out_dir, served_name, dtype)
     if echo:
         print(f"merged model written to {out_dir}\nserve it with:\n  {command}")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from sdk.config import load_config
+from sdk.errors import ConfigError
 from sdk.run.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,8 +120,12 @@ def test_disabling_the_comparison_removes_the_stage(compared, tmp_path):
     off, run = _copy(cfg, tmp_path, enabled=False)
     pipe = Pipeline(off, progress=False)
     assert not pipe.stage_enabled("rl_compare")
-    report = pipe.run(("rl_compare", "report"))
+    # the main arm's probes were part of its run: without the comparison it trains again, so a report
+    # alone would describe an evaluation of the old arm and is refused, naming what to re-run
+    assert not pipe.is_complete("rl") and pipe.is_complete("sft")
+    with pytest.raises(ConfigError, match=r"rl changed since it ran") as err:
+        pipe.run(("rl_compare", "report"))
+    assert "tuneloop rl CONFIG" in err.value.fix
+    report = pipe.run(("rl", "rl_compare", "eval", "report"))
     assert report.schedule_comparison is None
     assert "schedule-comparison" not in (run / "report.html").read_text()
-    # the main arm's probes were part of its run: without the comparison it would train again
-    assert not pipe.is_complete("rl") and pipe.is_complete("sft")

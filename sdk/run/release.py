@@ -1,0 +1,66 @@
+"""What ``export`` and ``serve`` check before an adapter leaves the run: it is current, and the gate
+did not refuse it (or the user overrode the refusal, which is recorded).
+
+The verdict comes from the adapter's own ``lineage.json`` (written by the report stage, see
+:func:`sdk.run.stage_report.record_verdict`); retraining rewrites the lineage, so an old verdict can
+never vouch for a new adapter.
+"""
+
+from __future__ import annotations
+
+import getpass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sdk.errors import ConfigError, GateError, ModelError
+from sdk.run.lineage import read_lineage
+
+
+def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """The adapter to release and the record of why it may go.
+
+    Args:
+        pipe: the run's :class:`sdk.run.pipeline.Pipeline`.
+        override: a reason to release an adapter the gate refused (recorded with who and when).
+    Returns:
+        ``(adapter folder, release record)``; the record holds the stage, the gate verdict and
+        reasons, and the override.
+    Raises:
+        ModelError: the run has no trained adapter.
+        ConfigError: the adapter's stage is out of date (its config or an earlier stage changed
+            since it trained), or the gate is on and the report has not judged this adapter.
+        GateError: the gate refused the adapter and no ``override`` was given.
+    """
+    adapter = pipe.adapter_for_eval()
+    if adapter is None:
+        raise ModelError(f"no trained adapter in {pipe.run_dir}", "run `tuneloop run CONFIG` first")
+    stage = adapter.parent.name
+    if not pipe.is_complete(stage):
+        raise ConfigError(f"the {stage} adapter in {adapter} is out of date: the {stage} stage's config or an "
+                          "earlier stage changed since it trained",
+                          f"run `tuneloop run CONFIG` (same --set options) to retrain and re-evaluate it")
+    lineage = read_lineage(adapter)
+    promotable = lineage.promotable if lineage is not None else None
+    reasons = list(lineage.gate_reasons) if lineage is not None else []
+    if pipe.cfg.gate.enabled and promotable is None:
+        raise ConfigError(f"the gate is on but no report has judged the adapter in {adapter}",
+                          "run `tuneloop report CONFIG` (same --set options) first")
+    if promotable is False and not override:
+        raise GateError("the regression gate refused this adapter: " + "; ".join(reasons or ["(no reason recorded)"]),
+                        "improve the adapter and re-run, or release it anyway with --override-gate 'WHY' "
+                        "(recorded in the export's tuneloop_export.json)")
+    record = {"stage": stage, "adapter": str(adapter), "gate": "passed" if promotable else
+              "failed" if promotable is False else "not applied", "gate_reasons": reasons,
+              "heldout_pass_at_1": dict(lineage.heldout_pass_at_1) if lineage is not None else {}}
+    if promotable is False:
+        record["override"] = {"reason": override, "by": _user(),
+                              "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return adapter, record
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry in some containers
+        return "unknown"
