@@ -8,13 +8,18 @@ Creates a table of the quickstart's ``chat_feedback`` shape with ``--rows`` dete
 (5% double clicks, 20% NULL ratings, 15% corrections, mixed time-zone offsets, 2% of prompts
 with personal data) in the database via ``COPY``, then runs, each in a fresh process:
 
-- ``tuneloop``: :class:`SqlFeedbackSource` streaming the table (server-side cursor), dedup,
-  value parsing, PII redaction and record building, each record written as a JSON line;
+- ``tuneloop``: :class:`SqlFeedbackSource` with ``ingest: fast`` (ADBC Arrow batches, columnar
+  redaction pre-filter, a worker process per core): dedup, value parsing, PII redaction and
+  record building, each record written as a JSON line (``iter_jsonl``);
+- ``tuneloop-rows`` (with ``--rows-path``): the same with ``ingest: rows`` (server-side cursor,
+  row by row); the two outputs are compared by SHA-256 and must be identical;
 - ``pandas``: ``pandas.read_sql`` of the same table into a DataFrame (loading only: no dedup,
   no redaction, no records; the baseline is favourable to pandas).
 
 Prints rows/s and peak RSS of each, and the ratios (target: >= 2x the rows/s at <= 1/4 of the
-peak memory). The table is dropped at the end. Needs pandas (bench-only dependency).
+peak memory). Peak memory is sampled every 20 ms over the whole process tree (the reader and its
+worker processes, PSS summed, so pages that forked workers share count once), not
+``ru_maxrss``: that one inherits the parent's peak across ``fork``/``exec`` and counts no workers. The table is dropped at the end. Needs pandas (bench-only dependency).
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import io
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -93,35 +97,73 @@ def setup(url: str, n: int) -> str:
     return table
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _tree_rss_mb(pid: int | None = None) -> float:
+    """Proportional set size (PSS: shared pages split between the processes sharing them) of process
+    ``pid`` (default: this one) plus all its descendants, in MB."""
+    pid = pid or os.getpid()
+    total = 0.0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1]) / 1024
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for kid in (task / "children").read_text().split():
+                total += _tree_rss_mb(int(kid))
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return total
 
 
-def child(mode: str, url: str, table: str, redact: bool = True) -> dict:
-    """Run one reader in this process; returns rows, seconds, peak RSS and RSS after imports."""
+class _Peak:
+    """Samples :func:`_tree_rss_mb` every 20 ms in a thread; ``peak`` is the highest seen."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak, self._stop = _tree_rss_mb(), threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, _tree_rss_mb())
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak, _tree_rss_mb())
+
+
+def child(mode: str, url: str, table: str, redact: bool = True, ingest: str = "fast") -> dict:
+    """Run one reader in this process; returns rows, seconds, peak RSS (process tree) and RSS after imports."""
     if mode == "tuneloop":
+        import hashlib
         import warnings
 
         from connectors.feedback_tables.source import SqlFeedbackSource
-        base = _rss_mb()
+        base = _tree_rss_mb()
         source = SqlFeedbackSource({"url": url, "table": table, "timezone": "UTC", "batch_size": 5000,
-                                    "redact": redact}, ROOT, "feedback/bench")
+                                    "redact": redact, "ingest": ingest}, ROOT, "feedback/bench")
+        digest = hashlib.sha256()
+        peak = _Peak()
         start = time.perf_counter()
         with tempfile.TemporaryFile("w") as out, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for record in source.iter_records():
-                out.write(record.model_dump_json() + "\n")
+            for line in source.iter_jsonl():
+                out.write(line + "\n")
+                digest.update(line.encode() + b"\n")
         seconds = time.perf_counter() - start
-        return {"rows": source.counts["rows_read"], "seconds": seconds, "peak_rss_mb": _rss_mb(), "base_rss_mb": base,
-                "counts": source.counts}
+        return {"rows": source.counts["rows_read"], "seconds": seconds, "peak_rss_mb": peak.stop(), "base_rss_mb": base,
+                "counts": source.counts, "sha256": digest.hexdigest()}
     import pandas as pd
     import sqlalchemy as sa
     engine = sa.create_engine(url)
-    base = _rss_mb()
+    base = _tree_rss_mb()
+    peak = _Peak()
     start = time.perf_counter()
     frame = pd.read_sql(f"SELECT * FROM {table}", engine)
     seconds = time.perf_counter() - start
-    return {"rows": len(frame), "seconds": seconds, "peak_rss_mb": _rss_mb(), "base_rss_mb": base}
+    return {"rows": len(frame), "seconds": seconds, "peak_rss_mb": peak.stop(), "base_rss_mb": base}
 
 
 def main() -> None:
@@ -132,18 +174,22 @@ def main() -> None:
     ap.add_argument("--child", choices=["tuneloop", "pandas"])
     ap.add_argument("--table")
     ap.add_argument("--no-redact", action="store_true", help="also time tuneloop without PII redaction")
+    ap.add_argument("--rows-path", action="store_true", help="also time the row-by-row path and compare outputs")
+    ap.add_argument("--ingest", default="fast", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.url, args.table, redact=not args.no_redact)))
+        print(json.dumps(child(args.child, args.url, args.table, redact=not args.no_redact, ingest=args.ingest)))
         return
     import sqlalchemy as sa
 
     t0 = time.perf_counter()
     table = setup(args.url, args.rows)
-    print(f"table {table}: {args.rows} rows loaded in {time.perf_counter() - t0:.1f} s")
+    print(f"table {table}: {args.rows} rows loaded in {time.perf_counter() - t0:.1f} s; {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f} (the ratios are only meaningful on a quiet machine)")
     results = {}
     try:
-        runs = [("pandas", []), ("tuneloop", [])] + ([("tuneloop-noredact", ["--no-redact"])] if args.no_redact else [])
+        runs = [("pandas", []), ("tuneloop", [])] + ([("tuneloop-rows", ["--ingest", "rows"])] if args.rows_path else []) \
+            + ([("tuneloop-noredact", ["--no-redact"])] if args.no_redact else [])
         for mode, extra in runs:
             cmd = [sys.executable, __file__, "--child", mode.split("-")[0], "--url", args.url, "--table", table, *extra]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -161,6 +207,10 @@ def main() -> None:
     mem = tl["peak_rss_mb"] / pd_["peak_rss_mb"]
     mem_growth = (tl["peak_rss_mb"] - tl["base_rss_mb"]) / max(pd_["peak_rss_mb"] - pd_["base_rss_mb"], 1e-9)
     print(f"tuneloop counts: {tl['counts']}")
+    if "tuneloop-rows" in results:
+        same = results["tuneloop-rows"]["sha256"] == tl["sha256"] and results["tuneloop-rows"]["counts"] == tl["counts"]
+        print(f"fast vs row path: output sha256 {tl['sha256'][:16]} {'identical' if same else 'DIFFERENT'}; "
+              f"{(tl['rows'] / tl['seconds']) / (results['tuneloop-rows']['rows'] / results['tuneloop-rows']['seconds']):.2f}x faster")
     print(f"ratio rows/s (tuneloop / pandas): {speed:.2f}x   (target >= 2x)")
     print(f"ratio peak RSS (tuneloop / pandas): {mem:.2f}   (target <= 0.25); growth over imports: {mem_growth:.2f}")
 

@@ -14,7 +14,7 @@ How it differs from :meth:`SqlFeedbackSource.iter_records` with ``ingest: rows``
    patterns of :data:`feedback.redact.PREFILTERS` (pyarrow compute, in C++): a text that can hold
    no personal data skips redaction; a candidate goes to the exact validators (libphonenumber,
    Luhn, mod-97) of only the detectors whose pattern matched.
-4. **Every core.** Chunks go to a pool of ``workers`` processes (spawned; at most two chunks in
+4. **Every core.** Chunks go to a pool of ``workers`` processes (forked on Linux; at most two chunks in
    flight per worker, so memory stays bounded), each running the row path's own parsing,
    dedup and record building (one implementation, so the output cannot drift), and results come
    back in order. A read that fits one chunk runs inline.
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -37,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import make_url
 
+from connectors.feedback_tables.mapping import TEXT_FIELDS
 from feedback.redact import MAY_HOLD_PII, PREFILTERS
 
 Chunk = Any  # a pa.Table (ADBC) or a list of row dicts (SQLAlchemy)
@@ -50,7 +52,7 @@ def _safe_type(t: pa.DataType) -> bool:
             or pa.types.is_null(t) or pa.types.is_timestamp(t) or t == pa.float64())
 
 
-def arrow_batches(url: str, sql: str, batch_bytes: int = 8 << 20) -> Iterator[pa.RecordBatch] | None:
+def arrow_batches(url: str, sql: str, batch_bytes: int = 1 << 20) -> Iterator[pa.RecordBatch] | None:
     """Record batches of ``sql`` through ADBC, or ``None`` when ADBC does not fit (not PostgreSQL,
     driver not installed, or a column type whose values would differ from psycopg2's)."""
     parsed = make_url(url)
@@ -152,8 +154,6 @@ def _text_arrays(chunk: Chunk, columns: list[str]) -> dict[str, pa.Array]:
 def process_chunk(source: Any, chunk: Chunk, start: int, key_fields: list[str], as_json: bool) -> tuple[list, dict]:
     """Records of one chunk (JSON lines if ``as_json``) and the counts it added, using the source's
     own row path with redaction hints. ``start``: index of the chunk's first row in the read."""
-    from connectors.feedback_tables.source import TEXT_FIELDS
-
     saved = source.counts
     source.reset_counts()
     redactor = source._redactor
@@ -169,14 +169,31 @@ def process_chunk(source: Any, chunk: Chunk, start: int, key_fields: list[str], 
     return out, part
 
 
+def _pack(chunk: Chunk) -> Chunk | bytes:
+    """An Arrow chunk as IPC stream bytes (only its own rows: pickling a slice would ship the whole
+    batch it was cut from); row lists as they are."""
+    if isinstance(chunk, list):
+        return chunk
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, chunk.schema) as writer:
+        writer.write_table(chunk)
+    return sink.getvalue().to_pybytes()
+
+
+def _unpack(packed: Chunk | bytes) -> Chunk:
+    if isinstance(packed, bytes):
+        return pa.ipc.open_stream(packed).read_all()
+    return packed
+
+
 def _init_worker(factory: Callable[[], Any], cols: dict[str, str]) -> None:
     global _WORKER
     _WORKER = factory()
     _WORKER._cols = cols
 
 
-def _run_in_worker(chunk: Chunk, start: int, key_fields: list[str], as_json: bool) -> tuple[list, dict]:
-    return process_chunk(_WORKER, chunk, start, key_fields, as_json)
+def _run_in_worker(packed: Chunk | bytes, start: int, key_fields: list[str], as_json: bool) -> tuple[list, dict]:
+    return process_chunk(_WORKER, _unpack(packed), start, key_fields, as_json)
 
 
 def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk], key_fields: list[str],
@@ -196,11 +213,13 @@ def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk],
             _add(source.counts, counts)
             yield from out
         return
-    ctx = multiprocessing.get_context("spawn")
+    # fork on Linux: no re-import of the caller's __main__ (a script without a main guard works),
+    # and the workers share the parent's pages; spawn where fork is unsafe (macOS) or missing
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     inflight: deque[Future] = deque()
     with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(factory, source._cols)) as pool:
         for chunk in _chain(first, second, it):
-            inflight.append(pool.submit(_run_in_worker, chunk, start, key_fields, as_json))
+            inflight.append(pool.submit(_run_in_worker, _pack(chunk), start, key_fields, as_json))
             start += len(chunk)
             while len(inflight) >= 2 * n:
                 yield from _collect(source, inflight.popleft())

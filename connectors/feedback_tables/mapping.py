@@ -26,6 +26,8 @@ from feedback.scales import SCALES, ScaleName
 
 FIELDS = ("conversation_id", "message_id", "user_id", "row_id", "prompt", "response", "rating",
           "correction", "created_at", "system_prompt", "tests", "expected")
+TEXT_FIELDS = ("prompt", "response", "correction", "system_prompt", "tests", "expected")
+"""The fields that are redacted (in this order) before records are built."""
 
 
 class RowError(ValueError):

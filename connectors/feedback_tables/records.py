@@ -149,9 +149,19 @@ class RecordBuilder:
         (BLAKE2b MAC; user ids are often e-mail addresses, and provenance travels with the data)."""
         parts = [f"{f}={v[f]}" for f in ("row_id", "message_id") if v.get(f) is not None]
         if v.get("user_id") is not None:
-            key = self._redactor.key[:64] if getattr(self, "_redactor", None) is not None else b""
-            parts.append("user=" + hashlib.blake2b(str(v["user_id"]).encode(), key=key, digest_size=6).hexdigest())
+            parts.append("user=" + self._pseudonym(str(v["user_id"])))
         return Source(connector=self.name, uri=self._uri(), locator=";".join(parts))
+
+    def _pseudonym(self, user: str) -> str:
+        """The keyed BLAKE2b pseudonym of a user id (memoised: users rate many rows)."""
+        cache = self.__dict__.setdefault("_pseudonyms", {})
+        found = cache.get(user)
+        if found is None:
+            key = self._redactor.key[:64] if getattr(self, "_redactor", None) is not None else b""
+            found = hashlib.blake2b(user.encode(), key=key, digest_size=6).hexdigest()
+            if len(cache) < 100_000:
+                cache[user] = found
+        return found
 
     def _uri(self) -> str:
         """The password-free URL of the table (computed once per source)."""

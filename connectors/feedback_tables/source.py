@@ -67,6 +67,7 @@ from connectors.feedback_tables.database import Database
 from connectors.feedback_tables.incremental import IncrementalIngest
 from connectors.feedback_tables.mapping import (
     FIELDS,
+    TEXT_FIELDS,
     RowError,
     check_scale,
     parse_timestamp,
@@ -84,7 +85,6 @@ from sdk.tasks.records import Quarantined
 
 log = logging.getLogger(__name__)
 
-TEXT_FIELDS = ("prompt", "response", "correction", "system_prompt", "tests", "expected")
 _ALIASES = {"row_id": ("id",)}
 COUNTS = ("rows_read", "duplicates_dropped", "unlabelled", "negative_unused", "before_since", "no_timestamp_with_since",
           "naive_timestamps", "redactions", "sft_examples", "preference_pairs", "tasks", "quarantined")
