@@ -54,7 +54,8 @@ def _safe_type(t: pa.DataType) -> bool:
 
 def arrow_batches(url: str, sql: str, batch_bytes: int = 1 << 20) -> Iterator[pa.RecordBatch] | None:
     """Record batches of ``sql`` through ADBC, or ``None`` when ADBC does not fit (not PostgreSQL,
-    driver not installed, or a column type whose values would differ from psycopg2's)."""
+    driver not installed, a column type whose values would differ from psycopg2's, or the
+    connection or statement fails: the SQLAlchemy path then reads, or reports the error)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "postgresql":
         return None
@@ -62,16 +63,19 @@ def arrow_batches(url: str, sql: str, batch_bytes: int = 1 << 20) -> Iterator[pa
         import adbc_driver_postgresql.dbapi as adbc
     except ImportError:
         return None
-    conn = adbc.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False))
+    try:
+        conn = adbc.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False))
+    except Exception:  # noqa: BLE001 - the SQLAlchemy path reports connection problems with a fix
+        return None
     cur = conn.cursor()
     try:
         cur.adbc_statement.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(batch_bytes)})
         cur.execute(sql)
         reader = cur.fetch_record_batch()
-    except BaseException:
+    except Exception:  # noqa: BLE001 - e.g. a failing filter: the SQLAlchemy path raises the SourceError
         cur.close()
         conn.close()
-        raise
+        return None
     if not all(_safe_type(f.type) for f in reader.schema):
         cur.close()
         conn.close()
