@@ -15,7 +15,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from sdk.rewards.integrity import Finding
+from sdk.rewards.integrity import HACKING_FLAGS, Finding
 from sdk.sandbox.contract import ExecResult, ExecStatus
 from sdk.types import Framework
 
@@ -148,6 +148,15 @@ def count_results(result: ExecResult, expected: Counter | None, reached: bool = 
 
 
 def check_results(result: ExecResult, expected: Counter | set[str] | None, check_forged: bool = True) -> list[Finding]:
+    """:func:`_check_results`, plus the tampering the sandbox's trusted harness itself saw
+    (``ExecResult.flags``, issue 14: e.g. a non-plain value with its own ``__eq__`` compared,
+    SystemExit or exit 0 inside a call, introspection from solution code), whatever the status."""
+    harness = [Finding(flag=f, detail="seen by the sandbox's test harness: " + result.detail[-300:])
+               for f in getattr(result, "flags", ()) if f in HACKING_FLAGS]
+    return harness + _check_results(result, expected, check_forged)
+
+
+def _check_results(result: ExecResult, expected: Counter | set[str] | None, check_forged: bool = True) -> list[Finding]:
     """Runtime detectors for one sandbox run of tests against a parsed solution.
 
     Args:

@@ -27,21 +27,49 @@ by ``tests/sandbox/test_hostile.py``:
   slot uid); wall-clock timeout; on exit or timeout the process group and every process of
   the slot uid are killed (reaches ``setsid()`` grandchildren and fork bombs);
 - output capped (``output_bytes``) and flagged truncated; a flood is killed (OUTPUT_LIMIT);
-- the verdict comes from a nonce-tagged pipe written by our runner after the tests ran,
-  never from exit codes or stdout (``sys.exit(0)``/``os._exit(0)`` cannot pass).
+- the verdict is out of the solution's reach (issue 14; Python ``pytest`` and ``script``, both
+  backends, cold and warm): the solution runs only in a *candidate* process forked before the
+  trusted *harness* read the request; the tests run in the harness against proxies, every call
+  crosses the process boundary with plain data only (exact builtin types; anything else stays
+  behind a handle, and a handle never equals plain data), every assertion is evaluated in the
+  harness, and results go to a channel the candidate never holds (closed before any solution
+  code runs; the harness is non-dumpable, seccomp denies ptrace). Tests never touch the working
+  folder: they travel on the harness's stdin, pytest collects them from a private folder that is
+  deleted before the solution loads. Exactly the tests the harness ran are reported, one result
+  each; a call that does not return by the deadline fails its test (status ``timeout``) and the
+  candidate is killed. An exit code, stdout, ``sys.exit(0)``/``os._exit(0)`` can never pass;
+- tampering the harness sees is reported in ``ExecResult.flags`` (``always_equal``: a non-plain
+  value with its own ``__eq__`` compared; ``exit_trick``: SystemExit/exit 0 during a call;
+  ``runner_tampering``: the harness killed/stopped, introspection from solution code;
+  ``reads_tests``). The candidate's PEP 578 audit hook (frames, ``gc``, tracing, patching other
+  modules' classes, test-like file names) is a further line only: it runs in the solution's
+  process and can be silenced by it, and the verdict never depends on it;
+- warm slots forget (:mod:`sdk.sandbox.warm`): the server never reads a request, a test or an
+  answer (a fresh supervisor + candidate pair is forked per request), ``/tmp`` and ``/dev/shm``
+  are emptied and checked empty after every request (a slot that is not clean, or whose server
+  broke, is replaced; a slot that cannot start is ``sandbox_error``, never the task's failure),
+  System V IPC and POSIX message queues are denied by seccomp (nothing outlives a request, and
+  no shared memory escapes ``memory_mb``).
 
 What is NOT isolated or not covered:
 
 - memory is bounded by address space (RLIMIT_AS), not by a cgroup: resident memory of a
   process that maps but does not touch memory is not limited separately, and tmpfs pages
-  (``/tmp``, ``/dev/shm``) count against the host, bounded by their sizes;
+  (``/tmp``, ``/dev/shm``) and memfd pages count against the host, bounded by their sizes and
+  ``file_size_mb`` x ``open_files`` (a warm slot's cgroup bounds all of it, where writable);
 - CPU *time* is limited per process (RLIMIT_CPU); a process tree can use up to ``processes``
   times that before the wall-clock timeout ends it; there is no CPU share (cgroup) limit;
-- the kernel is shared (a kernel exploit escapes any namespace sandbox);
-- code in the same execution as the tests (Python: same interpreter; compiled languages:
-  same process) can inspect the runner's memory to find the nonce, or print the runner's
-  result format; the nonce defends against exit-code games, not against code written
-  against tuneloop's runner. Equality-operator tricks are the rewards module's concern.
+- the kernel is shared (a kernel exploit escapes any namespace sandbox); harness and candidate
+  share one uid inside the namespace, so the candidate can kill or stop the harness (the task
+  then fails, flagged) but not read or write it;
+- what crossing the boundary changes for honest code: arguments are copies (in-place mutation
+  by the solution is not seen by the test), tests cannot pass callables to the solution, a
+  remote object compared with plain data is unequal, ``isinstance`` against the solution's own
+  classes, ``monkeypatch`` of the solution module, ``from solution import *`` and calling the
+  solution at test-module import time do not work; after a timed-out call the remaining tests
+  of the run fail too (the candidate is gone);
+- compiled and other languages (:mod:`sdk.sandbox.languages`) have their own runners (C/C++,
+  Java, JS: see there); equality-operator tricks there are the rewards module's concern.
 
 The **process** backend (opt-in: ``allow_unisolated: true``; :mod:`sdk.sandbox.process`)
 keeps the separate process, uid drop (when root), cleared environment, own folder, rlimits,

@@ -130,6 +130,9 @@ class ExecResult(BaseModel):
         wall_s: wall-clock seconds; cpu_s: user+system CPU seconds of the execution.
         detail: a human-readable reason for non-OK statuses.
         cached: True when served from the result cache.
+        flags: tampering the trusted harness saw (names as in ``sdk.rewards.integrity``:
+            ``exit_trick``, ``always_equal``, ``runner_tampering``, ``reads_tests``), each also
+            explained in ``detail``; empty for an ordinary run. Added by issue 14.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -145,6 +148,7 @@ class ExecResult(BaseModel):
     cpu_s: float = 0.0
     detail: str = ""
     cached: bool = False
+    flags: tuple[str, ...] = ()
 
     @property
     def passed(self) -> int:

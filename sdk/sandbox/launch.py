@@ -49,6 +49,8 @@ class RawRun:
         report: everything written to the report pipe (trusted runner channel), raw bytes.
         wall_s: seconds from start to reap; cpu_s: user+system seconds of the process tree reaped.
         leftovers: processes that had to be killed after the main process ended.
+        harness_lost: the trusted harness was killed before it reported (warm slots: only the
+            code under test can do that, so it fails the task and is flagged).
     """
 
     exit_code: int | None
@@ -62,6 +64,7 @@ class RawRun:
     wall_s: float
     cpu_s: float
     leftovers: int = 0
+    harness_lost: bool = False
 
 
 @dataclass

@@ -152,7 +152,7 @@ class LocalSandbox(Sandbox):
         extra = ["--path", self.backend.deps_path(env)] if env else []
         argv = [python, "-I", "-S", "-B", self.backend.runtime() + "/tl_runner.py", "--fd", "{report_fd}", *extra, *p.argv]
         with Workspace(p.files, uid, deps=env) as ws:
-            raw = self.backend.run(argv, ws, req.limits, uid, (p.nonce + "\n").encode())
+            raw = self.backend.run(argv, ws, req.limits, uid, p.stdin)
         return python_lang.verdict(req, raw, p.nonce)
 
     def _deps(self, req: ExecRequest, uid: int | None) -> str | ExecResult | None:

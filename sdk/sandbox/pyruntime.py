@@ -79,7 +79,8 @@ def _build_runtime() -> Path:
                 shutil.copytree(src, root / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             elif src.with_suffix(".py").is_file():
                 shutil.copy2(src.with_suffix(".py"), root / (top + ".py"))
-    for name in ("tl_runner.py", "tl_build.py", "tl_test.h", "tl_zygote.py"):
+    for name in ("tl_runner.py", "tl_build.py", "tl_test.h", "tl_zygote.py", "tl_harness.py", "tl_remote.py",
+                 "tl_candidate.py", "tl_wire.py"):
         shutil.copy2(RUNNER_DIR / name, root / name)
     _byte_compile(root)
     for path in [root, *root.rglob("*")]:

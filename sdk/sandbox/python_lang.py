@@ -19,11 +19,13 @@ import dataclasses
 import json
 import secrets
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from sdk.errors import SandboxError
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, TestOutcome
 from sdk.sandbox.launch import RawRun
 from sdk.sandbox.splice import SpliceError, parse_solution, splice
+from sdk.sandbox.workspace import safe_relpath
 from sdk.types import Framework
 
 FRAMEWORKS = (Framework.PYTEST, Framework.SCRIPT)
@@ -31,12 +33,20 @@ FRAMEWORKS = (Framework.PYTEST, Framework.SCRIPT)
 
 @dataclass(frozen=True)
 class Plan:
-    """What to write and run. ``files``: relative path -> text (``readonly`` all of them);
-    ``argv``: runner arguments after ``python tl_runner.py``; ``nonce``: first stdin line."""
+    """What to write and run. ``files``: relative path -> text written read-only to the working
+    folder (solution and support files, never the tests); ``argv``: extra runner arguments;
+    ``nonce``: tags the runner's events; ``payload``: the request the harness reads from stdin
+    (tests included: they exist only in the harness process)."""
 
     files: dict[str, str]
     argv: list[str]
     nonce: str
+    payload: dict = field(default_factory=dict)
+
+    @property
+    def stdin(self) -> bytes:
+        """The harness's stdin: the payload as JSON."""
+        return json.dumps(self.payload).encode()
 
 
 def plan(req: ExecRequest) -> Plan | ExecResult:
@@ -63,16 +73,20 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
     clash = set(files) & set(req.tests)
     if clash:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"paths in both tests and files/target: {sorted(clash)}")
-    files.update(req.tests)
+    try:
+        for path in req.tests:
+            safe_relpath(path)
+    except SandboxError as exc:
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=str(exc))
     tests = sorted(req.tests)
-    if req.framework == Framework.SCRIPT:
-        if not req.entry_point or len(tests) != 1:
-            return ExecResult(status=ExecStatus.SANDBOX_ERROR,
-                              detail="framework `script` needs entry_point and exactly one test file defining check()")
-        argv = ["--mode", "script", "--target", req.target_path, "--entry", req.entry_point, tests[0]]
-    else:
-        argv = ["--mode", "pytest", *tests]
-    return Plan(files=files, argv=argv, nonce=secrets.token_hex(16))
+    if req.framework == Framework.SCRIPT and (not req.entry_point or len(tests) != 1):
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR,
+                          detail="framework `script` needs entry_point and exactly one test file defining check()")
+    nonce = secrets.token_hex(16)
+    payload = {"nonce": nonce, "mode": "script" if req.framework == Framework.SCRIPT else "pytest",
+               "tests": dict(req.tests), "test_path": tests[0], "target": req.target_path, "entry": req.entry_point,
+               "limits": req.limits.model_dump()}
+    return Plan(files=files, argv=[], nonce=nonce, payload=payload)
 
 
 def _events(report: bytes, nonce: str) -> list[dict]:
@@ -90,47 +104,57 @@ def _events(report: bytes, nonce: str) -> list[dict]:
 def verdict(req: ExecRequest, raw: RawRun, nonce: str) -> ExecResult:
     """Turn a finished run into an :class:`ExecResult` (see the module docstring)."""
     events = _events(raw.report, nonce)
-    tests = tuple(TestOutcome(name=e.get("name", "?"), outcome=e.get("outcome", "error"),
+    tests = tuple(TestOutcome(name=str(e.get("name", "?")), outcome=e.get("outcome", "error"),
                               message=str(e.get("message", ""))) for e in events if e.get("event") == "test")
     reported = max([float(e.get("cpu_s") or 0) for e in events if e.get("event") == "usage"] + [0.0])
     raw = dataclasses.replace(raw, cpu_s=max(raw.cpu_s, reported))
-    status, detail = _status(req, raw, events, tests)
+    harness = next((e for e in events if e.get("event") == "harness"), None)
+    flags = dict(harness.get("flags") or {}) if harness else {}
+    status, detail = _status(req, raw, events, tests, harness)
+    if status == ExecStatus.FAILED and (raw.harness_lost or (events and harness is None and not raw.timed_out)):
+        flags.setdefault("runner_tampering", "the test harness was killed or stopped before it reported")
+    if flags:
+        detail = (detail + "; " if detail else "") + "; ".join(f"{k}: {v}" for k, v in sorted(flags.items()))
     return ExecResult(status=status, tests=tests, exit_code=raw.exit_code,
                       stdout=raw.stdout.decode("utf-8", "replace"), stderr=raw.stderr.decode("utf-8", "replace"),
                       stdout_truncated=raw.stdout_truncated, stderr_truncated=raw.stderr_truncated,
-                      wall_s=round(raw.wall_s, 4), cpu_s=round(raw.cpu_s, 4), detail=detail)
+                      wall_s=round(raw.wall_s, 4), cpu_s=round(raw.cpu_s, 4), detail=detail, flags=tuple(sorted(flags)))
 
 
-def _status(req: ExecRequest, raw: RawRun, events: list[dict], tests: tuple[TestOutcome, ...]
-            ) -> tuple[ExecStatus, str]:
+def _status(req: ExecRequest, raw: RawRun, events: list[dict], tests: tuple[TestOutcome, ...],
+            harness: dict | None) -> tuple[ExecStatus, str]:
     kinds = {e.get("event") for e in events}
     end = next((e for e in events if e.get("event") == "end"), None)
     text = raw.stderr.decode("utf-8", "replace") + "".join(str(e.get("message", "")) for e in events)
+    died = (harness or {}).get("candidate_exit")
     if raw.output_exceeded:
         return ExecStatus.OUTPUT_LIMIT, f"output passed {req.limits.output_bytes} bytes many times over; run killed"
-    if raw.timed_out:
-        return ExecStatus.TIMEOUT, f"wall-clock limit of {req.limits.timeout_s} s reached; every process killed"
-    if raw.exit_code == -signal.SIGXCPU or (raw.exit_code == -signal.SIGKILL and raw.cpu_s >= req.limits.cpu_s - 0.05):
+    if raw.timed_out or (harness or {}).get("timed_out") or "timeout" in kinds:
+        return ExecStatus.TIMEOUT, f"wall-clock limit of {req.limits.timeout_s} s reached; the solution was stopped"
+    if raw.exit_code == -signal.SIGXCPU or died == -signal.SIGXCPU or (
+            raw.exit_code == -signal.SIGKILL and raw.cpu_s >= req.limits.cpu_s - 0.05):
         return ExecStatus.TIMEOUT, f"CPU limit of {req.limits.cpu_s} s reached"
+    if raw.harness_lost:
+        return ExecStatus.FAILED, "the solution killed or stopped the test harness; " + raw.stderr.decode("utf-8", "replace")
     if "start" not in kinds:
         return ExecStatus.SANDBOX_ERROR, f"the runner did not start (exit {raw.exit_code}): {text[-500:]}"
-    ok = (end is not None and end.get("exitstatus") == 0 and tests
+    if harness is None and "harness_error" not in kinds:
+        return ExecStatus.FAILED, "the test harness was killed or stopped before it reported"
+    ok = (end is not None and harness is not None and end.get("exitstatus") == 0 and tests
           and all(t.outcome in ("passed", "skipped") for t in tests) and any(t.outcome == "passed" for t in tests))
     if ok:
         return ExecStatus.OK, ""
-    if "MemoryError" in text or (raw.exit_code == -signal.SIGKILL and not end):
+    if "MemoryError" in text or died == -signal.SIGKILL or (raw.exit_code == -signal.SIGKILL and not end):
         return ExecStatus.MEMORY_LIMIT, f"memory limit of {req.limits.memory_mb} MiB reached"
     if "compile_error" in kinds:
         return ExecStatus.COMPILE_ERROR, _msg(events, "compile_error")
     if "runtime_error" in kinds:
         return ExecStatus.RUNTIME_ERROR, _msg(events, "runtime_error")
+    if "harness_error" in kinds:
+        return ExecStatus.SANDBOX_ERROR, "the test harness failed: " + _msg(events, "harness_error")
     errors = [e for e in events if e.get("event") == "collect_error"]
-    if any(req.target_path in str(e.get("message", "")) for e in errors) and not tests:
-        return ExecStatus.RUNTIME_ERROR, "importing the solution failed: " + _msg(events, "collect_error")
-    if end is None:
-        if raw.exit_code is not None and raw.exit_code < 0:
-            return ExecStatus.RUNTIME_ERROR, f"killed by signal {-raw.exit_code} before the tests finished"
-        return ExecStatus.FAILED, f"no complete test report (process exited with {raw.exit_code} before the runner finished)"
+    if end is None:   # the harness finished but its test runner did not (out of the solution's reach)
+        return ExecStatus.SANDBOX_ERROR, f"the test runner ended without a report: {text[-500:]}"
     if errors:
         return ExecStatus.FAILED, "test collection failed: " + _msg(events, "collect_error")
     if not tests:

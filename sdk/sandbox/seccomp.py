@@ -4,7 +4,9 @@ Default action: allow. Denied with ``EPERM`` (the program sees an ordinary error
 language runtime that probes a feature keeps working): ptrace, process_vm_readv/writev,
 mount/umount2/pivot_root/chroot, unshare/setns, keyctl/add_key/request_key, bpf,
 perf_event_open, userfaultfd, io_uring_* (io_uring can open sockets past seccomp), module and
-kexec loading, reboot, swapon/off, open_by_handle_at. ``socket()`` is denied with ``EACCES``
+kexec loading, reboot, swapon/off, open_by_handle_at, and all of System V IPC (shm, msg, sem)
+and POSIX message queues (issue 14: they outlive a request in a warm slot's IPC namespace,
+and SysV shared memory is not bounded by ``memory_mb``). ``socket()`` is denied with ``EACCES``
 for every address family except ``AF_UNIX`` (runtimes use Unix socketpairs internally; the
 network namespace has no route anyway). Compiled once per process into a private file.
 """
@@ -25,7 +27,12 @@ DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
           "unshare", "setns", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
           "io_uring_setup", "io_uring_enter", "io_uring_register", "init_module", "finit_module",
           "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "open_by_handle_at",
-          "fanotify_init", "name_to_handle_at")
+          "fanotify_init", "name_to_handle_at",
+          # System V IPC and POSIX message queues outlive the process that made them (a warm
+          # slot's later task would see them) and shm is not bounded by RLIMIT_AS: unavailable
+          "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+          "semctl", "semtimedop", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+          "mq_getsetattr")
 _lock = threading.Lock()
 _path: str | None = None
 

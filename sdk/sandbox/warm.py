@@ -26,6 +26,7 @@ import subprocess
 import threading
 import time
 
+from sdk.errors import SandboxError
 from sdk.sandbox.cgroup import SlotCgroup
 from sdk.sandbox.contract import ExecRequest, Limits
 from sdk.sandbox.env import RUNTIME_MOUNT, sandbox_env
@@ -39,6 +40,14 @@ SERVER_LIMITS = Limits(cpu_s=10 ** 7, memory_mb=1 << 20, file_size_mb=1 << 12, o
 
 class ServerGone(Exception):
     """The warm server died or stopped answering (the request's own code is the suspect)."""
+
+
+class SlotFault(SandboxError):
+    """The slot itself is broken (a server that does not start clean): an infrastructure
+    fault, reported as ``sandbox_error`` (reward None, retried), never as the task's failure."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "retry; if it persists, check that bubblewrap still starts here")
 
 
 class Zygote:
@@ -58,9 +67,10 @@ class Zygote:
             os.close(fd)
         self._buf = b""
         self.cgroup: SlotCgroup | None = None
-        if not self._line(time.monotonic() + START_TIMEOUT_S):
+        ready = self._line(time.monotonic() + START_TIMEOUT_S)
+        if not ready or not json.loads(ready).get("clean"):
             self.kill()
-            raise ServerGone("the warm server did not start")
+            raise ServerGone("the warm server did not start clean")
         self.cgroup = SlotCgroup.create(f"tuneloop-{uid if uid is not None else os.getpid()}")
         if self.cgroup is not None:
             try:
@@ -89,25 +99,38 @@ class Zygote:
         line, self._buf = self._buf.split(b"\n", 1)
         return line
 
-    def request(self, payload: dict, timeout_s: float) -> dict:
-        """Send one request, wait for its answer. Raises ServerGone (server then killed)."""
+    def request(self, payload: dict, timeout_s: float) -> tuple[dict | None, dict]:
+        """Send one request; returns (the supervisor's ``R`` answer or None, the server's ``D``
+        frame). Raises ServerGone (server then killed) when the server itself stops answering."""
+        data = json.dumps(payload).encode()
         try:
-            self.proc.stdin.write(json.dumps(payload).encode() + b"\n")
+            self.proc.stdin.write(b"%d\n" % len(data) + data)
             self.proc.stdin.flush()
         except OSError as exc:
             self.kill()
             raise ServerGone(f"the warm server is gone ({exc})") from exc
-        line = self._line(time.monotonic() + timeout_s + 10)
-        if line is None:
-            self.kill()
-            raise ServerGone("the warm server stopped answering (killed or stopped by the code it ran)")
-        return json.loads(line)
+        deadline, answer = time.monotonic() + timeout_s + 10, None
+        while True:
+            line = self._line(deadline)
+            if line is None:
+                self.kill()
+                raise ServerGone("the warm server stopped answering (killed or stopped by the code it ran)")
+            kind, _, body = line.partition(b" ")
+            try:
+                frame = json.loads(body) if kind in (b"R", b"D") else None
+            except ValueError:
+                continue
+            if kind == b"R" and isinstance(frame, dict) and frame.get("nonce") == payload["nonce"]:
+                answer = frame
+            elif kind == b"D" and isinstance(frame, dict):
+                return answer, frame
 
     def pids(self) -> set[int]:
-        """The server's own processes: bwrap, bwrap's init in the namespace, the server (depth 2);
-        anything deeper is a request's process that outlived its request."""
+        """The server's own processes: bwrap, bwrap's init in the namespace, the server, and the
+        supervisor + candidate pair it pre-forks for the next request (depth 4). Nothing of a
+        finished request is left: the server kills it all before it answers."""
         own, frontier = {self.proc.pid}, {self.proc.pid}
-        for _ in range(2):
+        for _ in range(4):
             frontier = {pid for pid, ppid in _parents().items() if ppid in frontier}
             own |= frontier
         return own
@@ -151,36 +174,73 @@ class WarmServers:
 
     def run(self, req: ExecRequest, code: str, uid: int | None, nonce: str) -> RawRun:
         """Run a ``script`` request on the slot's warm server (started on first use).
-        Raises ServerGone when the server broke during this request."""
+
+        Raises:
+            SlotFault: no clean server could be started (an infrastructure status, never the
+                task's failure).
+        """
         lim = req.limits
+        server = self._server(uid, lim)
+        test_path = sorted(req.tests)[0]
+        payload = {"nonce": nonce, "mode": "script", "target": req.target_path, "code": code, "test_path": test_path,
+                   "tests": {test_path: req.tests[test_path]}, "entry": req.entry_point, "limits": lim.model_dump(),
+                   "nproc_extra": 4}
+        start = time.monotonic()
+        for attempt in range(2):
+            server.limit(lim.memory_mb + SERVER_OVERHEAD_MB, lim.processes + 8)
+            try:
+                ans, done = server.request(payload, lim.timeout_s)
+                break
+            except ServerGone:   # the code killed the whole server (kill(-1), SIGSTOP), or the slot broke:
+                self._drop(uid)  # once more on a fresh server, so only a repeat counts against the code
+                if attempt == 0:
+                    server = self._server(uid, lim)
+        else:
+            return RawRun(exit_code=-signal.SIGKILL, timed_out=False, output_exceeded=False, stdout=b"",
+                          stderr=b"the warm server stopped answering twice", stdout_truncated=False, stderr_truncated=False, report=b"",
+                          wall_s=time.monotonic() - start, cpu_s=0.0, harness_lost=True)
+        if not done.get("clean", False):   # poisoned: never handed to another task
+            self._drop(uid)
+        if ans is None:
+            return RawRun(exit_code=done.get("exit"), timed_out=bool(done.get("timed_out")), output_exceeded=False,
+                          stdout=b"", stderr=b"", stdout_truncated=False, stderr_truncated=False, report=b"",
+                          wall_s=time.monotonic() - start, cpu_s=0.0, harness_lost=not done.get("timed_out"))
+        cap, biggest = lim.output_bytes, max(ans["stdout_size"], ans["stderr_size"])
+        report = ans["report"]
+        flooded = biggest > FLOOD_FACTOR * cap or ('"candidate_exit": -%d' % signal.SIGXFSZ in report
+                                                  and biggest >= lim.file_size_mb << 20)
+        return RawRun(exit_code=done.get("exit"), timed_out=bool(done.get("timed_out")), output_exceeded=flooded,
+                      stdout=ans["stdout"].encode(), stderr=ans["stderr"].encode(),
+                      stdout_truncated=ans["stdout_size"] > cap, stderr_truncated=ans["stderr_size"] > cap,
+                      report=report.encode(), wall_s=ans["wall_s"], cpu_s=0.0)
+
+    def _server(self, uid: int | None, lim: Limits) -> Zygote:
+        """The slot's live, fitting server; a fresh one when there is none (SlotFault if it
+        cannot be started twice in a row)."""
         with self._lock:
             server = self._servers.get(uid)
         fits = server is not None and server.scratch_mb == lim.scratch_mb and server.processes >= lim.processes + 8
-        if server is not None and (not fits or not server.alive()):
-            server.kill()   # a different /tmp size or process budget needs a new server
-            server = None
-        if server is None:
-            server = Zygote(self.backend, uid, processes=max(lim.processes + 8, 64), scratch_mb=lim.scratch_mb)
+        if server is not None and fits and server.alive():
+            return server
+        if server is not None:
+            self._drop(uid)   # a different /tmp size or process budget needs a new server
+        error: ServerGone | None = None
+        for _ in range(2):
+            try:
+                server = Zygote(self.backend, uid, processes=max(lim.processes + 8, 64), scratch_mb=lim.scratch_mb)
+            except ServerGone as exc:
+                error = exc
+                continue
             with self._lock:
                 self._servers[uid] = server
-        test_path = sorted(req.tests)[0]
-        payload = {"nonce": nonce, "target": req.target_path, "code": code, "test_path": test_path,
-                   "test": req.tests[test_path], "entry": req.entry_point, "limits": lim.model_dump()}
-        server.limit(lim.memory_mb + SERVER_OVERHEAD_MB, lim.processes + 8)
-        try:
-            ans = server.request(payload, lim.timeout_s)
-        except ServerGone:
-            with self._lock:
-                self._servers.pop(uid, None)
-            raise
-        if "error" in ans:
-            raise ServerGone(ans["error"])
-        cap, biggest = lim.output_bytes, max(ans["stdout_size"], ans["stderr_size"])
-        flooded = biggest > FLOOD_FACTOR * cap or (ans["exit"] == -signal.SIGXFSZ and biggest >= lim.file_size_mb << 20)
-        return RawRun(exit_code=ans["exit"], timed_out=ans["timed_out"], output_exceeded=flooded,
-                      stdout=ans["stdout"].encode(), stderr=ans["stderr"].encode(),
-                      stdout_truncated=ans["stdout_size"] > cap, stderr_truncated=ans["stderr_size"] > cap,
-                      report=ans["report"].encode(), wall_s=ans["wall_s"], cpu_s=ans["cpu_s"])
+            return server
+        raise SlotFault(f"no clean warm sandbox slot could be started: {error}")
+
+    def _drop(self, uid: int | None) -> None:
+        with self._lock:
+            server = self._servers.pop(uid, None)
+        if server is not None:
+            server.kill()
 
     def pids_of(self, uid: int | None) -> frozenset[int]:
         """The live warm server's processes for ``uid`` (empty if none)."""

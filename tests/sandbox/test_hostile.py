@@ -107,7 +107,7 @@ def test_kill_minus_one_and_init(bw, target, cold):
     assert os.getppid() > 0  # and we are still here
     # a slot whose warm server was killed serves the next request from a fresh one
     again = bw.run([probe("return 5", "assert r == 5"), probe("return 6", "assert r == 6")])
-    assert [r.status for r in again] == [ExecStatus.OK, ExecStatus.OK]
+    assert [r.status for r in again] == [ExecStatus.OK, ExecStatus.OK], again
 
 
 def test_deleting_the_callers_files(bw, tmp_path):

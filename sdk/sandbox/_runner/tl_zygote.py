@@ -1,32 +1,40 @@
 """A pre-forked ("warm") Python for the ``script`` framework, one per sandbox slot.
 
-Runs inside one long-lived bubblewrap (same namespaces, seccomp and uid as a cold run) and
-serves requests read as JSON lines on stdin; answers one JSON line per request on stdout.
-Per request it forks a child that: starts a new session, lowers its rlimits to the request's,
-sends stdout/stderr to files in a fresh /tmp/run, and runs ``tl_runner.run_script`` with the
-test source taken from the request (never from disk, so the solution cannot edit it). After
-the child ends (or its wall clock runs out) the server kills every other process it can see
-(``kill(-1)``: everything of this uid in this pid namespace), reaps them as a subreaper, reads
-the capped outputs and wipes /tmp and /dev/shm. The server is not dumpable (no /proc/<pid>/mem
-for the child) and seccomp denies ptrace; a child that kills the server only fails its own task
-(the caller respawns the slot).
+Runs inside one long-lived bubblewrap (same namespaces, seccomp and uid as a cold run). This
+server never reads a request, a test, a nonce or an answer: before each request it forks a
+fresh supervisor (the trusted harness, :mod:`tl_harness`), which forks the candidate process
+(:mod:`tl_candidate`) and only *then* reads the request from stdin and later writes its answer
+(``R <json>``) straight to the host channel. So neither process ever holds an earlier
+request in memory (``/proc/self/mem`` of a candidate shows only this server's state).
+
+When the supervisor ends (or its wall clock runs out: it reports the request's time limit on
+a private pipe) the server kills every other process it can see (``kill(-1)``), reaps them as a
+subreaper, empties ``/tmp`` and ``/dev/shm`` (making unreadable folders readable first), and
+checks that nothing is left: no process, no file. It then answers ``D <json>`` with
+``clean``; a slot that is not clean is replaced by the host before the next request, never
+handed to another task. System V IPC and POSIX message queues are denied by seccomp, so none
+can outlive a request. The server is not dumpable and seccomp denies ptrace.
 """
 
 import ctypes
 import json
 import os
-import resource
 import select
-import shutil
 import signal
+import stat
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tl_runner  # noqa: E402
+import tl_harness  # noqa: E402
+import tl_remote  # noqa: E402
+import tl_wire  # noqa: E402
 
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 RUN = "/tmp/run"
+GRACE_S = 1.0
+WIPE_S = 2.0
+SHUTDOWN = 3
 
 
 def _libc():
@@ -35,40 +43,9 @@ def _libc():
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _child(req, wfd):
-    os.closerange(3, wfd)
-    os.closerange(wfd + 1, 65536)
-    os.setsid()
-    try:  # the request's processes, not the server, are the memory killer's first choice
-        with open("/proc/self/oom_score_adj", "w") as fh:
-            fh.write("1000")
-    except OSError:
-        pass
-    lim = req["limits"]
-    mib = 1 << 20
-    resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"] + 3, lim["processes"] + 3))  # + bwrap, init, server
-    resource.setrlimit(resource.RLIMIT_CPU, (lim["cpu_s"], lim["cpu_s"] + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (lim["memory_mb"] * mib, lim["memory_mb"] * mib))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_mb"] * mib, lim["file_size_mb"] * mib))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
-    os.chdir(RUN)
-    for fd, name in ((1, ".stdout"), (2, ".stderr")):
-        f = os.open(os.path.join(RUN, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(f, fd)
-        os.close(f)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    sys.stdout = open(1, "w", closefd=False)
-    sys.stderr = open(2, "w", closefd=False)
-    chan = tl_runner.Channel(wfd, req["nonce"])
-    chan.emit(event="start", python=sys.version.split()[0], warm=True)
-    try:
-        tl_runner.run_script_source(chan, req["target"], req["code"], req["test_path"], req["test"], req["entry"])
-    finally:
-        tl_runner._usage(chan)
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(0)
+def _write(fd, data):
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _read_capped(path, cap):
@@ -80,55 +57,89 @@ def _read_capped(path, cap):
         return "", 0
 
 
-def _serve_one(req):
-    shutil.rmtree(RUN, ignore_errors=True)
-    os.makedirs(RUN, mode=0o700)
-    rfd, wfd = os.pipe()
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        os.close(rfd)
+def _supervisor(chan, ctl):
+    """The per-request harness process (never returns)."""
+    code = 70
+    try:
+        for fd, name in ((1, ".stdout"), (2, ".stderr")):
+            f = os.open(os.path.join(RUN, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(f, fd)
+            os.close(f)
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False)
+        remote = tl_remote.Remote()
+        _write(ctl, b"r\n")
         try:
-            _child(req, wfd)
-        finally:
-            os._exit(70)
-    os.close(wfd)
-    pidfd = os.pidfd_open(pid)
-    deadline = start + req["limits"]["timeout_s"]
-    report, status, usage, timed_out, open_fds = bytearray(), None, None, False, [rfd, pidfd]
-    while open_fds:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            timed_out = status is None
+            payload = tl_wire.Reader(0).recv()
+        except EOFError:
+            remote.kill()
+            os._exit(SHUTDOWN)
+        started = time.monotonic()
+        lim = payload["limits"]
+        _write(ctl, b"%f\n" % float(lim["timeout_s"]))
+        chan_buf = tl_harness.Channel(chan, payload["nonce"], buffer=True)
+        payload.update(cwd=RUN, warm=True)
+        try:
+            tl_harness.run(chan_buf, payload, remote, started)
+        except BaseException as exc:  # noqa: BLE001 - reported as a harness failure
+            chan_buf.emit(event="harness_error", message="%s: %s" % (type(exc).__name__, exc))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        cap = lim["output_bytes"]
+        out, out_size = _read_capped(os.path.join(RUN, ".stdout"), cap)
+        err, err_size = _read_capped(os.path.join(RUN, ".stderr"), cap)
+        frame = {"nonce": payload["nonce"], "report": "".join(chan_buf.lines), "stdout": out, "stderr": err,
+                 "stdout_size": out_size, "stderr_size": err_size, "wall_s": time.monotonic() - started}
+        _write(chan, b"R " + json.dumps(frame).encode("utf-8", "replace") + b"\n")
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _spawn():
+    """Fork the next supervisor (which forks its candidate) and wait until both exist, so the
+    host never sees a server without its pair. Returns (pid, control pipe)."""
+    ctl_r, ctl_w = os.pipe()
+    for _ in range(400):   # a process limit still counting the last request's dying processes
+        try:
+            pid = os.fork()
             break
-        ready, _, _ = select.select(open_fds, [], [], left)
-        for fd in ready:
-            if fd == pidfd:
-                _, status, usage = os.wait4(pid, 0)
-                open_fds.remove(pidfd)
-                deadline = min(deadline, time.monotonic() + 0.5)
-            else:
-                chunk = os.read(rfd, 65536)
-                if chunk and len(report) < (8 << 20):
-                    report += chunk
-                elif not chunk:
-                    open_fds.remove(rfd)
-    if status is None:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        _, status, usage = os.wait4(pid, 0)
-    _kill_everything()
-    os.close(rfd)
-    os.close(pidfd)
-    cap = req["limits"]["output_bytes"]
-    out, out_size = _read_capped(os.path.join(RUN, ".stdout"), cap)
-    err, err_size = _read_capped(os.path.join(RUN, ".stderr"), cap)
-    _wipe()
-    return {"exit": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "report": report.decode("utf-8", "replace"),
-            "stdout": out, "stderr": err, "stdout_size": out_size, "stderr_size": err_size,
-            "cpu_s": usage.ru_utime + usage.ru_stime if usage else 0.0, "wall_s": time.monotonic() - start}
+        except BlockingIOError:
+            time.sleep(0.005)
+    else:
+        raise SystemExit("cannot fork a supervisor")
+    if pid == 0:
+        os.close(ctl_r)
+        _supervisor(CHAN[0], ctl_w)
+    os.close(ctl_w)
+    select.select([ctl_r], [], [], 10.0)
+    return pid, ctl_r
+
+
+def _watch(pid, ctl):
+    """Wait for the supervisor; returns (wait status, timed_out, started). The deadline starts
+    when the supervisor reports the request's time limit (``started``)."""
+    pidfd = os.pidfd_open(pid)
+    fds, deadline, buf = [pidfd, ctl], None, b""
+    try:
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready = select.select(fds, [], [], left)[0]
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                return os.waitpid(pid, 0)[1], True, True
+            if pidfd in ready:
+                return os.waitpid(pid, 0)[1], False, deadline is not None
+            chunk = os.read(ctl, 64)
+            if not chunk:
+                fds.remove(ctl)
+                continue
+            buf += chunk
+            lines = buf.split(b"\n")
+            if deadline is None and len(lines) > 2:   # "r", then the time limit
+                deadline = time.monotonic() + float(lines[1]) + GRACE_S
+    finally:
+        os.close(pidfd)
 
 
 def _kill_everything():
@@ -161,40 +172,73 @@ def _others_alive():
     return False
 
 
-def _wipe():
-    for folder in ("/tmp", "/dev/shm"):
+def _empty(folder, deadline):
+    """Remove everything under ``folder`` (folders made 0700 first, so mode 000 cannot hide
+    anything). False when something could not be removed in time."""
+    try:
+        os.chmod(folder, stat.S_IRWXU)
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    ok = True
+    for name in names:
+        if time.monotonic() > deadline:
+            return False
+        path = os.path.join(folder, name)
         try:
-            names = os.listdir(folder)
-        except OSError:
+            st = os.lstat(path)
+        except FileNotFoundError:
             continue
-        for name in names:
-            path = os.path.join(folder, name)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+        if stat.S_ISDIR(st.st_mode):
+            ok = _empty(path, deadline) and ok
+            try:
+                os.rmdir(path)
+            except OSError:
+                ok = False
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                ok = False
+    return ok
+
+
+def _fresh():
+    """Empty /tmp and /dev/shm, recreate /tmp/run; True when the slot is clean again."""
+    deadline = time.monotonic() + WIPE_S
+    ok = all([_empty("/tmp", deadline), _empty("/dev/shm", deadline)])
+    try:
+        os.chmod("/tmp", 0o1777)
+        os.makedirs(RUN, mode=0o700)
+    except OSError:
+        return False
+    return ok and os.listdir("/tmp") == ["run"] and not os.listdir("/dev/shm") and not _others_alive()
+
+
+CHAN = [-1]
 
 
 def main():
-    """Entry point of the pre-forked interpreter: serve script requests until told to stop."""
+    """Entry point of the pre-forked interpreter: one supervisor per request until stdin closes."""
     _libc()
-    out = os.fdopen(os.dup(1), "w")
+    CHAN[0] = chan = os.dup(1)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
-    out.write(json.dumps({"ready": True}) + "\n")
-    out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            answer = _serve_one(json.loads(line))
-        except Exception as exc:  # noqa: BLE001 - reported to the caller as a sandbox error
-            answer = {"error": "%s: %s" % (type(exc).__name__, exc)}
-        out.write(json.dumps(answer) + "\n")
-        out.flush()
+    os.dup2(null, 2)
+    message = {"ready": True, "clean": _fresh()}
+    while True:
+        pid, ctl = _spawn()
+        if message is not None:
+            _write(chan, (("\nD " if "exit" in message else "") + json.dumps(message) + "\n").encode())
+        start = time.monotonic()
+        status, timed_out, started = _watch(pid, ctl)
+        os.close(ctl)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == SHUTDOWN:
+            break
+        _kill_everything()
+        clean = _fresh()
+        message = {"exit": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "clean": clean,
+                   "wall_s": time.monotonic() - start} if started else None
 
 
 if __name__ == "__main__":

@@ -1,0 +1,268 @@
+"""The candidate process: the only process that runs the solution's code (stdlib only).
+
+Forked by the harness (:mod:`tl_harness`) *before* the harness reads the request, so its memory
+never held a test, a nonce or an earlier request. It keeps only two pipes to the harness (every
+other descriptor, the report channel included, is closed before any solution code runs), lowers
+its rlimits to the request's, loads the solution as a module and then answers operations
+(``get``, ``call``, ``attr``, ``op``) on it, one frame each way. Results leave by value
+(:mod:`tl_wire`); anything that is not plain data stays here behind a handle.
+
+A PEP 578 audit hook reports, on a third pipe, introspection done *from solution code*
+(frames, ``gc`` walks, tracing, patching classes of other modules, reading test-like files):
+a further line of defence, never the one the verdict depends on (the verdict is computed in
+the harness, out of this process's reach).
+"""
+
+import builtins
+import io
+import operator
+import os
+import resource
+import sys
+import traceback
+
+import tl_wire
+
+MSG = 2000
+OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+       "ge": operator.ge, "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+       "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+       "getitem": operator.getitem, "contains": operator.contains, "len": len, "bool": bool, "str": str,
+       "repr": repr, "hash": hash, "list": list, "neg": operator.neg, "abs": abs, "int": int, "float": float,
+       "iter": lambda o: list(iter(o)), "next": next,
+       "suspect": lambda o: isinstance(o, (int, float, str, bytes, list, tuple, dict, set, frozenset, complex))
+       or type(o).__eq__ is not object.__eq__}
+INTROSPECTION = {"sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects",
+                 "gc.get_referrers", "gc.get_referents", "sys.addaudithook"}
+FRAME_ATTRS = {"tb_frame", "f_back", "f_globals", "f_locals", "gi_frame", "cr_frame", "ag_frame", "f_code",
+               "f_builtins"}
+TESTLIKE = ("test", "check", "conftest")
+
+
+class Candidate:
+    """State of the candidate process: the module, handles, the audit pipe."""
+
+    def __init__(self, rfd, wfd, afd):
+        self.reader, self.wfd, self.afd = tl_wire.Reader(rfd), wfd, afd
+        self.handles, self.module, self.filename = {}, None, None
+        self.trusted = tuple(p for p in {os.path.dirname(os.__file__), os.path.dirname(tl_wire.__file__)} if p) + ("<frozen ",)
+        self._in_hook = False
+
+    def handle(self, obj):
+        """Keep ``obj`` here and return its handle id."""
+        key = id(obj)
+        self.handles[key] = obj
+        return key
+
+    def value(self, tree):
+        return tl_wire.decode(tree, lambda key, _t: self.handles[key])
+
+    # -- audit (further line) -------------------------------------------------------------
+    def _from_solution(self, depth=2, transparent=("inspect.py",)):
+        frame = sys._getframe(depth)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if not name.startswith(self.trusted):
+                return True
+            if not name.endswith(transparent):
+                return False
+            frame = frame.f_back
+        return False
+
+    def audit(self, event, args):
+        """PEP 578 hook: report what solution code does to look around (see the module doc)."""
+        if self._in_hook or self.module is None:
+            return
+        self._in_hook = True
+        try:
+            flag = None
+            if event in INTROSPECTION:
+                flag = "runner_tampering"
+            elif event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS:
+                flag = "runner_tampering"
+            elif event == "object.__setattr__" and args and isinstance(args[0], type) \
+                    and getattr(args[0], "__module__", None) != self.module.__name__:
+                flag = "runner_tampering"
+            elif event == "open" and args and isinstance(args[0], str) \
+                    and os.path.basename(args[0]).lower().startswith(TESTLIKE):
+                flag = "reads_tests"
+            elif event in ("os.listdir", "os.scandir") and args and (args[0] in (".", "", None) or str(args[0]) == os.getcwd()):
+                flag = "reads_tests"
+            if flag and self._from_solution():
+                os.write(self.afd, ("%s %s\n" % (flag, event)).encode())
+        except Exception:  # noqa: BLE001 - the hook must never break the solution
+            pass
+        finally:
+            self._in_hook = False
+
+    # -- operations -----------------------------------------------------------------------
+    def load(self, req):
+        """Lower the limits, then compile and run the solution as module ``req['module']``."""
+        lim, mib = req["limits"], 1 << 20
+        nproc = lim["processes"] + req.get("nproc_extra", 0)
+        for what, soft, hard in ((resource.RLIMIT_NPROC, nproc, nproc), (resource.RLIMIT_CPU, lim["cpu_s"], lim["cpu_s"] + 1),
+                                 (resource.RLIMIT_AS, lim["memory_mb"] * mib, lim["memory_mb"] * mib),
+                                 (resource.RLIMIT_FSIZE, lim["file_size_mb"] * mib, lim["file_size_mb"] * mib),
+                                 (resource.RLIMIT_NOFILE, lim["open_files"], lim["open_files"])):
+            try:
+                cur = resource.getrlimit(what)[1]
+                resource.setrlimit(what, (soft, hard if cur == resource.RLIM_INFINITY else min(hard, cur)))
+            except (ValueError, OSError):
+                pass
+        os.chdir(req["cwd"])
+        sys.path[:] = [req["cwd"]] + [p for p in sys.path if p.startswith("/usr") or "python" in p] + req.get("path", [])
+        for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "__main__"):
+            sys.modules[name] = _Tripwire(name, self)
+        mod = type(sys)(req["module"])
+        self.filename = os.path.join(req["cwd"], req["target"])
+        mod.__file__ = self.filename
+        source = req.get("code")
+        if source is None:
+            with open(self.filename, encoding="utf-8") as fh:
+                source = fh.read()
+        try:
+            code = compile(source, self.filename, "exec")
+        except SyntaxError:
+            return {"kind": "compile_error", "message": traceback.format_exc(limit=0)[-MSG:]}
+        sys.modules[req["module"]] = mod
+        self.module = mod
+        out = self._capture(lambda: exec(code, mod.__dict__))
+        if "err" in out:
+            out["kind"] = "runtime_error"
+        return out
+
+    def run(self, req):
+        """One operation on the solution; the answer is a value, a handle or an error."""
+        op = req["op"]
+        if op == "get":
+            def fn():
+                if req["name"] not in self.module.__dict__:
+                    raise AttributeError("the solution does not define %r" % req["name"])
+                return self.module.__dict__[req["name"]]
+        elif op == "call":
+            target = self.handles[req["h"]]
+            args = self.value(req["args"])
+            kwargs = dict(self.value(req["kwargs"]))
+            fn = lambda: target(*args, **kwargs)  # noqa: E731
+        elif op == "attr":
+            target = self.handles[req["h"]]
+            fn = lambda: getattr(target, req["name"])  # noqa: E731
+        elif op == "setattr":
+            target, val = self.handles[req["h"]], self.value(req["value"])
+            fn = lambda: setattr(target, req["name"], val)  # noqa: E731
+        else:
+            args = self.value(req["args"])
+            fn = lambda: OPS[op](*args)  # noqa: E731
+        return self._capture(fn)
+
+    def _capture(self, fn):
+        saved = sys.stdout, sys.stderr
+        out, err = _Tee(saved[0]), _Tee(saved[1])
+        sys.stdout, sys.stderr = out, err
+        try:
+            answer = {"v": tl_wire.encode(fn(), self.handle)}
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back as data
+            answer = {"err": {"type": type(exc).__name__[:100], "builtin": _builtin_exc(exc),
+                              "msg": _safe_str(exc)[-MSG:], "tb": _safe_tb()[-MSG:]}}
+        finally:
+            sys.stdout, sys.stderr = saved
+            for f in saved:
+                try:
+                    f.flush()
+                except BaseException:  # noqa: BLE001
+                    pass
+        answer["out"], answer["errout"] = out.kept.getvalue(), err.kept.getvalue()
+        return answer
+
+    def serve(self, req_load):
+        """Load, then answer operations until the harness closes the pipe."""
+        tl_wire.send(self.wfd, self.load(req_load))
+        while True:
+            try:
+                req = self.reader.recv()
+            except (EOFError, tl_wire.WireError):
+                os._exit(0)
+            try:
+                answer = self.run(req)
+            except BaseException as exc:  # noqa: BLE001 - a bad handle, a broken value
+                answer = {"err": {"type": "RuntimeError", "builtin": True, "msg": "protocol: %s" % _safe_str(exc), "tb": ""}}
+            tl_wire.send(self.wfd, answer)
+
+
+class _Tee(io.TextIOBase):
+    """The solution's ``print`` during one operation: written through to the real stream (the
+    flood guard sees it) and the first :data:`KEEP` characters kept for the harness (so a
+    pytest ``capsys`` test sees what the solution printed)."""
+
+    KEEP = 1 << 16
+
+    def __init__(self, real):
+        self.real, self.kept = real, io.StringIO()
+
+    def write(self, s):
+        if type(s) is not str:
+            raise TypeError("write() argument must be str")
+        if self.kept.tell() < self.KEEP:
+            self.kept.write(s[:self.KEEP - self.kept.tell()])
+        return self.real.write(s)
+
+    def flush(self):
+        self.real.flush()
+
+
+class _Tripwire(type(sys)):
+    """Stands in for the runner's modules: touching one from solution code is reported."""
+
+    def __init__(self, name, owner):
+        super().__init__(name)
+        object.__setattr__(self, "_tl_owner", owner)
+
+    def __getattr__(self, name):
+        owner = object.__getattribute__(self, "_tl_owner")
+        if not name.startswith("__"):
+            os.write(owner.afd, ("runner_tampering sys.modules[%r].%s\n" % (self.__name__, name)).encode())
+        raise AttributeError(name)
+
+
+def _builtin_exc(exc):
+    t = type(exc)
+    return getattr(builtins, t.__name__, None) is t
+
+
+def _safe_str(exc):
+    try:
+        return "%s: %s" % (type(exc).__name__, exc)
+    except BaseException:  # noqa: BLE001
+        return type(exc).__name__
+
+
+def _safe_tb():
+    try:
+        return traceback.format_exc()
+    except BaseException:  # noqa: BLE001
+        return ""
+
+
+def start(rfd, wfd, afd, out_fd=None):
+    """Entry point in the freshly forked child: drop every other descriptor, wait for the
+    ``load`` request, then serve. Never returns."""
+    try:
+        keep = sorted({rfd, wfd, afd} | ({out_fd} if out_fd is not None else set()))
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        low = 3
+        for fd in keep:
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, 65536)
+        cand = Candidate(rfd, wfd, afd)
+        req = cand.reader.recv()
+        sys.addaudithook(cand.audit)
+        cand.serve(req)
+    except BaseException:  # noqa: BLE001 - the harness sees the pipe close and reports it
+        try:
+            os.write(2, ("tuneloop candidate process failed: %s\n" % _safe_tb()[-MSG:]).encode())
+        except BaseException:  # noqa: BLE001
+            pass
+    os._exit(0)

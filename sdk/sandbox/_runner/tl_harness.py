@@ -1,0 +1,239 @@
+"""The trusted harness: runs the tests and computes every verdict, out of the solution's reach.
+
+The solution runs only in the candidate process (:mod:`tl_candidate`), forked before this
+process read the request. Here, the tests run against proxies (:mod:`tl_remote`): every call
+crosses the process boundary, arguments and results travel as plain data, and every assertion
+is evaluated in this process. The report channel (a pipe fd, or the warm server's stdout) is
+never open in the candidate; this process is not dumpable, so ``/proc/<pid>/{mem,fd}`` of it
+cannot be opened from the candidate (and seccomp denies ptrace and process_vm_*).
+
+``pytest`` mode: the tests arrive in the request (never in the working folder). They are written
+to a private folder, collected, and the folder is deleted *before* the solution is loaded, so
+no solution code ever runs while a test file exists on disk. ``script`` mode (HumanEval): the
+test source is executed here, in a namespace whose unknown names resolve to the solution's
+(``poly``, ``candidate``...), then ``check(<entry_point>)``.
+
+Every event is ``<nonce> <json>`` on the channel; ``end`` comes last.
+"""
+
+import builtins
+import ctypes
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+import tl_remote
+
+MSG = 2000
+PR_SET_DUMPABLE = 4
+
+
+def not_dumpable():
+    """No ``/proc/<pid>/mem``, ``fd``, ``environ`` of this process for anyone in the sandbox."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+class Channel:
+    """The nonce-tagged report channel; ``buffer``: keep the lines (the warm server sends them
+    in one frame at the end) instead of writing each to ``fd``."""
+
+    def __init__(self, fd, nonce, buffer=False):
+        self.fd, self.nonce, self.lines = fd, nonce, [] if buffer else None
+
+    def emit(self, **event):
+        """Write one nonce-tagged event line."""
+        line = self.nonce + " " + json.dumps(event) + "\n"
+        if self.lines is not None:
+            self.lines.append(line)
+        else:
+            data = line.encode("utf-8", "replace")
+            while data:
+                data = data[os.write(self.fd, data):]
+
+
+def module_name(target):
+    """``pkg/mod.py`` -> ``pkg.mod``."""
+    return target[:-3].replace("/", ".") if target.endswith(".py") else target.replace("/", ".")
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import <target module>`` in the tests gives the :class:`tl_remote.RemoteModule`."""
+
+    def __init__(self, name, module):
+        self.name, self.module = name, module
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == self.name:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=False)
+        return None
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        pass
+
+
+class _Namespace(dict):
+    """Script-mode globals: a name the test does not define resolves to the solution's."""
+
+    def __init__(self, remote):
+        super().__init__(__builtins__=builtins, __name__="__tl_check__")
+        self.remote = remote
+
+    def __missing__(self, name):
+        if hasattr(builtins, name) or name.startswith("__"):
+            raise KeyError(name)
+        try:
+            value = self.remote.result(self.remote.ask({"op": "get", "name": name}))
+        except AttributeError:
+            raise KeyError(name)
+        self[name] = value
+        return value
+
+
+def _load_request(payload, cwd):
+    return {"module": module_name(payload["target"]), "target": payload["target"], "code": payload.get("code"),
+            "cwd": cwd, "limits": payload["limits"], "path": payload.get("path", []),
+            "nproc_extra": payload.get("nproc_extra", 0)}
+
+
+def _load(chan, payload, remote, cwd):
+    err = remote.load(_load_request(payload, cwd))
+    if err is not None:
+        kind, message = err
+        chan.emit(event=kind if kind in ("compile_error", "runtime_error") else "timeout", message=message[-MSG:])
+    return err is None
+
+
+def run(chan, payload, remote, started):
+    """Run the request's tests against the candidate; every event goes to ``chan``."""
+    lim = payload["limits"]
+    remote.deadline = started + lim["timeout_s"] - min(0.5, 0.1 * lim["timeout_s"])
+    cwd = payload.get("cwd") or os.getcwd()
+    os.chdir(cwd)
+    sys.path[:0] = [cwd]
+    sys.path += payload.get("path", [])
+    chan.emit(event="start", python=sys.version.split()[0], warm=bool(payload.get("warm")))
+    try:
+        if payload["mode"] == "pytest":
+            run_pytest(chan, payload, remote, cwd)
+        else:
+            run_script(chan, payload, remote, cwd)
+    finally:
+        summary = remote.finish()
+        chan.emit(event="harness", **summary)
+        usage(chan)
+
+
+def run_script(chan, payload, remote, cwd):
+    """HumanEval style: test source here, ``check(<entry>)`` against the remote entry point."""
+    if _load(chan, payload, remote, cwd):
+        ns = _Namespace(remote)
+        entry = payload["entry"]
+        try:
+            exec(compile(payload["tests"][payload["test_path"]], payload["test_path"], "exec"), ns)
+            try:
+                candidate = ns[entry]
+            except KeyError:
+                raise NameError("the solution does not define %r" % entry)
+            ns["check"](candidate)
+        except BaseException:  # noqa: BLE001 - any exception fails the check
+            chan.emit(event="test", name="check", outcome="failed", message=traceback.format_exc()[-MSG:])
+        else:
+            chan.emit(event="test", name="check", outcome="passed", message="")
+    chan.emit(event="end", exitstatus=0, collected=1)
+
+
+class Reporter:
+    """pytest plugin: one ``test`` event per test item, ``collect_error`` per broken module;
+    deletes the test files and loads the solution once collection is over."""
+
+    def __init__(self, chan, on_collected):
+        self.chan, self.results, self.collected, self.on_collected = chan, {}, 0, on_collected
+
+    def pytest_collectreport(self, report):
+        """pytest hook: report collection errors as failures."""
+        if report.failed:
+            self.chan.emit(event="collect_error", nodeid=report.nodeid, message=str(report.longreprtext)[-MSG:])
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        """pytest hook (after every test module is imported): no test file stays on disk while
+        solution code runs; a solution that does not load runs no test."""
+        self.collected = len(items)
+        if not self.on_collected():
+            items[:] = []
+
+    def pytest_runtest_logreport(self, report):
+        """pytest hook: emit each test's outcome once."""
+        outcome, msg = self.results.get(report.nodeid, (None, ""))
+        if report.failed:
+            outcome = "failed" if report.when == "call" else (outcome if outcome in ("failed", "error") else "error")
+            msg = (msg + "\n" + str(report.longreprtext))[-MSG:]
+        elif report.skipped and outcome is None:
+            outcome = "skipped"
+        elif report.passed and report.when == "call":
+            outcome = "passed"
+        self.results[report.nodeid] = (outcome, msg)
+        if report.when == "teardown":
+            self.chan.emit(event="test", name=report.nodeid, outcome=outcome or "error", message=msg.strip())
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        """pytest hook: emit the end-of-session marker after all tests ran."""
+        self.chan.emit(event="end", exitstatus=int(exitstatus), collected=self.collected)
+
+
+def run_pytest(chan, payload, remote, cwd):
+    """pytest on the request's tests, written to a private folder removed before the solution loads."""
+    import pytest  # noqa: E402  (from the runtime folder)
+
+    folder = tempfile.mkdtemp(prefix=".tl-tests-", dir=os.environ.get("TMPDIR") or "/tmp")
+    for rel, text in payload["tests"].items():
+        path = os.path.join(folder, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    if "pytest.ini" not in payload["tests"]:
+        with open(os.path.join(folder, "pytest.ini"), "w") as fh:
+            fh.write("[pytest]\n")
+    name = module_name(payload["target"])
+    sys.meta_path.insert(0, _Finder(name, tl_remote.RemoteModule(name, remote)))
+    remote.echo = True
+
+    def collected():
+        shutil.rmtree(folder, ignore_errors=True)
+        return _load(chan, payload, remote, cwd)
+
+    args = ["-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:pastebin", "-p", "no:legacypath", "--rootdir", folder,
+            "--confcutdir", folder, "-c", os.path.join(folder, "pytest.ini")]
+    try:
+        pytest.main(args + [os.path.join(folder, p) for p in sorted(payload["tests"])], plugins=[Reporter(chan, collected)])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def usage(chan):
+    """CPU seconds of this process and its reaped children (the candidate included)."""
+    try:
+        import resource
+        total = 0.0
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+            ru = resource.getrusage(who)
+            total += ru.ru_utime + ru.ru_stime
+        chan.emit(event="usage", cpu_s=round(total, 4))
+    except Exception:  # noqa: BLE001 - best effort only
+        pass
+
+
+def now():
+    """Monotonic seconds."""
+    return time.monotonic()

@@ -1,0 +1,127 @@
+"""Plain data across the harness/candidate process boundary (stdlib only, Python >= 3.8).
+
+Values travel *by value*, as JSON with tags, and only when every part is of an exact builtin
+type: ``None, bool, int, float, str, bytes, complex, list, tuple, dict, set, frozenset``
+(``type(x) is int``, never a subclass). Anything else (an ``int`` subclass with its own
+``__eq__``, a class instance, a function) is never serialised: the candidate side sends a
+*handle* (``{"h": id}``) that the harness can only use through remote calls, and the harness
+side refuses to decode anything it does not know. Decoding builds fresh builtin objects, so no
+code chosen by the candidate runs in the harness.
+
+Frames on a pipe: ``<length>\\n<json bytes>``; a frame above :data:`MAX_FRAME` is refused.
+"""
+
+import json
+import os
+import select
+import time
+
+MAX_FRAME = 64 << 20
+MAX_DEPTH = 200
+PLAIN_SCALARS = (type(None), bool, int, float, str)
+
+
+class WireError(Exception):
+    """A frame or value that breaks the protocol (treated as the candidate's failure)."""
+
+
+class NotPlain(Exception):
+    """Raised by :func:`encode` when ``handles`` is None and a value is not plain data."""
+
+
+def encode(value, handles=None, depth=0):
+    """Value -> JSON-able tree. ``handles(obj) -> id`` turns non-plain parts into handles;
+    without it a non-plain part raises :class:`NotPlain`."""
+    if depth > MAX_DEPTH:
+        raise NotPlain("nested too deeply")
+    t = type(value)
+    if t in PLAIN_SCALARS:
+        return value
+    if t is list:
+        return [encode(v, handles, depth + 1) for v in value]
+    if t is tuple:
+        return {"t": [encode(v, handles, depth + 1) for v in value]}
+    if t is dict:
+        return {"d": [[encode(k, handles, depth + 1), encode(v, handles, depth + 1)] for k, v in value.items()]}
+    if t is set or t is frozenset:
+        return {"s" if t is set else "fs": [encode(v, handles, depth + 1) for v in value]}
+    if t is bytes:
+        return {"b": value.hex()}
+    if t is complex:
+        return {"c": [value.real, value.imag]}
+    if handles is None:
+        raise NotPlain("%s is not plain data" % t.__name__)
+    return {"h": handles(value), "type": t.__name__[:80]}
+
+
+def decode(tree, handle=None, depth=0):
+    """JSON tree -> fresh builtin values; ``handle(id, type_name)`` builds what a handle
+    stands for (without it a handle raises :class:`WireError`)."""
+    if depth > MAX_DEPTH:
+        raise WireError("nested too deeply")
+    t = type(tree)
+    if t in PLAIN_SCALARS:
+        return tree
+    if t is list:
+        return [decode(v, handle, depth + 1) for v in tree]
+    if t is not dict or len(tree) not in (1, 2):
+        raise WireError("unknown value %r" % (t,))
+    (tag, body), = [(k, v) for k, v in tree.items() if k != "type"] or [("?", None)]
+    if tag == "t":
+        return tuple(decode(v, handle, depth + 1) for v in body)
+    if tag == "d":
+        return {decode(k, handle, depth + 1): decode(v, handle, depth + 1) for k, v in body}
+    if tag in ("s", "fs"):
+        items = [decode(v, handle, depth + 1) for v in body]
+        return set(items) if tag == "s" else frozenset(items)
+    if tag == "b":
+        return bytes.fromhex(body)
+    if tag == "c":
+        return complex(float(body[0]), float(body[1]))
+    if tag == "h" and handle is not None and type(body) is int:
+        return handle(body, str(tree.get("type", "object")))
+    raise WireError("unknown tag %r" % (tag,))
+
+
+def send(fd, obj):
+    """Write one frame (blocking)."""
+    data = json.dumps(obj, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    buf = b"%d\n" % len(data) + data
+    while buf:
+        buf = buf[os.write(fd, buf):]
+
+
+class Reader:
+    """Reads frames from one fd, with an optional deadline (``time.monotonic()``)."""
+
+    def __init__(self, fd):
+        self.fd, self.buf = fd, b""
+
+    def _fill(self, deadline):
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise TimeoutError("no answer in time")
+        chunk = os.read(self.fd, 1 << 20)
+        if not chunk:
+            raise EOFError("the other side closed the pipe")
+        self.buf += chunk
+
+    def recv(self, deadline=None):
+        """One decoded JSON frame. Raises TimeoutError, EOFError or WireError."""
+        while b"\n" not in self.buf:
+            if len(self.buf) > 32:
+                raise WireError("bad frame header")
+            self._fill(deadline)
+        head, rest = self.buf.split(b"\n", 1)
+        if not head.isdigit() or int(head) > MAX_FRAME:
+            raise WireError("bad frame length")
+        size = int(head)
+        self.buf = rest
+        while len(self.buf) < size:
+            self._fill(deadline)
+        data, self.buf = self.buf[:size], self.buf[size:]
+        try:
+            return json.loads(data.decode("utf-8", "surrogatepass"))
+        except ValueError as exc:
+            raise WireError("bad frame: %s" % exc)
