@@ -23,7 +23,7 @@ import typer
 import yaml
 
 from sdk.errors import TuneloopError
-from sdk.run.output import configure, console, emit, live_progress, run_result, tasks_result
+from sdk.run.output import configure, console, emit, errors, live_progress, run_result, tasks_result
 
 # the stage names, spelled here so `tuneloop --help` needs no import of the stages (checked against
 # sdk.run.spec.STAGES by a test)
@@ -175,9 +175,9 @@ def _guard(fn):
     except TuneloopError as exc:
         if os.environ.get("TUNELOOP_DEBUG"):
             raise
-        console.print(f"[bold red]error:[/bold red] {exc.what}")
+        errors.print(f"[bold red]error:[/bold red] {exc.what}")
         if exc.fix:
-            console.print(f"[bold]fix:[/bold] {exc.fix}")
+            errors.print(f"[bold]fix:[/bold] {exc.fix}")
         raise typer.Exit(exc.exit_code) from None
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 
 console = Console(stderr=True)
+errors = Console(stderr=True)  # never quieted: -q keeps errors
 
 
 class Verbosity:

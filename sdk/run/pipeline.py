@@ -35,6 +35,10 @@ from sdk.types import canonical_json
 
 __all__ = ["Pipeline", "STAGES", "Stage"]
 
+# the CLI command that brings a stage (and everything before it) up to date
+_COMMAND = {Stage.TASKS: "tasks build", Stage.SFT: "sft", Stage.RL: "rl", Stage.RL_COMPARE: "rl",
+            Stage.EVAL: "eval", Stage.REPORT: "report"}
+
 
 class Pipeline:
     """Runs stages of one :class:`RunConfig` into ``cfg.run_path``.
@@ -222,8 +226,7 @@ class Pipeline:
         stale = self.stale_inputs(stage)
         if stale:
             what = "; ".join(f"{s.value} {why}" for s, why in stale)
-            first = stale[-1][0].value  # the earliest stale stage: everything after it follows
-            cmd = "tasks build" if first == "tasks" else first
+            cmd = _COMMAND[SPECS[Stage(stage)].upstream]  # runs the whole missing chain up to this input
             raise ConfigError(f"{Stage(stage).value} needs current inputs, but {what}",
                               f"run `tuneloop {cmd} CONFIG` (or `tuneloop run CONFIG` for the whole chain) "
                               "with the same --set options, then this command again")

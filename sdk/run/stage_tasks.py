@@ -13,6 +13,7 @@ from sdk.errors import ConfigError, SourceError
 from sdk.jsonl import write_json, write_jsonl
 from sdk.run.bookkeeping import StageStats
 from sdk.run.context import StageContext
+from sdk.run.health import check_health, print_findings, quarantine_summary
 from sdk.sources import SftExample, resolve_source
 from sdk.tasks.records import Message, Split, Task
 from sdk.tasks.split import assign_splits
@@ -128,11 +129,27 @@ def strength_summary(tasks: list[Task], quarantined: list, labels: dict[str, str
     return out
 
 
+def _print_built(ctx: StageContext, taskset: TaskSet, summary: dict, findings) -> None:
+    """Splits, quarantine reasons with examples, health warnings and the files written."""
+    ctx.console.print(f"  task set {taskset.version}: " + ", ".join(
+        f"{split} {sum(d.values())}" for split, d in summary["splits"].items() if split != "quarantined"))
+    for group in summary["quarantine"]:
+        ctx.console.print(f"  quarantined {group['count']:4}  {group['reason']}")
+        for ex in group["examples"]:
+            ctx.console.print(f"       e.g. {ex['where']}: {ex['reason'][:160]}")
+    print_findings(findings, ctx.console)
+    layout = ctx.layout
+    ctx.console.print(f"  wrote {layout.tasks_jsonl}, {layout.quarantine_jsonl.name}, {layout.sft_examples_jsonl.name}, "
+                      f"{layout.preference_pairs_jsonl.name}, {layout.counts_json.name}")
+
+
 def stage_tasks(ctx: StageContext) -> StageStats:
     """Read every source, split, validate references in the sandbox, save the task set.
 
     Raises:
         SourceError: the sources gave no task and no SFT example (names the top quarantine reasons).
+            A task set that cannot feed a later stage is recorded (``counts.json`` ``health``) and
+            refused when that stage starts (:mod:`sdk.run.health`).
     """
     cfg, layout = ctx.cfg, ctx.layout
     got = _read_sources(ctx)
@@ -149,6 +166,7 @@ def stage_tasks(ctx: StageContext) -> StageStats:
             tasks, weak = _check_strength(ctx, tasks)
             quarantined += weak
     taskset = TaskSet(tasks, quarantined)
+    findings = check_health(tasks, len(got.examples), cfg)
     taskset.save(layout.tasks_jsonl)
     write_jsonl(layout.sft_examples_jsonl, [e.model_dump(mode="json") for e in got.examples])
     write_jsonl(layout.preference_pairs_jsonl, [x.model_dump(mode="json") for x in got.pairs])
@@ -156,8 +174,9 @@ def stage_tasks(ctx: StageContext) -> StageStats:
                "data_version": data_version(taskset, got.examples, got.pairs),
                "sft_examples": len(got.examples), "preference_pairs": len(got.pairs),
                "quarantine_reasons": dict(Counter(q.reason.split(":")[0] for q in quarantined)),
-               "strength": strength_summary(tasks, quarantined, got.labels)}
+               "strength": strength_summary(tasks, quarantined, got.labels),
+               "quarantine": quarantine_summary(quarantined), "health": [f.as_dict() for f in findings]}
     write_json(layout.counts_json, summary)
-    ctx.console.print(f"  task set {taskset.version}: {summary['splits']}")
+    _print_built(ctx, taskset, summary, findings)
     return StageStats("tasks", extra={"tasks": len(taskset), "quarantined": len(quarantined),
                                       "sft_examples": len(got.examples)})

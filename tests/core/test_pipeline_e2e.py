@@ -158,3 +158,54 @@ def test_rebuilt_task_set_invalidates_training(finished_run):
         assert not pipe.is_complete("sft") and not pipe.is_complete("eval")
     finally:
         counts_path.write_text(original)
+
+
+def _copy_run(cfg, tmp_path: Path):
+    """The finished run copied into ``tmp_path`` (tests below change it) and its --set list."""
+    import shutil
+
+    run = tmp_path / "copy"
+    shutil.copytree(cfg.run_path, run)
+    sets = [f"--set=run_dir={run}", f"--set=model.name={cfg.model.name}",
+            f"--set=sources.2.options.url={cfg.sources[2].options['url']}"]
+    for key, value in small_overrides(tmp_path, cfg.model.name).items():
+        if key not in ("run_dir", "model.name", "sources.2.options.url"):
+            sets.append(f"--set={key}={value}")
+    return run, sets
+
+
+def test_export_refuses_a_failed_gate_unless_overridden(finished_run, tmp_path):
+    """Issue 20.1: `export` merged an adapter whose gate had failed and said nothing of it."""
+    from sdk.run.cli import app
+
+    cfg, _ = finished_run
+    run, sets = _copy_run(cfg, tmp_path)
+    strict = [*sets, "--set=gate.enabled=true", "--set=gate.min_heldout_gain=0.5"]
+    assert CliRunner().invoke(app, ["report", str(QUICKSTART), *strict]).exit_code == 3
+    refused = CliRunner().invoke(app, ["export", str(QUICKSTART), *strict])
+    assert refused.exit_code == 3 and "--override-gate" in refused.output and not (run / "export").exists()
+    done = CliRunner().invoke(app, ["export", str(QUICKSTART), *strict, "--override-gate", "internal demo only"])
+    assert done.exit_code == 0, done.output
+    record = json.loads((run / "export" / "tuneloop_export.json").read_text())
+    assert record["dtype"] == "float32", "trained in fp32 on CPU: exported in fp32"
+    assert record["release"]["gate"] == "failed" and record["release"]["override"]["reason"] == "internal demo only"
+    assert all(p.stat().st_mode & 0o044 == 0o044 for p in (run / "export").iterdir()), "served files are readable"
+
+
+def test_stale_stages_are_refused_and_force_redoes_only_its_stage(finished_run, tmp_path):
+    """Issue 20.2: after `sft --force` with a new setting, `report` showed the old evaluation and `export`
+    merged an RL adapter trained on the previous SFT adapter; `sft --force` also rebuilt the tasks."""
+    from sdk.run.cli import app
+
+    cfg, _ = finished_run
+    run, sets = _copy_run(cfg, tmp_path)
+    tasks_marker = (run / "state" / "tasks.json").stat().st_mtime_ns
+    changed = [*sets, "--set=sft.max_steps=2"]
+    res = CliRunner().invoke(app, ["sft", str(QUICKSTART), *changed, "--force"])
+    assert res.exit_code == 0, res.output
+    assert (run / "state" / "tasks.json").stat().st_mtime_ns == tasks_marker, "--force redoes sft, not the tasks"
+    report = CliRunner().invoke(app, ["report", str(QUICKSTART), *changed])
+    assert report.exit_code == 2 and "eval changed since it ran" in report.output
+    assert "tuneloop eval CONFIG" in report.output
+    export = CliRunner().invoke(app, ["export", str(QUICKSTART), *changed])
+    assert export.exit_code == 2 and "out of date" in export.output and not (run / "export").exists()

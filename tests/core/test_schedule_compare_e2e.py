@@ -125,7 +125,7 @@ def test_disabling_the_comparison_removes_the_stage(compared, tmp_path):
     assert not pipe.is_complete("rl") and pipe.is_complete("sft")
     with pytest.raises(ConfigError, match=r"rl changed since it ran") as err:
         pipe.run(("rl_compare", "report"))
-    assert "tuneloop rl CONFIG" in err.value.fix
+    assert "tuneloop eval CONFIG" in err.value.fix
     report = pipe.run(("rl", "rl_compare", "eval", "report"))
     assert report.schedule_comparison is None
     assert "schedule-comparison" not in (run / "report.html").read_text()
