@@ -19,8 +19,8 @@ from sdk.types import Frozen
 class RewardStatus(str, Enum):
     """Why a completion got its score.
 
-    ``INFRASTRUCTURE``, ``NOT_VERIFIABLE`` and ``ERROR`` carry ``score=None``; every other
-    status carries a number. ``SUSPECTED_HACKING`` always carries 0. ``JUDGED_UNVERIFIED``
+    ``INFRASTRUCTURE``, ``NOT_VERIFIABLE``, ``ERROR``, ``VERIFIER_ERROR`` and
+    ``VERIFIER_TIMEOUT`` carry ``score=None``; every other status carries a number. ``SUSPECTED_HACKING`` always carries 0. ``JUDGED_UNVERIFIED``
     carries a judge's number and the flag ``not_verifiable``: reports must keep it apart from
     verified rewards.
     """
@@ -37,11 +37,14 @@ class RewardStatus(str, Enum):
     NOT_VERIFIABLE = "not_verifiable"          # the task carries no automatic verifier
     JUDGED_UNVERIFIED = "judged_unverified"    # scored by a reward model / LLM judge: not verifiable
     ERROR = "error"                            # the reward code itself raised on this sample
+    VERIFIER_ERROR = "verifier_error"          # an answer check / judge raised or its worker died (W1)
+    VERIFIER_TIMEOUT = "verifier_timeout"      # an answer check / judge passed its deadline: worker killed (W2)
 
     @property
     def judged(self) -> bool:
         """True when the status carries a numeric score."""
-        return self not in (RewardStatus.INFRASTRUCTURE, RewardStatus.NOT_VERIFIABLE, RewardStatus.ERROR)
+        return self not in (RewardStatus.INFRASTRUCTURE, RewardStatus.NOT_VERIFIABLE, RewardStatus.ERROR,
+                            RewardStatus.VERIFIER_ERROR, RewardStatus.VERIFIER_TIMEOUT)
 
 
 class RewardResult(Frozen):

@@ -30,7 +30,6 @@ fraction; a crash keeps only ``parses``.
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,9 +38,10 @@ from sdk.errors import RewardError
 from sdk.rewards.config import RewardConfig
 import sdk.rewards.integrity as integrity
 import sdk.rewards.runtime_checks as runtime_checks
-from sdk.rewards.answers import score_answer
+from sdk.rewards.answers import AnswerOptions, score_answer
 from sdk.rewards.extract import ExtractStatus, extract_code
 from sdk.rewards.result import RewardResult, RewardStatus
+from sdk.rewards.verifier_pool import VerifierPool, judged, shared_pool, verdicts
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
 from sdk.tasks.records import AnswerVerifier, ReferenceOnly, Task, UnitTestVerifier
 from sdk.types import Framework, Language
@@ -76,6 +76,7 @@ class _Plan:
 
     task: Task
     done: RewardResult | None = None
+    check: tuple | None = None  # (fn, args) run in a verifier worker (answer checks, judges)
     requests: list[ExecRequest] = field(default_factory=list)
     components: dict[str, float] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
@@ -93,7 +94,8 @@ def score_completion(task: Task, completion: str, sandbox: Sandbox, weights: Rew
 def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sandbox, weights: RewardConfig,
                 baselines: Sequence[ExecResult | None] | None = None, limits: Limits | None = None,
                 retries: int = 1, static_checks: bool = True,
-                judge: Callable[[Task, str], float | None] | None = None) -> list[RewardResult]:
+                judge: Callable[[Task, str], float | None] | None = None,
+                verifiers: VerifierPool | None = None) -> list[RewardResult]:
     """Score ``completions[i]`` against ``tasks[i]``, every sandbox request in one ``sandbox.run``.
 
     Args:
@@ -107,7 +109,13 @@ def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sand
             runtime defences alone (every completion then reaches the sandbox).
         judge: optional reward model / LLM judge ``(task, completion) -> float | None`` for
             reference-only tasks; its scores get status ``judged_unverified`` and the flag
-            ``not_verifiable``. Without one, reference-only tasks get ``score=None``.
+            ``not_verifiable``. Without one, reference-only tasks get ``score=None``. It must
+            be picklable (a module-level function or object): it runs in a verifier worker.
+        verifiers: the worker processes that run answer checks and judges with a deadline of
+            ``weights.verifier_timeout_s`` each (default: this process's shared pool of
+            ``weights.verifier_workers``). A check that hangs is killed: ``verifier_timeout``;
+            one that raises is re-run ``retries`` times, then ``verifier_error`` (both
+            ``score=None``: masked, never 0; W1, W2).
     Returns:
         B :class:`RewardResult`; a sample whose scoring raised (including a task whose answer
         verifier is broken: ``RewardError``) gets ``status=error, score=None`` and a warning
@@ -121,7 +129,13 @@ def score_batch(tasks: Sequence[Task], completions: Sequence[str], sandbox: Sand
                           "pass one completion (and one baseline, or none) per task")
     if weights.parses + weights.runs + weights.tests <= 0:
         raise RewardError("reward weights parses + runs + tests sum to 0", "give `reward.tests` a positive weight")
-    plans = [_safe_prepare(t, c, b, limits, static_checks, judge) for t, c, b in zip(tasks, completions, baselines or [None] * len(tasks))]
+    plans = [_safe_prepare(t, c, b, limits, static_checks, judge, weights)
+             for t, c, b in zip(tasks, completions, baselines or [None] * len(tasks))]
+    checked = [p for p in plans if p.check is not None]
+    if checked:
+        pool = verifiers or shared_pool(weights.verifier_workers)
+        for plan, res in zip(checked, verdicts(pool, [p.check for p in checked], weights.verifier_timeout_s, retries)):
+            plan.done = res
     flat = [r for p in plans for r in p.requests]
     results = run_with_retries(sandbox, flat, retries)
     out, i = [], 0
@@ -163,25 +177,15 @@ def _run_one(sandbox: Sandbox, request: ExecRequest) -> ExecResult:
 
 
 def _safe_prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None,
-                  static_checks: bool = True, judge: Callable[[Task, str], float | None] | None = None) -> _Plan:
+                  static_checks: bool = True, judge: Callable[[Task, str], float | None] | None = None,
+                  weights: RewardConfig | None = None) -> _Plan:
     try:
         if judge is not None and isinstance(task.verifier, ReferenceOnly):
-            return _Plan(task, done=_judged(judge, task, completion))
-        return _prepare(task, completion, baseline, limits, static_checks)
+            return _Plan(task, check=(judged, (judge, task, completion)))
+        return _prepare(task, completion, baseline, limits, static_checks, weights or RewardConfig())
     except Exception as exc:  # noqa: BLE001 - one sample (or one broken task), not the batch
         log.warning("scoring a completion for task %s raised: %s", task.id, exc)
         return _Plan(task, done=RewardResult.not_judged(RewardStatus.ERROR, f"{type(exc).__name__}: {exc}"))
-
-
-def _judged(judge: Callable[[Task, str], float | None], task: Task, completion: str) -> RewardResult:
-    value = judge(task, completion)
-    if value is None:
-        return RewardResult.not_judged(RewardStatus.NOT_VERIFIABLE, "the judge could not score this completion")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"judge returned {value}")
-    return RewardResult(score=value, components={"judge": value}, status=RewardStatus.JUDGED_UNVERIFIED,
-                        flags=("not_verifiable",), detail="scored by a judge, not by a verifier")
 
 
 def _safe_finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> RewardResult:
@@ -192,13 +196,14 @@ def _safe_finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) 
 
 
 def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: Limits | None,
-             static_checks: bool) -> _Plan:
+             static_checks: bool, weights: RewardConfig) -> _Plan:
     verifier = task.verifier
     if isinstance(verifier, ReferenceOnly):
         return _Plan(task, done=RewardResult.not_judged(RewardStatus.NOT_VERIFIABLE,
                                                         "task carries no automatic verifier (reference only)"))
-    if isinstance(verifier, AnswerVerifier):
-        return _Plan(task, done=score_answer(verifier, completion))
+    if isinstance(verifier, AnswerVerifier):  # in a worker process, with a deadline (W1/W2)
+        prompt = "\n".join(m.content for m in task.prompt)
+        return _Plan(task, check=(score_answer, (verifier, completion, AnswerOptions.of(weights), prompt)))
     assert isinstance(verifier, UnitTestVerifier)
     ext = extract_code(completion, verifier.entry_point, verifier.language)
     if ext.status == ExtractStatus.NO_CODE or ext.code is None:
@@ -340,7 +345,8 @@ def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> Re
                         exec_status=main.status, detail=main.detail)
 
 
-_ASSERTED = re.compile(r"^E\s+(assert\b|AssertionError)|^AssertionError|^TLFAIL", re.MULTILINE)
+_ASSERTED = re.compile(r"^E\s+(assert\b|AssertionError)|^AssertionError|^TLFAIL"
+                       r"|\b(?:org\.opentest4j\.)?Assertion\w*(?:Error|Failure)\b|\bComparisonFailure\b", re.MULTILINE)
 _RAISED = re.compile(r"^E\s+[\w.]*(Error|Exception|Exit|Interrupt)\b|^Traceback|\b\w+(Error|Exception):", re.MULTILINE)
 
 

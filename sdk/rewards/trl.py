@@ -110,6 +110,10 @@ class SandboxReward:
             use it as the regression baseline: tests the reference passes that a completion
             breaks cost ``regression_penalty``.
         sandbox: an existing sandbox to score with in this process (see above).
+        self_test: before the first call scores anything (in each process), :meth:`self_test`
+            scores known-correct samples of the batch's kinds through the same path; a broken
+            path raises ``RewardError`` and stops the run instead of scoring every sample 0
+            or ``None`` (W1).
     Call:
         ``reward(prompts, completions, completion_ids=None, task_json=[...], trainer_state=..., log_metric=...)``
         -> B floats or ``None`` (not judged). Raises only ``RewardError`` for a missing ``task_json``
@@ -121,7 +125,7 @@ class SandboxReward:
     def __init__(self, weights: RewardConfig | None = None, sandbox_config: SandboxConfig | None = None,
                  log_path: str | Path | None = None, sandbox_factory: Callable[[], Sandbox] | None = None,
                  retries: int = 1, judge: Callable[[Task, str], float | None] | None = None,
-                 reference_baseline: bool = True, sandbox: Sandbox | None = None) -> None:
+                 reference_baseline: bool = True, sandbox: Sandbox | None = None, self_test: bool = True) -> None:
         self.weights = weights or RewardConfig()
         self.sandbox_config = sandbox_config or SandboxConfig()
         self.log_path = Path(log_path) if log_path is not None else None
@@ -134,6 +138,8 @@ class SandboxReward:
         self._sandbox: Sandbox | None = sandbox
         self._owns_sandbox = sandbox is None  # a given sandbox belongs to the caller
         self._lock = threading.Lock()
+        self.check_at_start = self_test
+        self._tested: set[str] = set()  # verifier kinds already self-tested in this process
 
     # ----- pickling: no live sandbox or lock crosses a process boundary ------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -141,6 +147,7 @@ class SandboxReward:
         state["_sandbox"] = None
         state["_owns_sandbox"] = True  # the copy builds (and owns) its own from the config
         state["_lock"] = None
+        state["_tested"] = set()  # a copy self-tests again, in its own process
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -196,6 +203,8 @@ class SandboxReward:
                 index.append(i)
             except Exception as exc:  # noqa: BLE001 - a bad row costs one sample
                 results[i] = RewardResult.not_judged(RewardStatus.ERROR, f"bad task_json: {type(exc).__name__}: {exc}")
+        if self.check_at_start:
+            self.self_test({"answer" if t.verifier.kind == "reference" else t.verifier.kind for t in tasks})
         try:
             baselines = self._reference_baselines(tasks) if self.reference_baseline else None
             scored = score_batch(tasks, texts, _Lazy(self), self.weights, baselines=baselines, retries=self.retries,
@@ -208,6 +217,30 @@ class SandboxReward:
         for i, res in zip(index, scored):
             results[i] = res
         return [r for r in results if r is not None], ids
+
+    def self_test(self, kinds: set[str] | None = None) -> None:
+        """Score known-correct samples through :func:`~sdk.rewards.tiered.score_batch` with this
+        reward's sandbox, weights and verifier workers (the exact path of ``__call__``): an
+        answer task (verifier workers; judges run in the same workers) for kind ``answer``, a
+        Python pytest task (the sandbox) for ``unit_tests``; each kind once per process.
+
+        Raises:
+            RewardError: a sample did not score full marks; the message names the path, its
+                status and detail, and the fix.
+        """
+        from sdk.errors import RewardError
+
+        todo = sorted((kinds if kinds is not None else set(_KNOWN_GOOD)) & set(_KNOWN_GOOD) - self._tested)
+        if not todo:
+            return
+        samples = [_KNOWN_GOOD[k]() for k in todo]
+        got = score_batch([t for t, _ in samples], [c for _, c in samples], _Lazy(self), self.weights,
+                          retries=self.retries, judge=self.judge)
+        for kind, res in zip(todo, got):
+            if res.score is None or res.score < 1.0 - 1e-9:
+                raise RewardError(f"reward self-test failed: a known-correct {kind} sample scored {res.score} "
+                                  f"({res.status.value}: {res.detail[:300]})", _FIXES[kind])
+            self._tested.add(kind)
 
     def _reference_baselines(self, tasks: list[Task]) -> list[ExecResult | None]:
         """Baseline runs of the tasks' references (one batch for the ones not cached yet)."""
@@ -254,3 +287,28 @@ class SandboxReward:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
+
+
+def _answer_sample() -> tuple[Task, str]:
+    from sdk.tasks.records import AnswerVerifier, Message, Source
+
+    task = Task(domain="selftest/answer", source=Source(connector="selftest"), verifier=AnswerVerifier(expected="4"),
+                prompt=(Message(role="user", content="What is 2 + 2? Reply as <answer>4</answer>."),))
+    return task, "<answer>4</answer>"
+
+
+def _unit_sample() -> tuple[Task, str]:
+    from sdk.tasks.records import Message, Source
+
+    tests = {"test_selftest.py": "from solution import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"}
+    task = Task(domain="selftest/python", source=Source(connector="selftest"),
+                verifier=UnitTestVerifier(tests=tests, entry_point="add", timeout_s=30.0),
+                prompt=(Message(role="user", content="Write `add(a, b)`."),))
+    return task, "```python\ndef add(a, b):\n    return a + b\n```"
+
+
+_KNOWN_GOOD = {"answer": _answer_sample, "unit_tests": _unit_sample}
+_FIXES = {"answer": "answer checks run in verifier worker processes (`python -m sdk.rewards._verifier_worker`): "
+                    "check that it starts here, and that reward.answer_* options still read `<answer>4</answer>`",
+          "unit_tests": "the sandbox did not pass a correct solution: check `sandbox.backend` (is bubblewrap "
+                        "usable here?) or set `sandbox.allow_unisolated` for the process backend, then re-run"}

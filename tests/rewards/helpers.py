@@ -59,3 +59,31 @@ def fake_factory() -> FakeSandbox:
 def flaky_factory() -> FakeSandbox:
     """Every request is an infrastructure failure."""
     return FakeSandbox(lambda req: ExecResult(status=ExecStatus.SANDBOX_ERROR, detail="worker lost"))
+
+
+def judge_hello(task, completion):
+    """A picklable judge (judges run in verifier worker processes): 0.7, None for '?', raises on 'crash'."""
+    if completion == "crash":
+        raise RuntimeError("judge offline")
+    return None if completion == "?" else 0.7
+
+
+def judge_hangs(task, completion):
+    """A judge that never returns on the completion 'hang' (W2), else 1.0."""
+    import time
+
+    while completion == "hang":
+        time.sleep(1)
+    return 1.0
+
+
+def judge_with_alarm(task, completion):
+    """A judge that limits its own time with ``signal.alarm`` (W1): it works only on a main thread."""
+    import signal
+
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("judge too slow")))
+    signal.alarm(5)
+    try:
+        return 1.0 if "Paris" in completion else 0.0
+    finally:
+        signal.alarm(0)

@@ -12,7 +12,7 @@ from sdk.rewards.tiered import build_request, score_batch, score_completion
 from sdk.sandbox.contract import ExecResult, ExecStatus
 from sdk.tasks.records import Message, ReferenceOnly, Source, Task
 
-from .helpers import FakeSandbox, add_task, outcome, passing
+from .helpers import FakeSandbox, add_task, judge_hello, outcome, passing
 
 HONEST = "```python\ndef add(a, b):\n    return a + b\n```"
 W = RewardConfig()
@@ -189,16 +189,11 @@ def test_hidden_timeout_counts_as_failing_and_is_flagged():
 def test_optional_judge_for_reference_only_tasks_is_marked_not_verifiable(fake):
     task = Task(domain="feedback/bot", prompt=(Message(role="user", content="hi"),), verifier=ReferenceOnly(),
                 source=Source(connector="t"))
-
-    def judge(t, completion):
-        if completion == "crash":
-            raise RuntimeError("judge offline")
-        return None if completion == "?" else 0.7
-
-    good, unsure, broken = score_batch([task] * 3, ["hello", "?", "crash"], fake, W, judge=judge)
+    good, unsure, broken = score_batch([task] * 3, ["hello", "?", "crash"], fake, W, judge=judge_hello)
     assert (good.score, good.status, good.flags) == (0.7, RewardStatus.JUDGED_UNVERIFIED, ("not_verifiable",))
     assert unsure.score is None and unsure.status == RewardStatus.NOT_VERIFIABLE
-    assert broken.score is None and broken.status == RewardStatus.ERROR
+    # a judge that raises is a verifier error (masked, retried once), never 0 (W1)
+    assert broken.score is None and broken.status == RewardStatus.VERIFIER_ERROR and "judge offline" in broken.detail
 
 
 def test_body_only_completion_is_joined_to_the_prompt_header(fake):

@@ -67,7 +67,7 @@ def test_hacking_flags_reach_metrics_and_log(tmp_path):
 
 
 def test_infrastructure_failure_is_none_which_trl_masks(tmp_path):
-    reward = SandboxReward(sandbox_factory=flaky_factory)
+    reward = SandboxReward(sandbox_factory=flaky_factory, self_test=False)  # mid-run failures (start: test_W1_*)
     scores = reward(["p", "p"], [HONEST, WRONG], task_json=[add_task().model_dump_json()] * 2)
     assert scores == [None, None]
     # what TRL 1.16's _calculate_rewards does with them: NaN, then masked as unscorable
@@ -103,7 +103,7 @@ def test_reference_is_the_regression_baseline_and_is_run_once():
             outcome("test_add.py::test_small", True), outcome("test_add.py::test_negative", not broken)))
 
     sandbox = FakeSandbox(respond)
-    reward = SandboxReward(sandbox_factory=lambda: sandbox)
+    reward = SandboxReward(sandbox_factory=lambda: sandbox, self_test=False)  # counts batches
     task = add_task(hidden=False, reference=HONEST)
     tj = [task.model_dump_json()] * 2
     breaking = "```python\ndef add(a, b):\n    # BREAKS\n    return a + b\n```"
@@ -125,7 +125,7 @@ def test_answer_tasks_never_build_a_sandbox_and_a_broken_sandbox_masks_code_task
 
     answer = Task(domain="qa", prompt=(Message(role="user", content="2+2?"),), verifier=AnswerVerifier(
         mode="numeric", expected="4"), source=Source(connector="t"))
-    reward = SandboxReward(sandbox_factory=_no_sandbox)
+    reward = SandboxReward(sandbox_factory=_no_sandbox, self_test=False)  # at start this stops the run (W1)
     scores = reward(["p"] * 2, ["Answer: 4", HONEST], task_json=[answer.model_dump_json(), add_task().model_dump_json()])
     assert scores == [1.0, None]
 
