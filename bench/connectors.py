@@ -21,7 +21,7 @@ A task is *validated* when its reference passes its visible and hidden tests and
 tasks stage runs); then the verifier-strength check (:mod:`sdk.tasks.strength`) runs its mutants
 when that module is present. Printed per sdist: functions with covering tests, tasks validated
 (share of those functions), quarantined by reason, mean mutation score, context coverage
-(``n/a`` until tasks carry ``metadata["context_coverage"]``), task-set bytes (tasks, quarantine
+(``metadata["context"]["coverage"]`` of :mod:`connectors.suites.context`; ``n/a`` without it), task-set bytes (tasks, quarantine
 and snapshots as :meth:`TaskSet.save` writes them) and repository source bytes (every ``.py``
 file of the sdist). Targets (issue 13): no crash, validated >= 85% of functions with covering
 tests, task-set bytes <= 3 x source bytes + 20 KB per task.
@@ -104,7 +104,7 @@ def measure(repo: Path, package: str, tests: str, args: argparse.Namespace) -> d
         path = TaskSet(valid, quarantined).save(Path(tmp) / "tasks.jsonl")
         size = sum(p.stat().st_size for p in path.parent.rglob("*") if p.is_file())
     scores = [t.mutation_score for t in valid if getattr(t, "mutation_score", None) is not None]
-    cover = [t.metadata["context_coverage"] for t in valid if "context_coverage" in t.metadata]
+    cover = [t.metadata["context"]["coverage"] for t in valid if "coverage" in (t.metadata.get("context") or {})]
     covered = result.counts.get("functions_with_tests", 0)
     return {"repo": repo.name, "covered": covered, "built": len(tasks), "validated": len(valid),
             "share": len(valid) / covered if covered else 0.0,
