@@ -28,6 +28,19 @@ Covered:
   calls, runner tampering (constructors, libc-name definitions, ``TestMain``/``init``, assert
   or ``node:test`` patching, shutdown hooks, reflection, report paths, ``/proc``).
 - R5: a crash in every test earns no ``runs`` credit (status ``runtime_error``).
+- R6 (:mod:`~sdk.rewards.answers`): final answers in tags (``<answer>``), ``\\boxed{}`` and
+  ``Answer:`` lines (``RewardConfig.answer_*``); when the prompt shows a marker, a completion
+  without one has no answer (0 in every mode). The ``format`` component is always logged and
+  enters the score only with ``RewardConfig.format > 0``.
+- P3 (:mod:`~sdk.rewards.definitions`): the last definition of a name wins in every language
+  (earlier copies removed before the run; flag ``duplicate_definition``, not a penalty);
+  top-level demo code (``print``, own-function calls, ``assert``, ``__main__`` blocks) is
+  removed; a spliced task takes the model's helpers over the module's own of the same name.
+- W1/W2 (:mod:`~sdk.rewards.verifier_pool`): answer checks and judges run in worker processes
+  killed at ``verifier_timeout_s`` (never a signal in the caller); a hung check is
+  ``verifier_timeout``, a raising one ``verifier_error`` (both ``None``: masked), the worker is
+  replaced and a hung input is not run again. :meth:`SandboxReward.self_test` (first call) scores
+  known-correct answer and pytest samples through the same path and stops a broken one.
 
 Not covered (known gaps):
 
@@ -39,8 +52,13 @@ Not covered (known gaps):
 - Code inside one C/C++ test's own child can still find that test's token in its memory;
   a JS test file could forge node's internal child-to-runner protocol (``v8`` serialisation).
 - An honest solution too slow for every hidden input is flagged ``hardcoded_outputs``.
-- R6 (tagged answers, a format reward), P3 for non-Python kinds and W1/W2 (verifier time
-  limits by killing a process, a start-up self-test) are not done yet (issue 14 item 3).
+- Code tasks have no format reward (only answer tasks). The brace-language duplicate scan is
+  textual (no preprocessor, no macros; C++/Java overloads that differ only in parameter names
+  are not recognised as the same), and demo code is removed only from Python completions.
+- Judges must be picklable (module-level): a lambda is ``verifier_error`` with the fix. A judge
+  that needs this process's GPU model cannot run in a worker; serve it and judge by a client.
+- ``sdk.rollout.rewards`` still calls :func:`score_answer` in-process (no deadline).
+- The self-test checks the answer and Python pytest paths, not each language's toolchain.
 """
 
 from sdk.rewards.aggregate import Advantages, call_safely, check_rewards, combine, group_advantages

@@ -17,7 +17,10 @@ examples. :func:`extract_code` returns the code the completion *means* as its an
 - Bare code without fences is found from its first ``def``/``class``/``import`` line,
   trailing prose trimmed until it parses.
 - Duplicate top-level definitions keep Python's semantics, last wins: earlier copies are
-  removed so that splicing the entry point into a module is unambiguous.
+  removed so that splicing the entry point into a module is unambiguous; the same policy holds
+  for the brace languages (:mod:`sdk.rewards.definitions`, field case P3).
+- With an ``entry_point``, top-level demo code (``print(...)``, calls of the completion's own
+  functions, ``assert``, ``if __name__ == "__main__":``) is removed (``demo_code_removed``).
 - A completion with nothing that looks like code is ``NO_CODE``, distinct from wrong code.
 
 The approach follows evalplus' ``sanitize`` (pick the block defining the entry point, keep
@@ -31,6 +34,7 @@ import re
 import textwrap
 from enum import Enum
 
+from sdk.rewards.definitions import dedupe_braced, drop_demo_code
 from sdk.types import Frozen, Language
 
 _THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
@@ -100,8 +104,10 @@ def extract_code(completion: str, entry_point: str | None = None,
         return Extraction(code=None, status=ExtractStatus.NO_CODE, notes=tuple(notes))
     if language == Language.PYTHON:
         code = _choose_python(pieces, entry_point, notes)
+        code = drop_demo_code(code, notes) if code and entry_point else code
     else:
         code = _choose_other(pieces, entry_point, language, notes)
+        code = dedupe_braced(code, language, notes) if code else code
     if code is None or not code.strip():
         return Extraction(code=None, status=ExtractStatus.NO_CODE, notes=tuple(notes))
     return Extraction(code=code.strip("\n") + "\n", status=ExtractStatus.OK, notes=tuple(notes))

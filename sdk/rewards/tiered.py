@@ -212,6 +212,13 @@ def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: L
     code = ext.code
     plan = _Plan(task, baseline=baseline)
     plan.components["parses"] = 1.0
+    dups = [n.split(":", 1)[1] for n in ext.notes if n.startswith("duplicate_definition:")]
+    if dups:  # P3: last definition wins, a warning (flag + component), never a penalty by itself
+        log.info("task %s: completion defines %s more than once; the last definition is used", task.id, dups)
+        plan.components["duplicate_definitions"] = float(len(dups))
+        plan.flags.append("duplicate_definition")
+    if "demo_code_removed" in ext.notes:
+        plan.components["demo_code_removed"] = 1.0
     prompt_text = "\n".join(m.content for m in task.prompt)
     if verifier.language == Language.PYTHON:
         code = _complete_body(code, prompt_text, verifier.entry_point, verifier.prelude)

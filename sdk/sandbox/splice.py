@@ -5,8 +5,10 @@ function of this module": the solution's top-level ``def``/``async def``/``class
 ``entry_point`` (decorators included, located with ``ast`` line ranges) replaces the one in the
 file. The solution's top-level imports that the file lacks are added after the file's
 docstring and ``__future__`` imports; helper functions/classes the solution defines under names
-the file does not define are inserted just before the spliced definition. Nothing of the
-solution is executed here: this only parses.
+the file does not define are inserted just before the spliced definition, and one the file
+also defines replaces the file's (Python's last-definition-wins, as if the solution followed
+the module: the module's own body is never silently kept over the model's, field case P3).
+Nothing of the solution is executed here: this only parses.
 """
 
 from __future__ import annotations
@@ -70,10 +72,20 @@ def splice(original: str, solution: str, entry_point: str, filename: str = "targ
 
     orig_names = {n.name for n in orig_tree.body if isinstance(n, _DEFS)}
     helpers: list[str] = []
+    replaced: dict[str, list[str]] = {}
     for node in sol_tree.body:
-        if isinstance(node, _DEFS) and node.name != entry_point and node.name not in orig_names:
+        if isinstance(node, _DEFS) and node.name != entry_point:
             a, b = _span(node)
-            helpers += sol_lines[a:b] + [""]
+            if node.name in orig_names:
+                replaced[node.name] = sol_lines[a:b]
+            else:
+                helpers += sol_lines[a:b] + [""]
+    for node in sorted((n for n in orig_tree.body if isinstance(n, _DEFS) and n.name in replaced),
+                       key=lambda n: -n.lineno):
+        o0, o1 = _span(node)
+        orig_lines[o0:o1] = replaced[node.name] if node is _last_def(orig_tree, node.name) else []
+    if replaced:
+        orig_tree = ast.parse("\n".join(orig_lines), filename=filename)
     present = {ast.unparse(n) for n in orig_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
     imports = [ast.unparse(n) for n in sol_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
                and ast.unparse(n) not in present and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
@@ -86,6 +98,10 @@ def splice(original: str, solution: str, entry_point: str, filename: str = "targ
         body = orig_lines + [""] + helpers + new_def
     at = _import_insertion_line(orig_tree)
     return "\n".join(body[:at] + imports + body[at:]) + "\n"
+
+
+def _last_def(tree: ast.Module, name: str) -> ast.stmt:
+    return [n for n in tree.body if isinstance(n, _DEFS) and n.name == name][-1]
 
 
 def _import_insertion_line(tree: ast.Module) -> int:
@@ -116,7 +132,7 @@ def _splice_method(original: str, orig_tree: ast.Module, solution: str, sol_tree
             candidates += [n for n in node.body if isinstance(n, _DEFS[:2]) and n.name == meth]
     if not candidates:
         raise SpliceError(f"the solution does not define `{meth}` (top level or inside `class {cls_name}`)")
-    node = candidates[-1]
+    node = max(candidates, key=lambda n: n.lineno)  # the last definition in the solution wins
     s0, s1 = _span(node)
     sol_lines = solution.splitlines()[s0:s1]
     strip = len(sol_lines[0]) - len(sol_lines[0].lstrip())

@@ -150,3 +150,76 @@ def test_W2_a_catastrophic_answer_regex_is_killed_not_waited_for():
     assert res[0].status == RewardStatus.VERIFIER_TIMEOUT and res[0].score is None
     assert res[1].score == 1.0 and time.monotonic() - t0 < 2.0 + 20
     pool.close()
+
+
+# ----- P3 the same name twice ---------------------------------------------------------------
+P3_TESTS = {"test_primes.py": "from solution import is_prime, primes_upto\n\n\ndef test_is_prime():\n"
+                              "    assert [is_prime(k) for k in (2, 4, 9, 11)] == [True, False, False, True]\n\n\n"
+                              "def test_primes_upto():\n    assert primes_upto(10) == [2, 3, 5, 7]\n"}
+GOOD_IS_PRIME = "def is_prime(n):\n    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n"
+HELPERS = ("def _sort_inplace(xs):\n    xs.sort()\n\n\ndef primes_upto(n):\n"
+           "    out = [k for k in range(n, 1, -1) if is_prime(k)]\n    _sort_inplace(out)\n    return out\n")
+
+
+def _p3_task(**changes) -> Task:
+    from sdk.tasks.records import UnitTestVerifier
+
+    fields = {"tests": P3_TESTS, "entry_point": "primes_upto", "timeout_s": 20.0, **changes}
+    return Task(domain="python/p3", source=Source(connector="t"), prompt=(Message(role="user", content="primes"),),
+                verifier=UnitTestVerifier(**fields))
+
+
+def test_P3_last_definition_wins_with_a_warning_helpers_kept_demo_code_ignored(real_sandbox):
+    twice = GOOD_IS_PRIME + "\n\n" + HELPERS + "\n\ndef is_prime(n):\n    return True\n"
+    only_last = HELPERS + "\n\ndef is_prime(n):\n    return True\n"
+    fixed = GOOD_IS_PRIME + "\n\n" + HELPERS
+    demo = "\n\nprint(primes_upto(10))\nprint(primes_upto('x'))\n"  # the second would crash an import
+    fence = "```python\n{}```".format
+    res = score_batch([_p3_task()] * 4, [fence(twice + demo), fence(only_last), fence(fixed + demo), fence(fixed)],
+                      real_sandbox, W)
+    dup, last, fixed_demo, fixed_plain = res
+    # Python's policy: the last `is_prime` (return True) is the one judged, exactly as if it were alone
+    assert dup.score == last.score < 1.0 and dup.components["tests"] == last.components["tests"]
+    assert "duplicate_definition" in dup.flags and dup.components["duplicate_definitions"] == 1.0
+    assert dup.status != RewardStatus.SUSPECTED_HACKING  # a warning, not a penalty
+    # helpers kept, and the trailing demo prints change nothing
+    assert fixed_demo.score == fixed_plain.score == 1.0 and fixed_demo.components["demo_code_removed"] == 1.0
+    assert fixed_plain.flags == ()
+
+
+def test_P3_a_spliced_task_uses_the_models_definitions_not_the_modules(real_sandbox):
+    module = ('"""Primes."""\n\n\ndef _sort_inplace(xs):\n    pass  # the module\'s own, broken\n\n\n'
+              "def is_prime(n):\n    raise NotImplementedError\n\n\n" + HELPERS.split("\n\n\n", 1)[1])
+    tests = {"test_primes.py": P3_TESTS["test_primes.py"].replace("from solution", "from primes")}
+    task = _p3_task(files={"primes.py": module}, target_path="primes.py", tests=tests, entry_point="is_prime")
+    completion = ("```python\ndef is_prime(n):\n    return False\n\n\ndef _sort_inplace(xs):\n    xs.sort()\n\n\n"
+                  + GOOD_IS_PRIME + "\n\nprint(is_prime(7))\n```")
+    [res] = score_batch([task], [completion], real_sandbox, W)
+    assert res.score == 1.0 and "duplicate_definition" in res.flags, res
+
+
+@pytest.mark.parametrize(("language", "framework", "code", "kept", "gone"), [
+    ("cpp", "tltest", ("#include <string>\nint add(int a, int b) { return 0; }\nint add(double a) { return 1; }\n"
+                      "const char* s = \"}{\";\nint add(int x, int y) {\n  if (x) { return x + y; }\n  return y;\n}\n"),
+     ["#include <string>", "int add(double a)", "return x + y"], ["return 0;"]),
+    ("c", "tltest", ("#include <stdio.h>\nint add(int a, int b)\n{ return 0; }\nstatic char c = '{';\n"
+                    "int add(int a, int b) { return a + b; }\n"), ["#include <stdio.h>", "'{'", "a + b"], ["return 0"]),
+    ("java", "junit", ("import java.util.*;\nclass Solution {\n  @Deprecated\n  static int add(int a, int b) { return 0; }\n"
+                      "  static int add(int a, int b) { return a + b; }\n}\n"), ["class Solution {", "a + b"],
+     ["return 0", "@Deprecated"]),
+    ("go", "go", ("package add\nimport \"fmt\"\nfunc Add(a, b int) int { return 0 }\nfunc (s *T) Add(a int) int { return 1 }\n"
+                 "func Add(a, b int) int { return a + b }\n"), ["package add", "(s *T) Add", "a + b"], ["return 0"]),
+    ("javascript", "node", ("function add(a, b) { return 0; }\nconst s = `}{`;\nfunction add(a, b) { return a + b; }\n"
+                           "module.exports = { add };\n"), ["`}{`", "a + b", "module.exports"], ["return 0"]),
+])
+def test_P3_every_language_keeps_the_last_definition_and_warns(language, framework, code, kept, gone):
+    from sdk.tasks.records import UnitTestVerifier
+
+    fake = FakeSandbox()
+    task = Task(domain=f"{language}/p3", source=Source(connector="t"), prompt=(Message(role="user", content="add"),),
+                verifier=UnitTestVerifier(language=language, framework=framework, tests={"t.txt": "x"},
+                                          entry_point="Add" if language == "go" else "add"))
+    [res] = score_batch([task], [f"```{language}\n{code}```"], fake, W, static_checks=False)
+    sent = fake.batches[0][0].solution
+    assert all(k in sent for k in kept) and not any(g in sent for g in gone), sent
+    assert "duplicate_definition" in res.flags and res.components["duplicate_definitions"] == 1.0
