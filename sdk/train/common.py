@@ -69,11 +69,40 @@ def last_checkpoint(out_dir: Path) -> str | None:
 
 
 def progress_callbacks(out_dir: Path, show: bool = True) -> list[TrainerCallback]:
-    """A JSONL log under ``out_dir/log.jsonl`` and, when ``show``, a rich progress display
-    (TRL's ``RichProgressCallback``)."""
+    """A JSONL log under ``out_dir/log.jsonl``; with ``show``, a rich live display (TRL's
+    ``RichProgressCallback``), else plain progress lines on the ``tuneloop.progress`` logger (the CLI
+    prints them on stderr when it is not a terminal; silent where nothing listens)."""
     from trl.trainer.callbacks import RichProgressCallback
 
-    return [JsonlLogCallback(out_dir / "log.jsonl"), *([RichProgressCallback()] if show else [])]
+    live = [RichProgressCallback()] if show else [PlainProgressCallback(out_dir.name)]
+    return [JsonlLogCallback(out_dir / "log.jsonl"), *live]
+
+
+class PlainProgressCallback(TrainerCallback):
+    """One line per logged step at most every ``every_s`` seconds (and the last step): the stage,
+    step of max, loss or reward, elapsed and estimated time left — for logs and CI, where a live
+    display is noise. Lines go to the ``tuneloop.progress`` logger at INFO."""
+
+    def __init__(self, label: str, every_s: float = 10.0) -> None:
+        self.label, self.every_s = label, every_s
+        self._start = self._last = 0.0
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        """Start the clock."""
+        self._start = self._last = time.monotonic()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102 - TrainerCallback hook
+        """Log one progress line when enough time passed or the run ends."""
+        import logging
+
+        now, step, total = time.monotonic(), state.global_step, state.max_steps or 0
+        if not logs or (now - self._last < self.every_s and step < total):
+            return
+        self._last = now
+        done = now - self._start
+        left = f", ~{done / step * (total - step):.0f} s left" if step and total > step else ""
+        metric = next((f"{k} {logs[k]:.4g}" for k in ("loss", "reward", "train_loss") if isinstance(logs.get(k), (int, float))), "")
+        logging.getLogger("tuneloop.progress").info(f"{self.label}: step {step}/{total} {metric} ({done:.0f} s{left})")
 
 
 class JsonlLogCallback(TrainerCallback):

@@ -142,3 +142,15 @@ def test_lineage_round_trip_and_broken_files(tmp_path):
     assert len(lineage_chain(tmp_path)) == 1, "a missing parent ends the chain"
     (tmp_path / "lineage.json").write_text("{not json")
     assert read_lineage(tmp_path) is None
+
+
+def test_plain_progress_lines_when_no_live_display(tiny_model_dir, tmp_path, caplog):
+    """Issue 20.7: `tuneloop sft` printed nothing until it exited when stderr was not a terminal."""
+    import logging
+
+    tasks = [_task(i, "a", None) for i in range(4)]
+    cfg = SftConfig(max_steps=2, batch_size=2, save_steps=100, lora=LoraConfig(r=2))
+    with caplog.at_level(logging.INFO, logger="tuneloop.progress"):
+        run_sft(tiny_model_dir, sft_rows(tasks, []), cfg, tmp_path / "sft", seed=0, progress=False)
+    lines = [r.getMessage() for r in caplog.records if r.name == "tuneloop.progress"]
+    assert lines and lines[0].startswith("sft: step 2/2 loss "), lines
