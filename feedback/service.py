@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from feedback.limits import MAX_ID, BodyGuard, CollectorSettings
+from feedback.registry_api import install as install_registry
 from feedback.schemas import CorrectionIn, Created, FeedbackIn, FeedbackOut, InteractionIn, Page
 from feedback.store import (ApiKey, ChatMessage, Correction, FeedbackEvent, IdempotencyRecord, Interaction,
                             hash_key, sessions)
@@ -247,4 +248,5 @@ def create_app(url: str = "sqlite:///feedback_store.db", upgrade: bool = True,
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.include_router(router)
+    install_registry(app)  # issue 16: /v1/adapters..., /v1/routes (feedback.registry_api)
     return app

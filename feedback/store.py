@@ -3,8 +3,8 @@
 Tables: applications and their API keys (only a SHA-256 hash and an 8-char prefix are kept),
 interactions (one LLM call: model, latency, conversation, user) with their messages, feedback
 events (ratings on a declared scale), corrections, idempotency records for every write,
-ingestion cursors (watermarks of incremental readers), and training runs and adapters with
-lineage (task-set hash, config, base model, parent adapter, evaluation).
+ingestion cursors (watermarks of incremental readers). The adapter registry's tables (versions
+with lineage, heads, audit log, loop locks, attribution) are in :mod:`feedback.registry_models`.
 
 Typed reads for the readers outside ``feedback``: :func:`iter_feedback` (rating events) and
 :func:`iter_unrated_corrections`, both keyset-paginated by id and returning plain
@@ -140,33 +140,6 @@ class IngestionCursor(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     watermark: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow, onupdate=utcnow)
-
-
-class TrainingRun(Base):
-    """One training run: the task set and config behind it."""
-
-    __tablename__ = "training_runs"
-    id: Mapped[int] = mapped_column(primary_key=True)
-    taskset_hash: Mapped[str] = mapped_column(String(64), index=True)
-    base_model: Mapped[str] = mapped_column(String(300))
-    config_json: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(20), default="running")
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
-    adapters: Mapped[list["Adapter"]] = relationship(back_populates="run")
-
-
-class Adapter(Base):
-    """A LoRA adapter produced by a run, with its parent adapter (lineage) and evaluation."""
-
-    __tablename__ = "adapters"
-    id: Mapped[int] = mapped_column(primary_key=True)
-    training_run_id: Mapped[int] = mapped_column(ForeignKey("training_runs.id"), index=True)
-    parent_id: Mapped[int | None] = mapped_column(ForeignKey("adapters.id"))
-    path: Mapped[str] = mapped_column(Text)
-    eval_json: Mapped[str | None] = mapped_column(Text)
-    promoted: Mapped[bool] = mapped_column(default=False)
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
-    run: Mapped[TrainingRun] = relationship(back_populates="adapters")
 
 
 def make_engine(url: str) -> sa.Engine:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
+import feedback.registry_models  # noqa: F401 - the registry's tables join Base.metadata
 from feedback.store import Base, make_engine
 
 config = context.config

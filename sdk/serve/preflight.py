@@ -1,0 +1,185 @@
+"""Checks before an adapter is served (field cases V1–V4 in CASES.md, "Serving adapters").
+
+- **V1** :func:`lora_rank_plan`: the largest rank of an adapter (``r`` and every
+  ``rank_pattern`` entry), rounded up to the server's allowed set and naming the module that
+  sets it; above the largest allowed rank: "unservable as an adapter, export merged".
+- **V2** :func:`check_adapter_servable`: ``modules_to_save`` touching the embeddings or the
+  output head (a vocabulary resize) cannot be served as a LoRA adapter: refused with the merged
+  export as the fix.
+- **V3** :func:`adapter_digest` (the hash the registry records and the server recomputes on
+  load; an empty checkpoint folder is an error) and :func:`check_probe` (a probe prompt's
+  log-probabilities from the server match the ones recorded from the training model).
+- **V4** :func:`check_weight_sync`: a weight sync ships at least one adapter tensor, not all of
+  them zero, and its payload hash differs from the previous sync's.
+
+Pure functions over folders, dicts and tensors; no server or registry is needed to test them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from sdk.errors import ModelError
+from sdk.types import Frozen
+
+VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 512)
+_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
+_UNSERVABLE_SAVED = ("embed_tokens", "lm_head", "wte", "embed_in", "embed_out", "output")
+
+
+class ServeError(ModelError):
+    """An adapter cannot be served as it is (rank, saved modules, hash, probe or sync)."""
+
+
+class RankPlan(Frozen):
+    """What a LoRA server needs to load an adapter (V1).
+
+    Attributes:
+        rank: the adapter's largest rank (``r`` or a ``rank_pattern`` value).
+        module: the module that sets it (``"*"``: the default ``r``).
+        server_rank: ``rank`` rounded up to the allowed set (the ``--max-lora-rank`` to use).
+    """
+
+    rank: int
+    module: str
+    server_rank: int
+
+
+def read_adapter_config(adapter_dir: str | Path) -> dict[str, Any]:
+    """The adapter's ``adapter_config.json``. Raises :class:`ServeError` when absent or invalid."""
+    path = Path(adapter_dir) / "adapter_config.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ServeError(f"{adapter_dir} is not a PEFT adapter folder ({exc})",
+                         "point at the `adapter` folder of an SFT or RL stage (adapter_config.json + weights)") from None
+
+
+def lora_rank_plan(config: Mapping[str, Any], allowed: Sequence[int] = VLLM_LORA_RANKS,
+                   server_max: int | None = None) -> RankPlan:
+    """V1: the rank a server must accept for this adapter config.
+
+    Args:
+        config: the adapter's ``adapter_config.json`` as a dict (``r``, optional ``rank_pattern``).
+        allowed: the ranks the server accepts (vLLM: 8 ... 512).
+        server_max: the server's configured maximum (``--max-lora-rank``), when fixed already.
+    Raises:
+        ServeError: the rank is above every allowed rank ("unservable as an adapter, export
+            merged"), or above ``server_max`` (names the module and the rank to configure).
+    """
+    rank, module = int(config.get("r", 8)), "*"
+    for name, value in (config.get("rank_pattern") or {}).items():
+        if int(value) > rank:
+            rank, module = int(value), name
+    fitting = [a for a in sorted(allowed) if a >= rank]
+    where = f"rank {rank} (set by {'r' if module == '*' else f'rank_pattern[{module!r}]'})"
+    if not fitting:
+        raise ServeError(f"{where} is above the largest LoRA rank the server allows ({max(allowed)}): "
+                         "unservable as an adapter, export merged",
+                         "run `tuneloop export CONFIG` and serve the merged model, or retrain with a smaller r")
+    plan = RankPlan(rank=rank, module=module, server_rank=fitting[0])
+    if server_max is not None and server_max < rank:
+        raise ServeError(f"{where} is above the server's maximum LoRA rank {server_max}",
+                         f"start the server with --max-lora-rank {plan.server_rank}")
+    return plan
+
+
+def check_adapter_servable(config: Mapping[str, Any]) -> None:
+    """V2: refuse an adapter whose ``modules_to_save`` include the embeddings or output head.
+
+    Raises:
+        ServeError: such a module is saved in full (after a vocabulary resize the base's
+            embeddings no longer match; a LoRA server keeps the base's).
+    """
+    saved = [m for m in (config.get("modules_to_save") or []) if any(m.endswith(u) for u in _UNSERVABLE_SAVED)]
+    if saved:
+        raise ServeError(f"the adapter saves {', '.join(saved)} in full (modules_to_save): a LoRA server serves the "
+                         "base's embeddings and head, so it would answer with the wrong vocabulary",
+                         "export it merged (`tuneloop export CONFIG`; the export's logits are tested against the "
+                         "adapter's) and serve the merged folder")
+
+
+def adapter_digest(adapter_dir: str | Path) -> str:
+    """V3: SHA-256 over the adapter's config and weights file (what the registry and server compare).
+
+    Raises:
+        ServeError: no ``adapter_config.json``, or no (or an empty) weights file, e.g. a copied
+            checkpoint folder that turned out empty.
+    """
+    folder = Path(adapter_dir)
+    read_adapter_config(folder)
+    weights = next((folder / f for f in _WEIGHT_FILES if (folder / f).is_file()), None)
+    if weights is None or weights.stat().st_size == 0:
+        raise ServeError(f"{folder} has no adapter weights (adapter_model.safetensors missing or empty)",
+                         "copy the adapter folder again from the run (it may still have been writing)")
+    return files_digest([folder / "adapter_config.json", weights])
+
+
+def model_digest(model_dir: str | Path) -> str:
+    """SHA-256 over a model folder's ``config.json`` and weight files (``*.safetensors``, ``*.bin``),
+    in name order; a name that is not a folder is hashed as its text (a hub id)."""
+    folder = Path(model_dir)
+    if not folder.is_dir():
+        return hashlib.sha256(str(model_dir).encode()).hexdigest()
+    files = [folder / "config.json", *sorted(folder.glob("*.safetensors")), *sorted(folder.glob("*.bin"))]
+    return files_digest([f for f in files if f.is_file()])
+
+
+def files_digest(files: Sequence[Path]) -> str:
+    """SHA-256 over each file's name and bytes, streamed in 1 MiB blocks."""
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.name.encode() + b"\0")
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def check_probe(expected: Sequence[float], served: Sequence[float], atol: float = 1e-3) -> None:
+    """V3: the server's probe log-probabilities (one per probe token) match the recorded ones.
+
+    Raises:
+        ServeError: lengths differ or any token differs by more than ``atol`` nats (the server
+            answers with another adapter than the one trained, e.g. a stale step-0 one).
+    """
+    if len(expected) != len(served):
+        raise ServeError(f"probe length differs: recorded {len(expected)} tokens, served {len(served)}",
+                         "serve the adapter with the same base model and tokenizer it was trained on")
+    worst = max((abs(a - b) for a, b in zip(expected, served)), default=0.0)
+    if worst > atol:
+        raise ServeError(f"the served adapter is not the trained one: probe log-probabilities differ by up to "
+                         f"{worst:.4g} nats (tolerance {atol})",
+                         "reload the version on the server (it may hold an older copy) and check its files")
+
+
+def check_weight_sync(tensors: Mapping[str, Any], previous_digest: str | None) -> str:
+    """V4: a weight sync sends at least one non-zero adapter tensor and something new.
+
+    Args:
+        tensors: name -> tensor (``torch.Tensor``) of the payload.
+        previous_digest: the previous sync's payload digest (``None`` for the first).
+    Returns:
+        This payload's digest (pass it as ``previous_digest`` next time).
+    Raises:
+        ServeError: no LoRA tensor in the payload, all of them zero, or the same payload again.
+    """
+    lora = {k: t for k, t in tensors.items() if "lora_" in k}
+    if not lora:
+        raise ServeError("the weight sync sent no adapter tensor (only base weights or nothing)",
+                         "sync the LoRA tensors (names containing lora_A / lora_B)")
+    if all(float(t.abs().sum()) == 0.0 for t in lora.values()):
+        raise ServeError(f"the weight sync sent {len(lora)} adapter tensors, all zero: the served policy would not change",
+                         "sync after the optimizer step, from the trained model's parameters")
+    h = hashlib.sha256()
+    for name in sorted(lora):
+        h.update(name.encode())
+        h.update(lora[name].detach().cpu().contiguous().numpy().tobytes())
+    digest = h.hexdigest()
+    if digest == previous_digest:
+        raise ServeError("the weight sync sent the same adapter tensors as the previous one",
+                         "sync after the optimizer step; check that the trainer's weights moved")
+    return digest
