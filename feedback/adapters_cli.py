@@ -187,3 +187,30 @@ def _gate(v) -> str:
 
 def _print(value: Any, as_json: bool) -> None:
     typer.echo(json.dumps(value, indent=2, default=str) if as_json else value)
+
+
+@app.command("serve")
+def serve_cmd(application: str = AppOpt, url: Optional[str] = UrlOpt,
+              collector: Optional[str] = typer.Option(None, help="read routes from this collector URL (with --key) "
+                                                      "instead of the store"),
+              key: Optional[str] = typer.Option(None, envvar="TUNELOOP_API_KEY", help="the application's API key"),
+              host: str = typer.Option("127.0.0.1"), port: int = typer.Option(8100),
+              refresh_s: float = typer.Option(10.0, help="re-read the routes every this many seconds"),
+              cache: Optional[Path] = typer.Option(None, help="keep the last routes here (serves during an outage)"),
+              vllm: bool = typer.Option(False, "--vllm", help="print the vLLM multi-LoRA command instead (GPU)")) -> None:
+    """Serve every live version of the application on one base (CPU, OpenAI-compatible), or print vLLM's command."""
+    from feedback.routes import route_table
+    from feedback.store import sessions
+    from sdk.serve.routes import vllm_command
+    from sdk.serve.server import http_routes, serve_cpu
+
+    def from_store():
+        with sessions(_url(url), upgrade=False)() as s:
+            return route_table(s, application)
+
+    source = http_routes(collector, key) if collector and key else from_store
+    table = _run(url, lambda _s: source())
+    if vllm:
+        typer.echo(_run(url, lambda _s: vllm_command(table, port)))
+        return
+    serve_cpu(table.base_model, source, host=host, port=port, refresh_s=refresh_s, cache=cache)
