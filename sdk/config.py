@@ -182,7 +182,7 @@ def _explain(err: dict[str, Any]) -> str:
         guess = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
         hint = f" (did you mean `{guess[0]}`?)" if guess else ""
         return f"  - unknown key `{loc}`{hint}; allowed here: {', '.join(a for a in allowed if a != 'base_dir')}"
-    return f"  - `{loc or '(root)'}`: {err['msg']}"
+    return f"  - `{loc or '(root)'}`: {err['msg']} (got {repr(err.get('input'))[:80]})"
 
 
 def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:

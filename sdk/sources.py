@@ -81,7 +81,7 @@ class TaskSource:
         try:
             self.options = self.Options.model_validate(options or {})
         except ValidationError as exc:
-            raise ConfigError(f"options of source {self.name!r} are invalid:\n{_fmt(exc)}",
+            raise ConfigError(f"options of source {self.name!r} are invalid:\n{_fmt(exc, list(self.Options.model_fields))}",
                               f"fix the keys under `options:` of that source (allowed: {', '.join(self.Options.model_fields)})") from exc
         self.base_dir = Path(base_dir)
         self.domain = domain
@@ -145,5 +145,18 @@ def resolve_source(type_name: str) -> type[TaskSource]:
     return found[type_name].load()
 
 
-def _fmt(exc: ValidationError) -> str:
-    return "\n".join(f"  - {'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors())
+def _fmt(exc: ValidationError, allowed: list[str] | None = None) -> str:
+    """One line per problem: the key, what is wrong, the value given, and for an unknown key the
+    closest allowed one (``did you mean``)."""
+    import difflib
+
+    lines = []
+    for e in exc.errors():
+        loc = ".".join(map(str, e["loc"])) or "(root)"
+        if e["type"] == "extra_forbidden":
+            guess = difflib.get_close_matches(str(e["loc"][-1]), allowed or [], n=1)
+            lines.append(f"  - unknown option `{loc}`" + (f" (did you mean `{guess[0]}`?)" if guess else ""))
+        else:
+            value = repr(e.get("input"))
+            lines.append(f"  - `{loc}`: {e['msg']} (got {value[:80]})")
+    return "\n".join(lines)

@@ -99,3 +99,14 @@ def test_quiet_prints_nothing_but_errors_and_version_prints_the_version(tmp_path
 def test_a_stage_without_its_inputs_names_the_command_to_run(tmp_path, stage):
     res = _cli("run", str(_config(tmp_path, 12)), "--stage", stage)
     assert res.returncode == 2 and "has not run" in res.stderr and "tuneloop " in res.stderr
+
+
+def test_a_typo_in_source_options_gets_a_did_you_mean_and_bad_values_are_echoed(tmp_path):
+    """Issue 20.8: a typo in a source's options got pydantic's 'Extra inputs are not permitted'."""
+    from sdk.errors import ConfigError
+    from sdk.sources import resolve_source
+
+    with pytest.raises(ConfigError, match=r"unknown option `pth` \(did you mean `path`\?\)"):
+        resolve_source("jsonl")({"pth": "x.jsonl"}, tmp_path, "d")
+    with pytest.raises(ConfigError, match=r"got 'lots'"):
+        parse_config({"sources": [{"type": "jsonl", "domain": "x"}], "sft": {"max_steps": "lots"}})
