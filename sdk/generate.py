@@ -3,6 +3,11 @@
 transformers' ``generate`` with left padding, batched (73 tok/s at batch 8 vs 28 tok/s at batch 1
 for SmolLM2-135M on this CPU, shared/DESIGN.md). Greedy when ``temperature == 0``.
 On a CUDA GPU with vLLM installed, :func:`make_generator` can use vLLM with a LoRA request instead.
+
+Generation of a sequence stops at the closing code fence (:class:`FenceStop`, on by default): the
+answer the reward parses is complete there, and everything after it is prose the sandbox never
+reads (issue 15: "stop generation at the closing fence"). Each completion comes back with why it
+stopped: ``stop`` (closing fence), ``eos`` or ``length`` (field case E1).
 """
 
 from __future__ import annotations
@@ -11,7 +16,34 @@ import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
-GenerateFn = Callable[[list[list[dict]], int], list[list[tuple[str, int]]]]
+GenerateFn = Callable[[list[list[dict]], int], list[list[tuple[str, int, str]]]]
+FENCE = "```"
+
+
+def closed_fence(text: str) -> bool:
+    """True when ``text`` holds an opening and a closing code-fence line (a complete block)."""
+    return sum(1 for line in text.splitlines() if line.lstrip().startswith(FENCE)) >= 2
+
+
+class FenceStop:
+    """A ``transformers`` stopping criterion: a row is done once its new text closes a code block.
+
+    Args:
+        tokenizer: decodes the new tokens.
+        prompt_len: tokens of the (left-padded) prompt; only what follows is checked.
+    Returns (when called): a bool tensor, one entry per row (transformers >= 4.39 semantics).
+    """
+
+    def __init__(self, tokenizer, prompt_len: int) -> None:
+        self.tokenizer, self.prompt_len = tokenizer, prompt_len
+
+    def __call__(self, input_ids, scores=None, **kwargs):
+        import torch
+
+        texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_len:], skip_special_tokens=True)
+        # the fence line is only closed with the newline after it, or with a fence at the very end
+        done = [closed_fence(t) and (t.endswith("\n") or t.rstrip().endswith(FENCE)) for t in texts]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 class HFGenerator:
@@ -24,10 +56,12 @@ class HFGenerator:
         max_new_tokens: completion cap, tokens.
         temperature: 0 = greedy.
         seed: sampling seed.
+        stop_at_fence: stop a sequence at its closing code fence (:class:`FenceStop`).
     """
 
     def __init__(self, model_path: str, adapter: str | Path | None = None, batch_size: int = 8,
-                 max_new_tokens: int = 192, temperature: float = 0.0, seed: int = 0, dtype: str = "auto") -> None:
+                 max_new_tokens: int = 192, temperature: float = 0.0, seed: int = 0, dtype: str = "auto",
+                 stop_at_fence: bool = True) -> None:
         import torch
 
         from sdk.models import load_model
@@ -43,6 +77,7 @@ class HFGenerator:
         self.model.eval()
         self.tokenizer.padding_side = "left"
         self.batch_size, self.max_new_tokens, self.temperature, self.seed = batch_size, max_new_tokens, temperature, seed
+        self.stop_at_fence = stop_at_fence
 
     def __call__(self, prompts: list[list[dict]], n: int = 1, progress: Callable[[int], None] | None = None):
         import torch
@@ -62,24 +97,31 @@ class HFGenerator:
         outs = [results[i] for i in range(len(flat))]
         return [outs[i * n:(i + 1) * n] for i in range(len(prompts))]
 
-    def _batch(self, texts: list[str]) -> list[tuple[str, int]]:
+    def _batch(self, texts: list[str]) -> list[tuple[str, int, str]]:
         import torch
+        from transformers import StoppingCriteriaList
 
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.model.device)
+        prompt_len = enc["input_ids"].shape[1]
         kwargs = {"do_sample": self.temperature > 0, "max_new_tokens": self.max_new_tokens,
                   "pad_token_id": self.tokenizer.pad_token_id, "eos_token_id": self.tokenizer.eos_token_id}
         if self.temperature > 0:
             kwargs["temperature"] = self.temperature
+        if self.stop_at_fence:
+            kwargs["stopping_criteria"] = StoppingCriteriaList([FenceStop(self.tokenizer, prompt_len)])
         with torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
-        new = out[:, enc["input_ids"].shape[1]:]
-        res = []
-        for row in new:
-            ids = [int(t) for t in row if int(t) != self.tokenizer.pad_token_id]
-            if self.tokenizer.eos_token_id in ids:
-                ids = ids[:ids.index(self.tokenizer.eos_token_id) + 1]
-            res.append((self.tokenizer.decode(ids, skip_special_tokens=True), len(ids)))
-        return res
+        return [self._decode(row) for row in out[:, prompt_len:]]
+
+    def _decode(self, row) -> tuple[str, int, str]:
+        """``(text, new tokens, stop reason)`` of one generated row (pads removed, cut after EOS)."""
+        ids = [int(t) for t in row if int(t) != self.tokenizer.pad_token_id]
+        eos = self.tokenizer.eos_token_id
+        if eos in ids:
+            ids = ids[:ids.index(eos) + 1]
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        reason = "eos" if eos in ids else "stop" if self.stop_at_fence and closed_fence(text) else "length"
+        return text, len(ids), reason
 
     def close(self) -> None:
         """Free the model."""

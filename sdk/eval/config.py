@@ -18,6 +18,14 @@ class EvalConfig(_Cfg):
     max_new_tokens: int = Field(192, gt=0)
     batch_size: int = Field(8, gt=0)
     limit_per_split: int | None = Field(None, gt=0, description="evaluate at most this many tasks per split")
+    checkpoints: bool = Field(True, description="also evaluate the SFT-only adapter (when RL trained on top) and the "
+                              "RL midway checkpoint (rl.eval_midway): points of the benefit curve and the RL-vs-SFT "
+                              "comparison; costs one evaluation pass each")
+    self_test: bool = Field(True, description="score the tasks' references through the eval path (the grader's "
+                            "self-test, field case E1); sandbox only, no generation")
+    retry_with_feedback: bool = Field(False, description="give every failed sample one second attempt with the "
+                                      "failing visible tests' output (pass@1 after one retry, reported apart); "
+                                      "costs a generation per failed sample")
 
 
 class GateConfig(_Cfg):

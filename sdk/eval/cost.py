@@ -152,3 +152,23 @@ def recommendation(gain: Estimate | None, regressions: int, segments: Sequence[d
         text += (f" Returns fall off at '{falloff_at}': it added {seg['gain_pp']:+.1f} pp for "
                  f"{seg['compute_s']:.0f} compute-s; stop at '{seg['from']}' next time.")
     return text
+
+
+def knee(points: Sequence[Checkpoint], segments: Sequence[dict], falloff_at: str | None) -> dict[str, Any]:
+    """Where marginal return falls off, in words: ``{"at": label | None, "points": n, "text": ...}``.
+
+    ``at`` is the last checkpoint worth its compute: the start of the first segment that
+    :func:`falloff` marks; None when returns hold up (or fewer than three evaluated points, which
+    cannot show a knee).
+    """
+    n = sum(p.heldout_pass_at_1 is not None for p in points)
+    if n < 3:
+        return {"at": None, "points": n, "text": f"{n} evaluated point(s) cannot show where returns fall off; "
+                "evaluate the SFT and RL-midway checkpoints too (eval.checkpoints, rl.eval_midway)."}
+    rates = ", ".join(f"{s['from']}→{s['to']} {s['gain_pp']:+.1f} pp in {s['compute_s']:.0f} s" for s in segments)
+    if falloff_at is None:
+        return {"at": None, "points": n, "text": f"Returns hold up through '{segments[-1]['to']}' ({rates})."}
+    seg = next(s for s in segments if s["to"] == falloff_at)
+    return {"at": seg["from"], "points": n,
+            "text": f"Marginal return falls off after '{seg['from']}': the next step to '{falloff_at}' added "
+                    f"{seg['gain_pp']:+.1f} pp for {seg['compute_s']:.0f} compute-s ({rates})."}

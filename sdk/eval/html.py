@@ -4,7 +4,8 @@ Inline CSS, plots as ``data:`` PNG URIs from :mod:`sdk.eval.plots`, no script an
 URL: the page works offline and from an e-mail attachment. Every value from the run is escaped.
 Sections carry stable ids (``summary``, ``domains``, ``regressions``, ``tasks``, ``training``,
 ``schedule-comparison`` (when the report has one), ``flags``, ``side-effects``, ``cost``,
-``cost-benefit``) so tests and readers can find them.
+``cost-benefit``; issue 15: ``honesty``, ``rl-vs-sft``, ``retry``, ``per-task``, ``knee``, rendered by
+:mod:`sdk.eval.html_checks`) so tests and readers can find them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 
+import sdk.eval.html_checks as checks
 import sdk.eval.plots as plots
 from sdk.eval.fmt import fmt_est
 from sdk.eval.report_model import EvalReport
@@ -40,10 +42,11 @@ def render_html(report: EvalReport | Mapping[str, Any]) -> str:
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         "<title>tuneloop report</title>", f"<style>{CSS}</style></head><body>",
         "<h1>tuneloop report</h1>", _meta(report),
-        _summary(report), _domains(report), _regressions(report), _tasks(report),
+        _summary(report), checks.honesty_html(report), checks.rl_vs_sft_html(report), checks.retry_html(report),
+        _domains(report), _regressions(report), _tasks(report),
         _training(report), _schedule(report),
         _flags(report), _side_effects(report), _cost(report), _cost_benefit(report),
-        "</body></html>",
+        checks.per_task_html(report), "</body></html>",
     ]
     return "\n".join(p for p in parts if p)
 
@@ -249,7 +252,7 @@ def _cost_benefit(r: Mapping[str, Any]) -> str:
                     _table("checkpoint-table", ("checkpoint", "training compute s", "held-out pass@1"), pts),
                     _table("marginal-table", ("from", "to", "gain pp", "compute s", "pp per compute-hour"), segs,
                            "fewer than two evaluated checkpoints"),
-                    f"<p>{note}</p>", f'<p class="rec">{escape(cb["recommendation"])}</p>')
+                    f"<p>{note}</p>", checks.knee_html(r), f'<p class="rec">{escape(cb["recommendation"])}</p>')
 
 
 def _rate(x: float | None) -> str:

@@ -37,7 +37,7 @@ def summary_bars(summary: dict[str, dict]) -> str | None:
         ests = [summary[s][side]["1"] for s in names]
         xs = [i + (j - 0.5) * width for i in range(len(names))]
         vals = [e["value"] for e in ests]
-        err = [[e["value"] - e["low"] for e in ests], [e["high"] - e["value"] for e in ests]]
+        err = [[max(0.0, e["value"] - e["low"]) for e in ests], [max(0.0, e["high"] - e["value"]) for e in ests]]
         ax.bar(xs, vals, width, yerr=err, capsize=4, color=color, label=side)
     ax.set_xticks(range(len(names)), [f"{s}\n(n={summary[s]['n_tasks']})" for s in names])
     ax.set_ylim(0, 1.05)

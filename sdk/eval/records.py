@@ -22,6 +22,9 @@ from sdk.tasks.records import Split
 from sdk.types import Frozen
 
 
+DETAIL_CHARS = 1500  # scorer detail kept per sample (test output for the report and the retry prompt)
+
+
 class EvalError(TuneloopError, ValueError):
     """Evaluation inputs are inconsistent (wrong counts from a callable, bad k, unpaired rows)."""
 
@@ -43,6 +46,14 @@ class EvalRow(Frozen):
         gen_tokens: tokens generated for this task, summed over the samples.
         components: per completion, the reward's named components (``parses``, ``hidden_gap``,
             ``regressions``, ...); empty when the scorer gives none. Side effects are read here.
+        stop_reasons: per completion, why generation stopped: ``stop`` (the closing code fence),
+            ``eos`` (end of sequence), ``length`` (``max_new_tokens``), or ``unknown``; empty in
+            rows written before issue 15 (field case E1: recorded apart from correctness).
+        details: per completion, the scorer's reason text (error, failing test output), cut to
+            :data:`DETAIL_CHARS`; empty in rows written before issue 15.
+        retry: after one retry with execution feedback (``eval.retry_with_feedback``): per
+            completion, whether the sample passed on its first or its second attempt; empty when
+            no retry was made.
     """
 
     task_id: str
@@ -56,14 +67,18 @@ class EvalRow(Frozen):
     flags: tuple[tuple[str, ...], ...]
     gen_tokens: int = Field(0, ge=0)
     components: tuple[dict[str, float], ...] = ()
+    stop_reasons: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()
+    retry: tuple[bool, ...] = ()
 
     @model_validator(mode="after")
     def _aligned(self) -> "EvalRow":
         n = len(self.completions)
         lengths = {"rewards": len(self.rewards), "passed": len(self.passed),
                    "statuses": len(self.statuses), "flags": len(self.flags)}
-        if self.components:
-            lengths["components"] = len(self.components)
+        for name in ("components", "stop_reasons", "details", "retry"):
+            if getattr(self, name):
+                lengths[name] = len(getattr(self, name))
         bad = {k: v for k, v in lengths.items() if v != n}
         if bad:
             raise ValueError(f"EvalRow for task {self.task_id}: {n} completions but {bad}; "
@@ -101,6 +116,14 @@ class EvalRow(Frozen):
     def pass_rate(self) -> float | None:
         """``c / n``, or ``None`` when no sample was judged."""
         return self.c / self.n if self.n else None
+
+    @property
+    def retry_pass_rate(self) -> float | None:
+        """Judged samples passing on the first attempt or after one retry with feedback, over
+        judged samples; ``None`` when no retry was recorded or nothing was judged."""
+        if not self.retry or not self.n:
+            return None
+        return sum(ok for r, ok in zip(self.rewards, self.retry) if r is not None) / self.n
 
 
 class Estimate(Frozen):

@@ -25,6 +25,7 @@ from sdk.eval.cost import (
     StageCost,
     default_checkpoints,
     falloff,
+    knee,
     marginal_returns,
     recommendation,
 )
@@ -48,7 +49,10 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
                  rows: Sequence[EvalRow] = (), training_flags: Mapping[str, Mapping[str, int]] | None = None,
                  meta: Mapping[str, Any] | None = None,
                  schedule_comparison: Mapping[str, Any] | None = None,
-                 task_strength: Mapping[str, Mapping[str, Any]] | None = None) -> EvalReport:
+                 task_strength: Mapping[str, Mapping[str, Any]] | None = None,
+                 checkpoint_rows: Mapping[str, Sequence[EvalRow]] | None = None,
+                 task_names: Mapping[str, Mapping[str, str]] | None = None,
+                 validation: Mapping[str, Any] | None = None, seed: int = 0) -> EvalReport:
     """Assemble the report.
 
     Args:
@@ -73,10 +77,17 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
             "score", "weak_tests", "skipped"}}`` (the tasks stage's ``counts.json["strength"]``);
             becomes ``tasks["strength"]`` when given and non-empty (omitted: no such key, so
             older reports read the same).
+        checkpoint_rows: rows per evaluated model label (``base``, ``sft``, ``rl_midway``, ``tuned``,
+            ``reference``; :mod:`sdk.eval.checkpoints`): feed ``rl_vs_sft``, ``honesty``, ``retry``
+            and ``per_task``. The benefit curve comes from ``checkpoints`` as before.
+        task_names: ``{task id: {"name", "file"}}`` (:func:`sdk.eval.checkpoints.task_name`).
+        validation: facts about the validation split carved from train (sizes, what used it).
+        seed: bootstrap seed of the new sections.
     Returns:
         An :class:`EvalReport` whose ``to_json()`` has the keys ``schema, created, meta, summary,
         overall, n_samples, ks, by_split, by_domain, diff, gate, tasks, training,
-        schedule_comparison, flags, side_effects, cost, cost_benefit``.
+        schedule_comparison, flags, side_effects, cost, cost_benefit, rl_vs_sft, honesty, retry,
+        per_task``.
     """
     row_flags = _flags_by_model(rows)
     points = list(checkpoints) if checkpoints else default_checkpoints(comparison, costs, row_flags)
@@ -98,7 +109,20 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         side_effects={m: component_stats([r for r in rows if r.model == m]) for m in sorted({r.model for r in rows})},
         cost=_cost_section(costs),
         cost_benefit=_cost_benefit_section(comparison, points),
+        **_issue15_sections(comparison, dict(checkpoint_rows or {}), task_names or {}, validation, seed),
     )
+
+
+def _issue15_sections(comparison: Comparison, by_label: dict[str, Sequence[EvalRow]],
+                      names: Mapping[str, Mapping[str, str]], validation: Mapping[str, Any] | None,
+                      seed: int) -> dict[str, Any]:
+    """``rl_vs_sft``, ``honesty``, ``retry`` and ``per_task`` from the rows of every evaluated model."""
+    from sdk.eval.checkpoints import honesty_section, per_task_section, retry_section, rl_vs_sft
+
+    return {"rl_vs_sft": rl_vs_sft(by_label.get("sft", ()), by_label.get("tuned", ()), seed=seed),
+            "honesty": _jsonable(honesty_section(comparison, by_label, validation)),
+            "retry": retry_section(by_label, seed=seed),
+            "per_task": _jsonable(per_task_section(comparison, by_label, names)) if by_label else []}
 
 
 def write_report(run_dir: str | Path, report: EvalReport) -> tuple[Path, Path]:
@@ -157,7 +181,8 @@ def _cost_benefit_section(comparison: Comparison, points: Sequence[Checkpoint]) 
     falls = falloff(segments)
     return {"points": [p.model_dump(mode="json") for p in points], "segments": segments, "falloff_at": falls,
             "recommendation": recommendation(held.delta.get(1) if held else None,
-                                             len(comparison.regressions(GATED_SPLITS)), segments, falls)}
+                                             len(comparison.regressions(GATED_SPLITS)), segments, falls),
+            "knee": knee(points, segments, falls)}
 
 
 def _diff_section(comparison: Comparison) -> dict[str, Any]:

@@ -45,7 +45,15 @@ class EvalReport(Frozen):
         flags: reward-hacking flags per checkpoint in run order, ``{label: {flag: samples}}``.
         side_effects: reward components per model label, ``{label: {component: stats}}``.
         cost: ``stages`` (one dict per stage) and ``totals`` (wall/CPU/GPU seconds, tokens).
-        cost_benefit: ``points``, ``segments``, ``falloff_at``, ``recommendation``.
+        cost_benefit: ``points``, ``segments``, ``falloff_at``, ``recommendation`` (and, since
+            issue 15, ``knee``: the last point before returns fall off, with a sentence).
+        rl_vs_sft: SFT+RL against the SFT-only checkpoint on held-out pass@1, paired interval and
+            verdict (:func:`sdk.eval.checkpoints.rl_vs_sft`); None when no SFT checkpoint was evaluated.
+        honesty: flagged gains, all-zero baseline, stop reasons, grader self-test, validation split
+            (:func:`sdk.eval.checkpoints.honesty_section`); empty in older reports.
+        retry: pass@1 after one retry with execution feedback (:func:`sdk.eval.checkpoints.retry_section`).
+        per_task: per compared task its name, file, outcome and base/tuned first completions
+            (:func:`sdk.eval.checkpoints.per_task_section`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
@@ -68,6 +76,10 @@ class EvalReport(Frozen):
     side_effects: dict[str, dict[str, Any]] = Field(default_factory=dict)
     cost: dict[str, Any]
     cost_benefit: dict[str, Any]
+    rl_vs_sft: dict[str, Any] | None = None
+    honesty: dict[str, Any] = Field(default_factory=dict)
+    retry: dict[str, Any] | None = None
+    per_task: list[dict[str, Any]] = Field(default_factory=list)
 
     def __hash__(self) -> int:  # dict fields are not hashable; a report is identified by its JSON
         return hash((self.created, self.to_json_str()))
@@ -121,6 +133,12 @@ class EvalReport(Frozen):
     def mutation_scores(self) -> dict[str, float | None]:
         """Mutation score (killed / run mutants) per source; ``{}`` for reports without it."""
         return {src: row.get("score") for src, row in self.tasks.get("strength", {}).items()}
+
+    @property
+    def rl_earned(self) -> bool | None:
+        """Whether SFT+RL beat SFT-only on held-out pass@1 with a paired interval above 0 (None:
+        no SFT checkpoint evaluated)."""
+        return None if self.rl_vs_sft is None else bool(self.rl_vs_sft.get("earned"))
 
     @property
     def recommendation(self) -> str:

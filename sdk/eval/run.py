@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkabl
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sdk.eval.metrics import bootstrap_ci, paired_bootstrap_ci, pass_at_k_per_task
-from sdk.eval.records import Comparison, EvalError, EvalRow, SliceComparison, TaskDiff
+from sdk.eval.records import DETAIL_CHARS, Comparison, EvalError, EvalRow, SliceComparison, TaskDiff
 from sdk.tasks.records import Task
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class RewardLike(Protocol):
     flags: Any
 
 
-Generate = Callable[[list[list[dict]], int], list[list[tuple[str, int]]]]
+Generate = Callable[[list[list[dict]], int], list[list[tuple]]]  # (text, n_tokens[, stop_reason])
 Score = Callable[[list[Task], list[str]], Sequence[RewardLike]]
 
 
@@ -59,7 +59,8 @@ def evaluate(tasks: Sequence[Task], generate: Generate, score: Score, model_labe
         tasks: the tasks, any splits.
         generate: ``generate(prompts, n)`` where ``prompts`` is a list of chat message lists
             (``[{"role": ..., "content": ...}, ...]``); returns, per prompt, ``n`` pairs
-            ``(completion, n_generated_tokens)``.
+            ``(completion, n_generated_tokens)`` or triples ``(completion, n_tokens, stop_reason)``
+            (``stop``, ``eos``, ``length``: recorded in :attr:`EvalRow.stop_reasons`, field case E1).
         score: ``score(tasks, completions)`` with the two lists aligned (a task repeated once per
             sample); returns one :class:`RewardLike` per completion.
         model_label: written into every row (``base``, ``tuned``, a checkpoint name).
@@ -94,7 +95,7 @@ def _evaluate_batch(batch: list[Task], generate: Generate, score: Score, label: 
         raise EvalError(f"generate returned {got} for {len(batch)} prompts x {n} samples",
                         "return one list of n (completion, n_tokens) pairs per prompt")
     flat_tasks = [t for t in batch for _ in range(n)]
-    flat_text = [text for o in outs for text, _ in o]
+    flat_text = [out[0] for o in outs for out in o]
     try:
         results: list[Any] = list(score(flat_tasks, flat_text))
     except Exception as exc:  # failures are data: the batch is recorded as not judged
@@ -109,13 +110,15 @@ def _evaluate_batch(batch: list[Task], generate: Generate, score: Score, label: 
         res = results[i * n:(i + 1) * n]
         rows.append(EvalRow(
             task_id=task.id, domain=task.domain, split=task.split, model=label,
-            completions=tuple(text for text, _ in outs[i]),
+            completions=tuple(out[0] for out in outs[i]),
             rewards=tuple(None if r is None or r.score is None else float(r.score) for r in res),
             passed=tuple(r is not None and is_pass(r) for r in res),
             statuses=tuple("score_error" if r is None else status_str(r.status) for r in res),
             flags=tuple(() if r is None else tuple(str(f) for f in (r.flags or ())) for r in res),
-            gen_tokens=sum(int(tok) for _, tok in outs[i]),
+            gen_tokens=sum(int(out[1]) for out in outs[i]),
             components=tuple(_components(r) for r in res),
+            stop_reasons=tuple(str(out[2]) if len(out) > 2 else "unknown" for out in outs[i]),
+            details=tuple("" if r is None else str(getattr(r, "detail", "") or "")[:DETAIL_CHARS] for r in res),
         ))
     return rows
 

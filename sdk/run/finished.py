@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from sdk.eval.checkpoints import checkpoint_curve, demote_flagged, task_name
 from sdk.eval.config import GateConfig
 from sdk.eval.cost import stage_cost
 from sdk.eval.gate import GateResult, check_gate
@@ -22,6 +23,7 @@ from sdk.eval.run import compare
 from sdk.run.layout import RunLayout
 
 COST_STAGES = ("tasks", "sft", "rl", "eval")
+CHECKPOINT_LABELS = ("sft", "rl_midway", "reference")  # optional eval rows besides base and tuned
 TRAIN_LOGS = {"sft": "sft", "grpo": "rl"}  # report label → training stage
 
 
@@ -54,20 +56,47 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
             raise EvalError(f"{path} is missing, so there is nothing to compare",
                             "run the eval stage with an adapter (enable sft or rl) before the report")
         rows[label] = load_rows(path)
+    rows["tuned"] = demote_flagged(rows["tuned"])  # issue 15: a flagged pass is not a gain
+    extra = {label: load_rows(p) for label in CHECKPOINT_LABELS if (p := layout.eval_rows(label)).is_file()}
     comparison = compare(rows["base"], rows["tuned"], n_resamples=n_resamples, seed=seed)
     gate = check_gate(gate_cfg, comparison)
     counts = _read_json(layout.counts_json) or {}
-    costs = [stage_cost({**stats, "stage": s}) for s in cost_stages
-             if (stats := (_read_json(layout.marker(s)) or {}).get("stats"))]
+    markers = {s: stats for s in cost_stages if (stats := (_read_json(layout.marker(s)) or {}).get("stats"))}
+    costs = [stage_cost({**stats, "stage": s}) for s, stats in markers.items()]
     logs = {name: hist for name, stage in TRAIN_LOGS.items() if (hist := _read_json(layout.log_history(stage)))}
     header = {"run_dir": str(layout.root), **({"task_set": counts["version"]} if "version" in counts else {}),
               **dict(meta or {})}
+    by_label = {"base": rows["base"], **{k: v for k, v in extra.items() if k != "reference"}, "tuned": rows["tuned"]}
+    curve = checkpoint_curve(by_label, checkpoint_compute(markers, costs)) if len(by_label) > 2 else None
     report = build_report(comparison, gate=gate, task_counts=counts.get("splits"), train_logs=logs, costs=costs,
-                          rows=rows["base"] + rows["tuned"], training_flags=training_flags(layout.rewards_jsonl("rl")),
+                          checkpoints=curve, rows=rows["base"] + rows["tuned"],
+                          training_flags=training_flags(layout.rewards_jsonl("rl")),
                           meta=header, schedule_comparison=schedule_comparison,
-                          task_strength=counts.get("strength"))
+                          task_strength=counts.get("strength"), checkpoint_rows={**by_label, **extra},
+                          task_names=task_names(layout), validation=(markers.get("rl") or {}).get("validation"),
+                          seed=seed)
     json_path, html_path = write_report(layout.root, report)
     return report, gate, json_path, html_path
+
+
+def checkpoint_compute(markers: Mapping[str, Mapping[str, Any]], costs: Sequence[Any]) -> dict[str, float]:
+    """Cumulative training compute (seconds) per evaluated label: ``sft`` after the SFT stage,
+    ``rl_midway`` after it plus the RL stage's compute at the midway save (``rl`` marker's
+    ``midway.compute_s``; half the RL compute when unrecorded), ``tuned`` after every training stage."""
+    by_stage = {c.stage: c.compute_s for c in costs if c.kind == "train"}
+    sft, rl = by_stage.get("sft", 0.0), by_stage.get("rl", 0.0)
+    mid = ((markers.get("rl") or {}).get("midway") or {}).get("compute_s")
+    return {"base": 0.0, "sft": sft, "rl_midway": sft + (float(mid) if mid is not None else rl / 2),
+            "tuned": sum(by_stage.values())}
+
+
+def task_names(layout: RunLayout) -> dict[str, dict[str, str]]:
+    """``{task id: {"name", "file"}}`` from the task set's ``source.locator`` (``{}`` without a task set)."""
+    from sdk.tasks.taskset import TaskSet
+
+    if not layout.tasks_jsonl.is_file():
+        return {}
+    return {t.id: task_name(t.source.locator, t.id) for t in TaskSet.load(layout.tasks_jsonl)}
 
 
 def training_flags(rewards_jsonl: str | Path, prefix: str = "grpo step") -> dict[str, dict[str, int]]:

@@ -97,6 +97,10 @@ class RunLayout:
         """The LoRA adapter folder a training stage saved (``<stage>/adapter``)."""
         return self.stage_dir(stage) / "adapter"
 
+    def midway_adapter(self, stage: str) -> Path:
+        """The adapter a training stage saved half way (``<stage>/midway/adapter``, ``rl.eval_midway``)."""
+        return self.stage_dir(stage) / "midway" / "adapter"
+
     def checkpoints(self, stage: str) -> Path:
         """The trainer checkpoints of a training stage (``<stage>/checkpoints``)."""
         return self.stage_dir(stage) / "checkpoints"

@@ -60,10 +60,7 @@ def stage_eval(ctx: StageContext) -> StageStats:
         raise ConfigError(f"no task to evaluate: the task set has none in the eval splits {ec.splits}",
                           "add a test-suite source (pytest, jsonl, humaneval) with split auto, heldout or ood, "
                           "or list the splits that have tasks under `eval.splits` (see tasks/counts.json)")
-    models: list[tuple[str, Path | None]] = [("base", None)]
-    adapter = adapter_for_eval(cfg, ctx.layout)
-    if adapter is not None:
-        models.append(("tuned", adapter))
+    models = eval_models(ctx)
     with_tools = tools_enabled(cfg)
     make_box = toolbox_maker(cfg) if with_tools else None
     generated, summaries = 0, {}
@@ -73,14 +70,63 @@ def stage_eval(ctx: StageContext) -> StageStats:
         save_rows(ctx.layout.eval_rows(label), rows)
         generated += sum(r.gen_tokens for r in rows)
         line = f"  {label}: {sum(any(r.passed) for r in rows)}/{len(rows)} tasks passed (any sample)"
+        if any(r.retry for r in rows):
+            line += f", {sum(any(r.retry) for r in rows)} after one retry with feedback"
         if with_tools:
             summaries[label] = tool_summary(rows)
             line += ", " + ", ".join(f"{k} {v:.2f}" for k, v in summaries[label].items() if k != "samples")
         ctx.console.print(line)
-    extra: dict[str, Any] = {"tasks": len(tasks)}
+    if ec.self_test and not with_tools:
+        ref = reference_rows(ctx, tasks)
+        save_rows(ctx.layout.eval_rows("reference"), ref)
+        ctx.console.print(f"  grader self-test: {sum(r.c for r in ref)}/{sum(r.n for r in ref)} references pass "
+                          "through the eval path")
+    extra: dict[str, Any] = {"tasks": len(tasks), "models": [label for label, _ in models]}
     if with_tools:
         extra["tools"] = summaries
     return StageStats("eval", tokens_generated=generated, extra=extra)
+
+
+def eval_models(ctx: StageContext) -> list[tuple[str, Path | None]]:
+    """The models to evaluate, in curve order: ``base``; with ``eval.checkpoints`` the SFT-only
+    adapter (``sft``, when RL trained on top of it) and the RL midway adapter (``rl_midway``, with
+    ``rl.eval_midway``); then ``tuned`` (the newest adapter). Rows files of checkpoints not
+    evaluated this time are removed, so the report never reads stale ones."""
+    cfg, layout = ctx.cfg, ctx.layout
+    models: list[tuple[str, Path | None]] = [("base", None)]
+    tuned = adapter_for_eval(cfg, layout)
+    if tuned is not None and cfg.eval.checkpoints and tuned == layout.adapter("rl"):
+        sft, mid = layout.adapter("sft"), layout.midway_adapter("rl")
+        if cfg.sft.enabled and (sft / "adapter_config.json").is_file():
+            models.append(("sft", sft))
+        if cfg.rl.eval_midway and (mid / "adapter_config.json").is_file():
+            models.append(("rl_midway", mid))
+    if tuned is not None:
+        models.append(("tuned", tuned))
+    labels = {label for label, _ in models}
+    for stale in ("sft", "rl_midway", "reference"):
+        if stale not in labels:
+            layout.eval_rows(stale).unlink(missing_ok=True)
+    return models
+
+
+def reference_rows(ctx: StageContext, tasks: Sequence[Task]) -> list[EvalRow]:
+    """The grader's self-test (field case E1): each task's reference, answered the way SFT teaches
+    it (:func:`sdk.train.sft.answer_text`), scored through the same :func:`sdk.eval.run.evaluate`
+    and reward as the models; tasks without a reference are left out."""
+    from sdk.eval.run import evaluate
+    from sdk.rewards.tiered import score_batch
+    from sdk.train.sft import answer_text
+
+    cfg, sandbox = ctx.cfg, ctx.need_sandbox()
+    with_ref = [t for t in tasks if t.reference]
+    answers = iter([answer_text(t) for t in with_ref])
+
+    def generate(prompts: list[list[dict]], n: int) -> list[list[tuple]]:
+        return [[(text, 0, "reference")] * n for text in (next(answers) for _ in prompts)]
+
+    return evaluate(with_ref, generate, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward), "reference", 1,
+                    progress=False, batch_size=cfg.eval.batch_size)
 
 
 def text_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Path | None) -> list[EvalRow]:

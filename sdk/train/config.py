@@ -186,6 +186,8 @@ class RlConfig(_Cfg):
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = "dapo"
     use_vllm: Literal["auto", "never", "always"] = "auto"
     save_steps: int = Field(10, gt=0, description="checkpoint every this many steps (resume point after a crash)")
+    eval_midway: bool = Field(True, description="save the adapter at max_steps/2 (expert iteration: after half the "
+                              "rounds) to rl/midway/adapter; the eval stage evaluates it as a benefit-curve point")
     drop_zero_std_groups: bool = Field(True, description="leave groups whose rewards are all equal out of the loss "
                                        "(DAPO dynamic sampling, no refill; sdk.train.zero_std); false: TRL as is")
     order: OrderConfig = Field(default_factory=OrderConfig)

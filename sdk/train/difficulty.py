@@ -166,7 +166,7 @@ def measure(tasks: Sequence[Task], generate: GenerateFn, score: ScoreFn, k: int,
         part = todo[start:start + batch_tasks]
         samples = generate([[m.model_dump() for m in t.prompt] for t in part], k)
         flat_tasks = [t for t, group in zip(part, samples) for _ in group]
-        results = score(flat_tasks, [text for group in samples for text, _ in group])
+        results = score(flat_tasks, [out[0] for group in samples for out in group])
         for j, t in enumerate(part):
             est = estimate(t.id, [r.score for r in results[j * k:(j + 1) * k]], threshold)
             out[t.id] = est

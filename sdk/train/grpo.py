@@ -33,6 +33,7 @@ from sdk.train.common import (
 )
 from sdk.train.curriculum import Item, is_default, order_rows
 from sdk.train.difficulty import zero_std_summary
+from sdk.train.midway import MidwaySaver, midway_step
 from sdk.train.qlora import guards
 from sdk.train.result import TrainResult
 
@@ -143,7 +144,8 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     else:
         peft_cfg = peft_config(lora_cfg)
     args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
-    callbacks = [*guards(model), *callbacks]
+    midway = MidwaySaver(out_dir / "midway" / "adapter", midway_step(cfg.max_steps)) if cfg.eval_midway else None
+    callbacks = [*guards(model), *callbacks, *([midway] if midway else [])]
     trainer = TuneloopGRPOTrainer(
         model=model, reward_funcs=reward_fn, args=args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=peft_cfg, rollout_func=rollout_func,
@@ -156,4 +158,5 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
                  zero_std["zero_std_groups"], zero_std["groups"], zero_std["dropped_groups"])
     return TrainResult("rl", steps=trainer.state.global_step, rows=len(rows), tokens_generated=generated,
                        log_history=tuple(history),
-                       details={"order": order() if callable(order) else order, "zero_std": zero_std})
+                       details={"order": order() if callable(order) else order, "zero_std": zero_std,
+                                **({"midway": midway.record} if midway and midway.record else {})})

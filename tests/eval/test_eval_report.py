@@ -47,6 +47,7 @@ SCHEDULE = {"verdict": "the arms tie", "arms": {"rl": {"label": "rl", "curve": [
             "path": Path("/x")}
 KEYS = ["schema", "created", "meta", "summary", "overall", "n_samples", "ks", "by_split", "by_domain", "diff",
         "gate", "tasks", "training", "schedule_comparison", "flags", "side_effects", "cost", "cost_benefit"]
+NEW_KEYS = ["rl_vs_sft", "honesty", "retry", "per_task"]  # issue 15: new keys only, after the old ones
 
 
 @pytest.mark.parametrize("full", [True, False])
@@ -59,9 +60,12 @@ def test_report_json_is_the_dict_report_of_before(report_inputs, full):
     else:
         rep = build_report(report_inputs["comparison"])
     doc = rep.model_dump(mode="json")
-    assert doc == rep.to_json() and list(doc) == KEYS
+    assert doc == rep.to_json() and list(doc) == KEYS + NEW_KEYS
     golden = json.loads((GOLDEN / f"report_{'full' if full else 'min'}.json").read_text())
-    assert {k: v for k, v in doc.items() if k != "created"} == golden
+    old = {k: v for k, v in doc.items() if k not in ("created", *NEW_KEYS)}
+    knee = old["cost_benefit"].pop("knee")  # a new key inside an old section
+    assert old == golden and knee["at"] is None and "cannot show" in knee["text"]
+    assert EvalReport.model_validate(golden | {"created": "x"}).rl_vs_sft is None, "an old report.json still reads"
     assert EvalReport.model_validate(doc).to_json() == doc  # report.json reads back to the same record
 
 
@@ -69,7 +73,7 @@ def test_write_report_is_self_contained_and_escaped(tmp_path, report_inputs):
     rep = build_report(**report_inputs)
     jpath, hpath = write_report(tmp_path / "run", rep)
     assert json.loads(jpath.read_text()) == rep.to_json()
-    assert list(json.loads(jpath.read_text())) == KEYS
+    assert list(json.loads(jpath.read_text())) == KEYS + NEW_KEYS
     page = hpath.read_text()
     assert not re.search(r"(src|href)=\"(https?:)?//", page) and "http://" not in page and "https://" not in page
     assert "<script" not in page and "&lt;script&gt;" in page
