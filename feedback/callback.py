@@ -7,6 +7,12 @@ latency) to ``POST /v1/interactions`` with the LangChain ``run_id`` as both ``ex
 and ``Idempotency-Key`` (a retried post never doubles a record). A rating can be attached
 later by run id with :meth:`FeedbackCallbackHandler.rate`.
 
+The stored ``model`` is the version that answered when the response names one (the tuneloop
+servers answer with ``name@N`` in the OpenAI ``model`` field, which LangChain keeps as
+``response_metadata["model_name"]``), so a request for ``support@production`` is recorded as,
+say, ``support@3`` and the collector attributes it to that version (:mod:`feedback.attribution`)
+without the caller doing anything.
+
 It never breaks the application: a failed post is logged and kept in ``errors`` unless
 ``raise_on_error`` is set.
 """
@@ -14,6 +20,7 @@ It never breaks the application: a failed post is logged and kept in ``errors`` 
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from typing import Any
@@ -25,6 +32,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 log = logging.getLogger(__name__)
+_VERSIONED = re.compile(r"^[A-Za-z0-9._-]+@\d+$")  # as feedback.attribution.VERSIONED
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
 
 
@@ -82,7 +90,7 @@ class FeedbackCallbackHandler(BaseCallbackHandler):
         answer: dict[str, Any] = {"role": "assistant", "content": gen.text}
         if isinstance(gen, ChatGeneration) and getattr(gen.message, "tool_calls", None):
             answer["tool_calls"] = [dict(tc) for tc in gen.message.tool_calls]
-        model = model or (response.llm_output or {}).get("model_name")
+        model = _served_version(response, gen) or model or (response.llm_output or {}).get("model_name")
         body = {"external_id": str(run_id), "conversation_id": self.conversation_id, "user_id": self.user_id,
                 "model": model, "latency_ms": round((time.monotonic() - started) * 1000, 3), "messages": msgs + [answer]}
         self._post("/v1/interactions", body, str(run_id))
@@ -120,3 +128,12 @@ class FeedbackCallbackHandler(BaseCallbackHandler):
             if params.get(key):
                 return str(params[key])
         return (serialized or {}).get("name") or ((serialized or {}).get("id") or [None])[-1]
+
+
+def _served_version(response: LLMResult, gen: Any) -> str | None:
+    """The ``name@N`` the server says answered (message metadata first, then ``llm_output``), or None."""
+    meta = getattr(getattr(gen, "message", None), "response_metadata", None) or {}
+    for value in (meta.get("model_name"), meta.get("model"), (response.llm_output or {}).get("model_name")):
+        if isinstance(value, str) and _VERSIONED.match(value):
+            return value
+    return None
