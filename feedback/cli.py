@@ -27,3 +27,42 @@ def create_key_cmd(application: str = typer.Argument(..., help="application name
     from feedback.store import new_api_key
 
     typer.echo(new_api_key(url, application))
+
+
+keys_app = typer.Typer(no_args_is_help=True, help="List and revoke the collector's API keys.")
+app.add_typer(keys_app, name="keys")
+UrlOpt = typer.Option("sqlite:///feedback_store.db", help="SQLAlchemy URL of the feedback store")
+
+
+@keys_app.command("list")
+def keys_list_cmd(url: str = UrlOpt, application: str = typer.Option(None, help="only this application's keys"),
+                  as_json: bool = typer.Option(False, "--json", help="print the keys as JSON on stdout")) -> None:
+    """List API keys by prefix (the key itself is never stored): application, created, revoked."""
+    import dataclasses
+    import json
+
+    from feedback.keys import list_keys
+
+    keys = list_keys(url, application)
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(k) for k in keys], indent=2))
+        return
+    for k in keys:
+        state = f"revoked {k.revoked_at}" if k.revoked_at else "active"
+        typer.echo(f"{k.prefix}…  {k.application:20}  created {k.created_at}  {state}", err=True)
+    if not keys:
+        typer.echo("no keys: create one with `tuneloop feedback create-key APPLICATION`", err=True)
+
+
+@keys_app.command("revoke")
+def keys_revoke_cmd(prefix: str = typer.Argument(..., help="the key's first characters, as `keys list` shows them"),
+                    url: str = UrlOpt) -> None:
+    """Revoke one key; the service refuses it from the next request on."""
+    from feedback.keys import revoke_key
+
+    try:
+        info = revoke_key(url, prefix)
+    except LookupError as exc:
+        typer.echo(f"error: {exc}\nfix: pass a longer prefix from `tuneloop feedback keys list`", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"revoked {info.prefix}… of {info.application} at {info.revoked_at}", err=True)

@@ -58,7 +58,9 @@ def _authenticate(session: Session, x_api_key: str | None, authorization: str | 
         raise ApiError(401, "missing API key", "send it in the X-API-Key header")
     row = session.scalars(sa.select(ApiKey).where(ApiKey.key_hash == hash_key(key))).one_or_none()
     if row is None or row.revoked_at is not None:
-        raise ApiError(401, "unknown or revoked API key", "create a key with feedback.store.create_api_key")
+        raise ApiError(401, "unknown or revoked API key",
+                       "create one with `tuneloop feedback create-key APPLICATION --url STORE_URL`; "
+                       "`tuneloop feedback keys list` shows which keys exist and which are revoked")
     return row.application_id
 
 
