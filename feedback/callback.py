@@ -19,6 +19,8 @@ It never breaks the application: a failed post is logged and kept in ``errors`` 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 import time
@@ -103,10 +105,16 @@ class FeedbackCallbackHandler(BaseCallbackHandler):
 
     def rate(self, run_id: UUID | str, rating: float | None, *, scale: str = "thumbs", comment: str | None = None,
              user_id: str | None = None, idempotency_key: str | None = None) -> int | None:
-        """Attach a rating to the interaction of ``run_id``; returns the feedback id (None on failure)."""
+        """Attach a rating to the interaction of ``run_id``; returns the feedback id (None on failure).
+
+        The idempotency key defaults to a hash of the rating's content, so calling ``rate`` again with
+        the same arguments (a retry after a timeout) stores the rating once; a different rating or
+        comment is a new event.
+        """
         body = {"external_id": str(run_id), "rating": rating, "scale": scale, "comment": comment,
                 "user_id": user_id or self.user_id}
-        return self._post("/v1/feedback", body, idempotency_key or uuid.uuid4().hex)
+        stable = hashlib.sha256(json.dumps(["rate", body], sort_keys=True, default=str).encode()).hexdigest()
+        return self._post("/v1/feedback", body, idempotency_key or stable)
 
     def _post(self, path: str, body: dict[str, Any], key: str) -> int | None:
         try:

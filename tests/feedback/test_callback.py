@@ -50,3 +50,16 @@ def test_collector_down_never_breaks_the_application():
     model = FakeListChatModel(responses=["fine"])
     assert model.invoke("hi", config={"callbacks": [handler]}).content == "fine"
     assert len(handler.errors) == 1 and "ConnectError" in handler.errors[0]
+
+
+def test_a_retried_rating_is_stored_once(setup):
+    """Issue 20.5: `rate()` made a new idempotency key per call, so a retry stored the rating twice."""
+    url, client = setup
+    handler = FeedbackCallbackHandler(client)
+    run_id = uuid.uuid4()
+    FakeListChatModel(responses=["ok"]).invoke([HumanMessage("hi")], config={"callbacks": [handler], "run_id": run_id})
+    first = handler.rate(run_id, 1, comment="good")
+    assert handler.rate(run_id, 1, comment="good") == first, "the retry replays the stored rating"
+    assert handler.rate(run_id, -1, comment="changed my mind") != first
+    with sessions(url, upgrade=False)() as s:
+        assert [e.rating for e in s.scalars(sa.select(FeedbackEvent).order_by(FeedbackEvent.id))] == [1, -1]
