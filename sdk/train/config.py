@@ -151,6 +151,9 @@ class SftConfig(_Cfg):
     include_train_references: bool = Field(True, description="train on train-split tasks' reference solutions")
     include_feedback: bool = Field(True, description="train on SFT examples from feedback sources")
     lora: LoraConfig = Field(default_factory=LoraConfig)
+    init_adapter: str | None = Field(None, description="continue training this PEFT adapter folder (e.g. the "
+                                     "production version, `tuneloop loop`) instead of a fresh LoRA; `lora` is then "
+                                     "unused")
     save_steps: int = Field(10, gt=0, description="checkpoint every this many steps (resume point after a crash)")
     group_by_length: bool = Field(True, description="batch rows of similar length (less padding: 1.7x tokens/s "
                                   "with no gradient checkpointing vs TRL's defaults on CPU, bench/micro_sft.py); "
