@@ -83,6 +83,9 @@ class TasksConfig(_Cfg):
     """Task-set construction."""
 
     heldout_fraction: float = Field(0.4, ge=0.0, lt=1.0, description="share of auto-split tasks held out")
+    validation_fraction: float = Field(0.0, ge=0.0, lt=0.5, description="share of verifiable train tasks set aside as "
+                                       "a validation split (sdk.train.validation): early stopping, the schedule "
+                                       "comparison's probe and any tuning read it, never held-out; training skips it")
     ood_domains: list[str] = Field(default_factory=list, description="domains (prefixes) that form the OOD split")
     validate_references: bool = Field(True, description="run every reference against its verifier first")
     system_prompt: str = Field("", description="prepended as a system message to every task prompt and SFT example")

@@ -25,6 +25,31 @@ def closed_fence(text: str) -> bool:
     return sum(1 for line in text.splitlines() if line.lstrip().startswith(FENCE)) >= 2
 
 
+def chat_texts(tokenizer, conversations: list[list[dict]]) -> list[str]:
+    """Each conversation rendered by the chat template with the generation prompt (no tokenizing)."""
+    return [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+
+
+def encode_chat(tokenizer, texts: list[str], device=None):
+    """The one prompt-tokenize path of evaluation, the GRPO held-out probe and serving (field case K1).
+
+    The chat template already writes every special token the model expects (BOS included on
+    Llama-style templates), so the rendered text is tokenized with ``add_special_tokens=False``:
+    a second BOS is never added, and nothing is appended (an EOS belongs to the completion, not
+    the prompt). TRL's SFT and GRPO trainers tokenize conversations the same way
+    (``tests/eval/test_field_cases.py`` checks the ids are identical and hold exactly one BOS).
+
+    Args:
+        tokenizer: a ``transformers`` tokenizer (its ``padding_side`` is respected).
+        texts: from :func:`chat_texts`.
+        device: where the tensors go (None: CPU).
+    Returns:
+        The ``BatchEncoding`` (``input_ids``, ``attention_mask``), padded.
+    """
+    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    return enc.to(device) if device is not None else enc
+
+
 class FenceStop:
     """A ``transformers`` stopping criterion: a row is done once its new text closes a code block.
 
@@ -82,7 +107,7 @@ class HFGenerator:
     def __call__(self, prompts: list[list[dict]], n: int = 1, progress: Callable[[int], None] | None = None):
         import torch
 
-        texts = [self.tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+        texts = chat_texts(self.tokenizer, prompts)
         flat = [t for t in texts for _ in range(n)]
         outs: list[tuple[str, int]] = []
         torch.manual_seed(self.seed)
@@ -101,7 +126,7 @@ class HFGenerator:
         import torch
         from transformers import StoppingCriteriaList
 
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.model.device)
+        enc = encode_chat(self.tokenizer, texts, self.model.device)
         prompt_len = enc["input_ids"].shape[1]
         kwargs = {"do_sample": self.temperature > 0, "max_new_tokens": self.max_new_tokens,
                   "pad_token_id": self.tokenizer.pad_token_id, "eos_token_id": self.tokenizer.eos_token_id}

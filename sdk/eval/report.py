@@ -171,6 +171,12 @@ def print_summary(report: EvalReport, console: Console | None = None) -> None:
                       f"{totals['tokens_generated']} tokens generated, {totals['tokens_trained']} trained")
     if report.schedule_comparison:
         console.print(f"schedule comparison: {report.schedule_comparison['verdict']}", markup=False)
+    if report.rl_vs_sft:
+        console.print(report.rl_vs_sft["verdict"], markup=False)
+    for warning in report.honesty.get("warnings", ()):
+        console.print(f"[yellow]warning:[/] {warning}")
+    if knee_text := (report.cost_benefit.get("knee") or {}).get("text"):
+        console.print(knee_text, markup=False)
     console.print(f"[bold]{report.recommendation}[/]")
 
 

@@ -19,7 +19,7 @@ from sdk.jsonl import write_json
 from sdk.run.bookkeeping import StageStats
 from sdk.run.context import StageContext
 from sdk.run.lineage import read_lineage, write_lineage
-from sdk.run.stage_sft import record_lineage
+from sdk.run.stage_sft import fit_and_validation, record_lineage
 from sdk.tasks.records import Split, Task
 
 
@@ -62,9 +62,9 @@ def grpo_arm(ctx: StageContext, rc, stage: str) -> StageStats:
 
     compare = stage == "rl_compare"
     ctx.layout.heldout_curve(stage).unlink(missing_ok=True)
-    train = list(ctx.inputs.taskset().split(Split.TRAIN))
+    train, validation = fit_and_validation(ctx)
     adapter = sft_adapter(ctx)
-    probe = heldout_probe(ctx)
+    probe = heldout_probe(ctx, validation)
     if compare and probe is None:
         return skip_arm(ctx, rc, stage, "no held-out task to probe (the comparison needs a held-out split)")
     difficulty = None
@@ -88,7 +88,19 @@ def grpo_arm(ctx: StageContext, rc, stage: str) -> StageStats:
         _write_curve(ctx, rc, stage, probe, difficulty, extra, len(train), result.steps)
     if difficulty is not None:
         extra["difficulty"] = difficulty
+    extra["validation"] = validation_summary(ctx, train, validation, probe)
     return StageStats(stage, tokens_generated=result.tokens_generated, extra=extra)
+
+
+def validation_summary(ctx: StageContext, fit: list[Task], validation: list[Task], probe) -> dict:
+    """The rl marker's ``validation`` record (the report's honesty section shows it)."""
+    from sdk.train.validation import validation_record
+
+    rc = ctx.cfg.rl
+    used = [name for name, on in (("early stopping (rl.heldout)", rc.heldout.every > 0),
+                                  ("schedule comparison probe (rl.compare)", rc.compare.enabled)) if on and probe]
+    return validation_record(ctx.cfg.tasks.validation_fraction, fit, validation, used,
+                             "validation" if validation else "heldout" if probe else "none")
 
 
 def _kept(difficulty: dict) -> str:
@@ -196,9 +208,11 @@ def skip_arm(ctx: StageContext, rc, stage: str, reason: str) -> StageStats:
     return StageStats(stage, extra={"skipped": reason})
 
 
-def heldout_probe(ctx: StageContext):
-    """A :class:`sdk.train.compare.Probe` (held-out monitor + per-task scores) when ``rl.heldout.every``
-    > 0 or ``rl.compare`` is on and there are held-out tasks; else None. Both arms get the same one."""
+def heldout_probe(ctx: StageContext, validation: list[Task] | None = None):
+    """A :class:`sdk.train.compare.Probe` (monitor + per-task scores) when ``rl.heldout.every`` > 0 or
+    ``rl.compare`` is on; else None. Both arms get the same one. It reads the ``validation`` tasks
+    carved from train (``tasks.validation_fraction``) when there are any, so held-out tasks steer
+    nothing; without a validation split it falls back to held-out tasks (recorded as such)."""
     from sdk.rewards.tiered import score_batch
     from sdk.train.compare import make_probe, monitor_settings
     from sdk.train.monitor import pick_heldout
@@ -206,7 +220,8 @@ def heldout_probe(ctx: StageContext):
     cfg = ctx.cfg
     if monitor_settings(cfg.rl) is None:
         return None
-    tasks = pick_heldout(list(ctx.inputs.taskset().split(Split.HELDOUT)), cfg.rl.heldout.per_domain)
+    pool = list(validation) if validation else list(ctx.inputs.taskset().split(Split.HELDOUT))
+    tasks = pick_heldout(pool, cfg.rl.heldout.per_domain)
     sandbox = ctx.need_sandbox()
     return make_probe(cfg.rl, tasks, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward))
 

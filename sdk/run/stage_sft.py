@@ -20,12 +20,21 @@ def record_lineage(ctx: StageContext, stage: str, adapter: Path, parent: Path | 
         steps=result.steps, rows=result.rows))
 
 
+def fit_and_validation(ctx: StageContext) -> tuple[list, list]:
+    """The train split as ``(fit, validation)`` (:func:`sdk.train.validation.carve_validation` with
+    ``tasks.validation_fraction``): training reads ``fit``, choices read ``validation``."""
+    from sdk.train.validation import carve_validation
+
+    return carve_validation(list(ctx.inputs.taskset().split(Split.TRAIN)), ctx.cfg.tasks.validation_fraction,
+                            ctx.cfg.seed)
+
+
 def stage_sft(ctx: StageContext) -> StageStats:
     """LoRA SFT (:func:`sdk.train.sft.run_sft`) into ``sft/``; DPO after it when enabled."""
     from sdk.train.sft import run_sft, sft_items, sft_rows
 
     cfg = ctx.cfg
-    train = list(ctx.inputs.taskset().split(Split.TRAIN)) if cfg.sft.include_train_references else []
+    train = fit_and_validation(ctx)[0] if cfg.sft.include_train_references else []
     examples = ctx.inputs.sft_examples() if cfg.sft.include_feedback else []
     rows = sft_rows(train, examples)
     ctx.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples)")
@@ -41,17 +50,22 @@ def stage_sft(ctx: StageContext) -> StageStats:
 
 def _dpo(ctx: StageContext) -> dict:
     """DPO after SFT on ``tasks/preference_pairs.jsonl``; the DPO adapter becomes ``sft/adapter``."""
-    from sdk.train.dpo import dpo_rows, load_pairs, promote, run_dpo
+    from transformers import AutoTokenizer
+
+    from sdk.train.dpo import dpo_rows, drop_identical_after_truncation, load_pairs, promote, run_dpo
 
     cfg = ctx.cfg
     rows, skipped = dpo_rows(load_pairs(ctx.layout.preference_pairs_jsonl))
+    rows, identical = drop_identical_after_truncation(rows, AutoTokenizer.from_pretrained(ctx.model_path),
+                                                      cfg.sft.dpo.max_length)
     if not rows:
         ctx.console.print("  DPO: no usable preference pairs; skipped")
-        return {"rows": 0, "skipped_pairs": skipped}
+        return {"rows": 0, "skipped_pairs": skipped, "identical_after_truncation": identical}
     ctx.console.print(f"  DPO on {len(rows)} preference pairs ({skipped} skipped: empty or identical)")
     sft_dir = ctx.layout.stage_dir("sft")
     result = run_dpo(ctx.model_path, ctx.layout.adapter("sft"), rows, cfg.sft.dpo, cfg.sft.lora, sft_dir / "dpo",
                      cfg.seed, cfg.model.dtype, ctx.progress, load_in_4bit=cfg.model.load_in_4bit)
     promote(sft_dir, sft_dir / "dpo")
     record_lineage(ctx, "dpo", ctx.layout.adapter("sft"), sft_dir / "adapter_sft", result)
-    return {"rows": len(rows), "skipped_pairs": skipped, "steps": result.steps}
+    return {"rows": len(rows), "skipped_pairs": skipped, "identical_after_truncation": identical,
+            "steps": result.steps}

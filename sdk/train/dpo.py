@@ -67,6 +67,36 @@ def dpo_rows(pairs: Sequence[PreferencePair]) -> tuple[list[dict], int]:
     return rows, skipped
 
 
+def _chat_ids(tokenizer, messages: list[dict]) -> list[int]:
+    out = tokenizer.apply_chat_template(messages, tokenize=True)
+    ids = out["input_ids"] if hasattr(out, "keys") else out
+    return list(ids[0] if ids and isinstance(ids[0], list) else ids)
+
+
+def drop_identical_after_truncation(rows: Sequence[dict], tokenizer, max_length: int) -> tuple[list[dict], int]:
+    """Rows whose chosen and rejected sequences still differ as token ids after TRL's truncation
+    (``truncation_mode="keep_start"``: prompt + answer cut to ``max_length`` tokens), and how many
+    were dropped (field case D1, ``identical_after_truncation``): such a pair has a zero DPO gradient.
+
+    Args:
+        rows: from :func:`dpo_rows` (conversational ``prompt``/``chosen``/``rejected``).
+        tokenizer: the model's tokenizer (its chat template renders the sequences).
+        max_length: ``sft.dpo.max_length``.
+    """
+    kept, dropped = [], 0
+    for row in rows:
+        chosen = _chat_ids(tokenizer, [*row["prompt"], *row["chosen"]])[:max_length]
+        rejected = _chat_ids(tokenizer, [*row["prompt"], *row["rejected"]])[:max_length]
+        if chosen == rejected:
+            dropped += 1
+        else:
+            kept.append(row)
+    if dropped:
+        log.warning("DPO: %d preference pairs are identical after truncation to %d tokens; dropped", dropped,
+                    max_length)
+    return kept, dropped
+
+
 def dpo_args(cfg: DpoConfig, out_dir: Path, seed: int) -> dict:
     """Keyword arguments for TRL's ``DPOConfig`` from our :class:`DpoConfig`."""
     return dict(beta=cfg.beta, loss_type=[cfg.loss_type], learning_rate=cfg.learning_rate,

@@ -132,6 +132,8 @@ def heldout_eval_fn(tasks: Sequence, score: Callable[[list, list[str]], list], m
     """
     import torch
 
+    from sdk.generate import chat_texts, encode_chat
+
     def run(model, tokenizer) -> dict[str, float]:
         was_training = model.training
         model.eval()
@@ -140,9 +142,8 @@ def heldout_eval_fn(tasks: Sequence, score: Callable[[list, list[str]], list], m
         try:
             for start in range(0, len(tasks), batch_size):
                 part = tasks[start:start + batch_size]
-                prompts = [tokenizer.apply_chat_template([m.model_dump() for m in t.prompt], tokenize=False,
-                                                         add_generation_prompt=True) for t in part]
-                enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+                prompts = chat_texts(tokenizer, [[m.model_dump() for m in t.prompt] for t in part])
+                enc = encode_chat(tokenizer, prompts, model.device)
                 with torch.no_grad():
                     out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
                                          pad_token_id=tokenizer.pad_token_id)
