@@ -9,7 +9,8 @@ PostgreSQL (read committed) the UPDATE blocks on the row lock and re-checks the 
 
 Rules: only a version whose gate passed can be canaried or promoted (the refusal lists the
 gate's reasons); a canary needs a production version to compare against; a rollback returns
-production to the latest earlier production version (an error when there is none). Each
+production to the version that was production before it (the audit log replayed as a stack:
+promotions push, rollbacks pop; an error when there is none). Each
 transition writes audit rows (who, when, why) in the same transaction.
 """
 
@@ -150,15 +151,27 @@ def rollback(session: Session, application: str, name: str, actor: str, reason: 
     if not head.production_id:
         raise UnknownError(f"{name} has no production version to roll back", "promote a version first")
     current = session.get(AdapterVersion, head.production_id)
-    earlier = session.scalars(
-        sa.select(AdapterVersion).join(RegistryEvent, RegistryEvent.version_id == AdapterVersion.id)
-        .where(RegistryEvent.application_id == aid, RegistryEvent.name == name, RegistryEvent.to_state == "production",
-               AdapterVersion.id != current.id, AdapterVersion.gate_passed.is_(True))
-        .order_by(RegistryEvent.id.desc()).limit(1)).one_or_none()
+    stack = _production_stack(session, aid, name)
+    earlier = session.get(AdapterVersion, stack[-2]) if len(stack) >= 2 else None
     if earlier is None:
-        raise ConflictError(f"{name}@{current.number} is the first production version of {name}: there is no earlier "
-                            "one to roll back to", f"promote another version, or retire it: "
-                            f"`tuneloop adapters promote {name} N`")
+        raise ConflictError(f"{name}@{current.number} is the first production version of {name} (after earlier "
+                            "rollbacks, if any): there is no earlier one to roll back to",
+                            f"promote another version: `tuneloop adapters promote {name} N`")
     moves = [(earlier, "production", "rollback"), (current, "retired", "rollback")]
     _commit_move(session, head, {"production_id": earlier.id}, moves, actor, reason)
     return to_record(session, session.get(AdapterVersion, earlier.id), application)
+
+
+def _production_stack(session: Session, aid: int, name: str) -> list[int]:
+    """Version ids that were production, oldest first, replayed from the audit log: a promotion
+    pushes, a rollback pops (so rolling back twice goes two promotions back, never forward)."""
+    stack: list[int] = []
+    for action, vid in session.execute(
+            sa.select(RegistryEvent.action, RegistryEvent.version_id)
+            .where(RegistryEvent.application_id == aid, RegistryEvent.name == name,
+                   RegistryEvent.to_state == "production").order_by(RegistryEvent.id)):
+        if action == "rollback":
+            stack.pop()
+        else:
+            stack.append(vid)
+    return stack

@@ -67,6 +67,8 @@ def test_promote_canary_promote_rollback_is_audited(factory):
                            (1, "rollback", "retired", "production", "bob"), (2, "rollback", "production", "retired", "bob")]
         assert all(e.at is not None for e in list_events(s, "bot"))
         assert list_events(s, "bot")[-1].reason == "complaints"
+        with pytest.raises(ConflictError, match="no earlier one"):  # a second rollback never goes forward to @2
+            rollback(s, "bot", "support", actor="bob", reason="again")
 
 
 def test_refusals_are_clear(factory):
