@@ -24,8 +24,40 @@ from sdk.tasks.records import Split, Task
 
 
 def stage_rl(ctx: StageContext) -> StageStats:
-    """GRPO on the train split with the sandboxed reward, continuing the SFT adapter."""
+    """GRPO (or expert iteration, ``rl.algorithm``) on the train split with the sandboxed reward,
+    continuing the SFT adapter."""
+    if ctx.cfg.rl.algorithm == "expert_iteration":
+        return expert_arm(ctx)
     return grpo_arm(ctx, ctx.cfg.rl, "rl")
+
+
+def expert_arm(ctx: StageContext) -> StageStats:
+    """Expert iteration (:func:`sdk.train.expert_iteration.run_expert_iteration`) into ``rl/``: sample
+    on the train tasks (validation excluded), verify in the run's sandbox, SFT on the verified.
+
+    Raises:
+        ConfigError: tool rollouts are configured (expert iteration samples single-turn answers).
+    """
+    from sdk.rewards.tiered import score_batch
+    from sdk.train.expert_iteration import run_expert_iteration
+
+    cfg = ctx.cfg
+    if tools_enabled(cfg):
+        raise ConfigError("rl.algorithm expert_iteration samples single-turn answers; the tools: section asks "
+                          "for multi-turn tool rollouts", "use rl.algorithm: grpo with tools")
+    train, validation = fit_and_validation(ctx)
+    adapter, sandbox = sft_adapter(ctx), ctx.need_sandbox()
+    ec = cfg.rl.expert
+    ctx.console.print(f"  expert iteration on {len(train)} train tasks: {ec.rounds} rounds, {ec.k} samples per task"
+                      + (f", {ec.max_tasks} tasks per round" if ec.max_tasks else ""))
+    ctx.layout.midway_adapter("rl").parent.mkdir(parents=True, exist_ok=True)
+    result = run_expert_iteration(ctx.model_path, adapter, train, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward),
+                                  cfg.rl, cfg.sft, ctx.layout.stage_dir("rl"), cfg.seed, cfg.model.dtype, ctx.progress,
+                                  console=ctx.console)
+    record_lineage(ctx, "rl", ctx.layout.adapter("rl"), adapter, result)
+    extra = result.summary()
+    extra["validation"] = validation_summary(ctx, train, validation, None)
+    return StageStats("rl", tokens_generated=result.tokens_generated, tokens_trained=result.tokens_trained, extra=extra)
 
 
 def stage_rl_compare(ctx: StageContext) -> StageStats:

@@ -175,10 +175,31 @@ class SftConfig(_Cfg):
         return self
 
 
+class ExpertIterationConfig(_Cfg):
+    """Expert iteration / rejection-sampling fine-tuning (``rl.algorithm: expert_iteration``,
+    :mod:`sdk.train.expert_iteration`): per round, sample ``k`` completions per train task with the
+    current adapter, keep those the sandbox verifies, SFT on them (TRL ``SFTTrainer``)."""
+
+    rounds: int = Field(2, ge=1, description="sample-verify-train rounds")
+    k: int = Field(4, ge=1, description="samples per task per round")
+    max_tasks: int | None = Field(None, gt=0, description="tasks sampled per round (a seeded draw, a new one each "
+                                  "round); None: every train task. CPU cost ~k x 1.5 s per task")
+    max_per_task: int = Field(2, ge=1, description="distinct verified completions kept per task per round")
+    epochs: float = Field(2.0, gt=0, description="SFT epochs over a round's verified completions")
+    learning_rate: float = Field(5e-4, gt=0)
+    batch_size: int = Field(4, gt=0)
+    replay_references: bool = Field(True, description="mix the round's sampled tasks' references into its SFT "
+                                    "data, so the adapter does not drift from SFT on what it got wrong")
+
+
 class RlConfig(_Cfg):
-    """GRPO through TRL's ``GRPOTrainer`` with the sandbox reward."""
+    """The RL stage: GRPO through TRL's ``GRPOTrainer`` with the sandbox reward (``algorithm: grpo``),
+    or expert iteration (``algorithm: expert_iteration``, settings in ``expert``)."""
 
     enabled: bool = True
+    algorithm: Literal["grpo", "expert_iteration"] = Field("grpo", description="grpo, or expert_iteration "
+                                                           "(sample k, keep the verified, SFT on them; rl.expert)")
+    expert: ExpertIterationConfig = Field(default_factory=ExpertIterationConfig)
     max_steps: int = Field(10, gt=0)
     learning_rate: float = Field(5e-5, gt=0)
     num_generations: int = Field(4, ge=2, description="completions per prompt (the GRPO group)")

@@ -1,0 +1,190 @@
+"""Expert iteration (rejection-sampling fine-tuning) from the SFT adapter, verified by the sandbox.
+
+Each round: sample ``k`` completions per train task with the current adapter (temperature
+``rl.temperature``, stopped at the closing code fence), score them with the run's sandboxed reward,
+keep the *verified* ones (status ok, full marks, no integrity flag; at most ``max_per_task``
+distinct per task), and fine-tune the adapter on them with TRL's ``SFTTrainer``
+(:func:`sdk.train.sft.run_sft`, continuing the adapter). The recipe is:
+
+* ReST-EM — Singh et al. 2023, "Beyond Human Data: Scaling Self-Training for Problem-Solving with
+  Language Models" (arXiv:2312.06585): E-step sample and filter by a binary reward, M-step SFT;
+* RFT — Yuan et al. 2023, "Scaling Relationship on Learning Mathematical Reasoning with Large
+  Language Models" (arXiv:2308.01825): rejection sampling, keep distinct correct paths;
+* STaR — Zelikman et al. 2022, "STaR: Bootstrapping Reasoning With Reasoning" (arXiv:2203.14465).
+
+Deviation, for CPU budgets: ReST-EM and STaR restart each round from the base model on all data
+so far; here each round *continues* the current adapter on that round's verified completions (plus,
+with ``replay_references``, the sampled tasks' references, so the adapter keeps what SFT taught on
+the tasks it still fails). With ``rl.eval_midway`` the adapter after ``rounds // 2`` rounds (at
+least one) is saved as the midway checkpoint, with the compute spent to reach it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sdk.errors import ConfigError
+from sdk.tasks.records import Task
+from sdk.train.config import RlConfig, SftConfig
+from sdk.train.result import TrainResult
+
+log = logging.getLogger(__name__)
+
+Score = Callable[[list[Task], list[str]], Sequence[Any]]
+Generate = Callable[[list[list[dict]], int], list[list[tuple]]]
+
+
+def verified(result: Any) -> bool:
+    """A sample worth imitating: judged, status ok, full marks, and no integrity flag raised."""
+    from sdk.eval.run import is_pass
+
+    return result is not None and is_pass(result) and not tuple(getattr(result, "flags", ()) or ())
+
+
+def keep_verified(tasks: Sequence[Task], samples: Sequence[Sequence[tuple]], results: Sequence[Any],
+                  max_per_task: int) -> tuple[list[dict], dict[str, int]]:
+    """SFT rows from the verified samples: at most ``max_per_task`` distinct (whitespace-normalised)
+    completions per task, in sample order.
+
+    Args:
+        tasks: the sampled tasks.
+        samples: per task, its ``k`` generations ``(text, n_tokens, ...)``.
+        results: the reward results, flat and aligned (task-major).
+    Returns:
+        ``(rows, counts)`` with ``counts`` = ``sampled``, ``verified``, ``kept``, ``tasks_solved``.
+    """
+    rows, n_verified, solved, i = [], 0, 0, 0
+    for task, group in zip(tasks, samples):
+        seen: set[str] = set()
+        for out in group:
+            res, i = results[i], i + 1
+            if not verified(res):
+                continue
+            n_verified += 1
+            key = " ".join(out[0].split())
+            if key in seen or len(seen) >= max_per_task:
+                continue
+            seen.add(key)
+            rows.append({"prompt": [m.model_dump() for m in task.prompt],
+                         "completion": [{"role": "assistant", "content": out[0]}]})
+        solved += bool(seen)
+    return rows, {"sampled": i, "verified": n_verified, "kept": len(rows), "tasks_solved": solved}
+
+
+def round_tasks(tasks: Sequence[Task], max_tasks: int | None, seed: int, rnd: int) -> list[Task]:
+    """The tasks sampled in round ``rnd``: all, or a seeded draw of ``max_tasks`` (new each round)."""
+    pool = [t for t in tasks if t.verifier.kind != "reference"]
+    if max_tasks is None or max_tasks >= len(pool):
+        return pool
+    return random.Random(f"{seed}:{rnd}").sample(pool, max_tasks)
+
+
+def round_sft_config(rc: RlConfig, sft_cfg: SftConfig) -> SftConfig:
+    """The SFT settings of one round: the run's SFT config with the expert-iteration epochs,
+    learning rate and batch size, no schedule (rows are few)."""
+    ec = rc.expert
+    return sft_cfg.model_copy(update={"epochs": ec.epochs, "max_steps": -1, "learning_rate": ec.learning_rate,
+                                      "batch_size": ec.batch_size, "token_budget": None})
+
+
+def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], score: Score,
+                         rc: RlConfig, sft_cfg: SftConfig, out_dir: Path, seed: int, dtype: str = "auto",
+                         progress: bool = True, make_generator: Callable[..., Any] | None = None,
+                         console: Any = None) -> TrainResult:
+    """Expert iteration for ``rc.expert.rounds`` rounds; the last adapter goes to ``out_dir/adapter``.
+
+    Args:
+        model_path: base model folder.
+        adapter_dir: the SFT adapter to start from (None: a fresh LoRA in the first round).
+        tasks: train tasks (those without an automatic verifier are skipped).
+        score: ``(tasks, completions) -> reward results`` (the sandboxed tiered reward).
+        rc: ``cfg.rl`` (``expert``, ``temperature``, ``max_completion_length``, ``eval_midway``).
+        sft_cfg: ``cfg.sft`` (LoRA, max_length, truncation), see :func:`round_sft_config`.
+        make_generator: ``(model_path, adapter, seed) -> generate`` with ``.close()``; default
+            :class:`sdk.generate.HFGenerator` (tests pass a fake).
+    Returns:
+        :class:`TrainResult` (stage ``rl``) whose ``details`` hold ``rounds`` (per round: counts,
+        steps, compute) and, with ``eval_midway``, ``midway`` (``round``, ``compute_s``).
+    Raises:
+        ConfigError: no task has an automatic verifier.
+    """
+    from sdk.train.sft import run_sft
+
+    if not any(t.verifier.kind != "reference" for t in tasks):
+        raise ConfigError("expert iteration has nothing to sample: no train task has an automatic verifier",
+                          "add a test-suite source (pytest, jsonl, humaneval), or turn RL off (--set rl.enabled=false)")
+    make_generator = make_generator or _hf_generator(rc, dtype)
+    shutil.rmtree(out_dir / "rounds", ignore_errors=True)  # rounds never resume a stale run's checkpoints
+    ec, cpu0, current = rc.expert, time.process_time(), adapter_dir
+    rounds, steps, tokens_gen, tokens_trained, midway = [], 0, 0, 0, {}
+    mid_round = max(1, ec.rounds // 2) if rc.eval_midway and ec.rounds > 1 else None
+    for rnd in range(ec.rounds):
+        part = round_tasks(tasks, ec.max_tasks, seed, rnd)
+        gen = make_generator(model_path, current, seed + rnd)
+        try:
+            samples = gen([[m.model_dump() for m in t.prompt] for t in part], ec.k)
+        finally:
+            gen.close()
+        tokens_gen += sum(int(o[1]) for group in samples for o in group)
+        flat_tasks = [t for t, group in zip(part, samples) for _ in group]
+        results = list(score(flat_tasks, [o[0] for group in samples for o in group]))
+        rows, counts = keep_verified(part, samples, results, ec.max_per_task)
+        record: dict[str, Any] = {"round": rnd + 1, "tasks": len(part), **counts}
+        if rows:
+            rows += _replay(part, rows) if ec.replay_references else []
+            out = out_dir / "rounds" / str(rnd + 1)
+            result = run_sft(model_path, rows, round_sft_config(rc, sft_cfg), out, seed + rnd, dtype, progress,
+                             adapter_dir=current)
+            current, steps, tokens_trained = out / "adapter", steps + result.steps, tokens_trained + result.tokens_trained
+            record.update(rows=len(rows), steps=result.steps)
+        record["compute_s"] = time.process_time() - cpu0
+        rounds.append(record)
+        _say(console, record)
+        if mid_round == rnd + 1 and current is not None:
+            _copy_adapter(current, out_dir / "midway" / "adapter")
+            midway = {"round": rnd + 1, "step": steps, "compute_s": record["compute_s"]}
+    if current is None:
+        raise ConfigError("expert iteration verified no sample in any round, so there is no adapter to save",
+                          "start from an SFT adapter (sft.enabled), raise rl.expert.k or rl.temperature, or use "
+                          "rl.algorithm: grpo")
+    _copy_adapter(current, out_dir / "adapter")
+    return TrainResult("rl", steps=steps, rows=sum(r.get("rows", 0) for r in rounds), tokens_trained=tokens_trained,
+                       tokens_generated=tokens_gen,
+                       details={"algorithm": "expert_iteration", "rounds": rounds, **({"midway": midway} if midway else {})})
+
+
+def _replay(part: Sequence[Task], rows: Sequence[dict]) -> list[dict]:
+    """References of the sampled tasks that got no verified row this round (SFT's own answers)."""
+    from sdk.train.sft import sft_rows
+
+    have = {r["prompt"][-1]["content"] for r in rows}
+    return sft_rows([t for t in part if t.prompt[-1].content not in have], [])
+
+
+def _hf_generator(rc: RlConfig, dtype: str) -> Callable[..., Any]:
+    from sdk.generate import HFGenerator
+
+    def make(model_path: str, adapter: Path | None, seed: int):
+        return HFGenerator(model_path, adapter, batch_size=8, max_new_tokens=rc.max_completion_length,
+                           temperature=rc.temperature, seed=seed, dtype=dtype)
+
+    return make
+
+
+def _copy_adapter(src: Path, dst: Path) -> None:
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("checkpoints"))
+
+
+def _say(console: Any, r: dict) -> None:
+    line = (f"  expert iteration round {r['round']}: {r['verified']}/{r['sampled']} samples verified on "
+            f"{r['tasks_solved']}/{r['tasks']} tasks, {r.get('rows', 0)} SFT rows, {r['compute_s']:.0f} CPU-s")
+    (console.print if console is not None else log.info)(line)
