@@ -139,11 +139,44 @@ def text_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Pat
     sandbox = ctx.need_sandbox()
     gen = make_generator(ctx.model_path, adapter, ec.batch_size, ec.max_new_tokens, ec.temperature,
                          cfg.seed, cfg.model.dtype, cfg.rl.use_vllm)
+    score = lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward)  # noqa: E731
     try:
-        return evaluate(tasks, gen, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward), label, ec.n_samples,
-                        progress=ctx.progress, batch_size=ec.batch_size)
+        rows = evaluate(tasks, gen, score, label, ec.n_samples, progress=ctx.progress, batch_size=ec.batch_size)
+        if ec.retry_with_feedback:
+            from sdk.eval.retry import retry_with_feedback
+
+            rows = retry_with_feedback(tasks, rows, gen, score, visible_test_feedback(sandbox, cfg), ec.batch_size)
+        return rows
     finally:
         gen.close()
+
+
+def visible_test_feedback(sandbox, cfg, max_chars: int = 900):
+    """``(tasks, completions) -> texts``: each completion's code run against its task's *visible*
+    tests only (hidden tests never reach a prompt), formatted as the failing tests' names and
+    messages, cut to ``max_chars``; a completion without code or that does not run says so."""
+    from sdk.rewards.extract import extract_code
+    from sdk.rewards.tiered import build_request
+    from sdk.tasks.records import UnitTestVerifier
+
+    def feedback(tasks: list[Task], completions: list[str]) -> list[str]:
+        out: list[str] = [""] * len(tasks)
+        reqs, where = [], []
+        for i, (task, text) in enumerate(zip(tasks, completions)):
+            ver = task.verifier
+            code = extract_code(text, getattr(ver, "entry_point", None)).code if isinstance(ver, UnitTestVerifier) else None
+            if code is None:
+                out[i] = "No code block was found in your answer." if isinstance(ver, UnitTestVerifier) else ""
+                continue
+            reqs.append(build_request(ver, code, limits=cfg.sandbox.limits))
+            where.append(i)
+        for i, res in zip(where, sandbox.run(reqs) if reqs else []):
+            failed = [f"{t.name}: {t.outcome}\n{t.message.strip()}" for t in res.tests if t.outcome != "passed"]
+            text = "\n\n".join(failed) or f"{res.status.value}: {res.detail or res.stderr[-400:]}"
+            out[i] = text[:max_chars]
+        return out
+
+    return feedback
 
 
 def tool_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Path | None, make_box) -> list[EvalRow]:
