@@ -5,7 +5,11 @@ never held a test, a nonce or an earlier request. It keeps only two pipes to the
 other descriptor, the report channel included, is closed before any solution code runs), lowers
 its rlimits to the request's, loads the solution as a module and then answers operations
 (``get``, ``call``, ``attr``, ``op``) on it, one frame each way. Results leave by value
-(:mod:`tl_wire`); anything that is not plain data stays here behind a handle.
+(:mod:`tl_wire`; values of the repository's own classes as pickles, :mod:`tl_pickle`, which the
+harness decodes with a restricted unpickler); anything else (the solution's own classes,
+functions) stays here behind a handle. After a call, the new state of each by-value argument
+that changed goes back with the answer (``mut``), so in-place mutation is seen by the tests. A
+test's callable arrives as a :class:`tl_cvalues.HarnessProxy`: calling it calls back into the harness.
 
 A PEP 578 audit hook reports, on a third pipe, introspection done *from solution code*
 (frames, ``gc`` walks, tracing, patching classes of other modules, reading test-like files):
@@ -21,6 +25,8 @@ import resource
 import sys
 import traceback
 
+import tl_cvalues
+import tl_pickle
 import tl_wire
 
 MSG = 2000
@@ -39,7 +45,7 @@ FRAME_ATTRS = {"tb_frame", "f_back", "f_globals", "f_locals", "gi_frame", "cr_fr
 TESTLIKE = ("test", "check", "conftest")
 
 
-class Candidate:
+class Candidate(tl_cvalues.Values):
     """State of the candidate process: the module, handles, the audit pipe."""
 
     def __init__(self, rfd, wfd, afd):
@@ -47,15 +53,13 @@ class Candidate:
         self.handles, self.module, self.filename = {}, None, None
         self.trusted = tuple(p for p in {os.path.dirname(os.__file__), os.path.dirname(tl_wire.__file__)} if p) + ("<frozen ",)
         self._in_hook = False
+        self.trust = tl_pickle.Trust((), None)
 
     def handle(self, obj):
         """Keep ``obj`` here and return its handle id."""
         key = id(obj)
         self.handles[key] = obj
         return key
-
-    def value(self, tree):
-        return tl_wire.decode(tree, lambda key, _t: self.handles[key])
 
     # -- audit (further line) -------------------------------------------------------------
     def _from_solution(self, depth=2, transparent=("inspect.py",)):
@@ -110,8 +114,10 @@ class Candidate:
             except (ValueError, OSError):
                 pass
         os.chdir(req["cwd"])
+        self.trust = tl_pickle.Trust([req["cwd"]] + list(req.get("path", [])), req["module"])
         sys.path[:] = [req["cwd"]] + [p for p in sys.path if p.startswith("/usr") or "python" in p] + req.get("path", [])
-        for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "__main__"):
+        for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "tl_remote", "tl_values",
+                     "tl_pickle", "tl_cvalues", "__main__"):
             sys.modules[name] = _Tripwire(name, self)
         mod = type(sys)(req["module"])
         self.filename = os.path.join(req["cwd"], req["target"])
@@ -140,10 +146,7 @@ class Candidate:
                     raise AttributeError("the solution does not define %r" % req["name"])
                 return self.module.__dict__[req["name"]]
         elif op == "call":
-            target = self.handles[req["h"]]
-            args = self.value(req["args"])
-            kwargs = dict(self.value(req["kwargs"]))
-            fn = lambda: target(*args, **kwargs)  # noqa: E731
+            return self.call(req)
         elif op == "attr":
             target = self.handles[req["h"]]
             fn = lambda: getattr(target, req["name"])  # noqa: E731
@@ -155,15 +158,40 @@ class Candidate:
             fn = lambda: OPS[op](*args)  # noqa: E731
         return self._capture(fn)
 
+    def call(self, req):
+        """Call a handle; the answer carries ``mut``: [[arg index or name, new state]] for each
+        by-value argument the call changed."""
+        target = self.handles[req["h"]]
+        args = self.value(req["args"])
+        kwargs = dict(self.value(req["kwargs"]))
+        watch = [(i, a) for i, a in enumerate(args) if self.mutable(a)] + \
+            [(k, v) for k, v in kwargs.items() if self.mutable(v)]
+        before = [self.encode(a) for _, a in watch]
+        answer = self._capture(lambda: target(*args, **kwargs))
+        muts = []
+        for (key, arg), old in zip(watch, before):
+            new = self.encode(arg)
+            if new != old:
+                muts.append([key, new])
+        if muts:
+            answer["mut"] = muts
+        return answer
+
     def _capture(self, fn):
         saved = sys.stdout, sys.stderr
         out, err = _Tee(saved[0]), _Tee(saved[1])
         sys.stdout, sys.stderr = out, err
         try:
-            answer = {"v": tl_wire.encode(fn(), self.handle)}
+            answer = {"v": self.encode(fn())}
         except BaseException as exc:  # noqa: BLE001 - every failure goes back as data
             answer = {"err": {"type": type(exc).__name__[:100], "builtin": _builtin_exc(exc),
                               "msg": _safe_str(exc)[-MSG:], "tb": _safe_tb()[-MSG:]}}
+            if self.trust.allowed_class(type(exc)):
+                try:
+                    exc.__traceback__ = None
+                    answer["err"]["p"] = tl_pickle.dumps(exc, self.persistent_id)
+                except BaseException:  # noqa: BLE001 - the name and message still go back
+                    pass
         finally:
             sys.stdout, sys.stderr = saved
             for f in saved:
@@ -182,11 +210,14 @@ class Candidate:
                 req = self.reader.recv()
             except (EOFError, tl_wire.WireError):
                 os._exit(0)
-            try:
-                answer = self.run(req)
-            except BaseException as exc:  # noqa: BLE001 - a bad handle, a broken value
-                answer = {"err": {"type": "RuntimeError", "builtin": True, "msg": "protocol: %s" % _safe_str(exc), "tb": ""}}
-            tl_wire.send(self.wfd, answer)
+            tl_wire.send(self.wfd, self.answer(req))
+
+    def answer(self, req):
+        """The answer frame of one request (a protocol failure is a RuntimeError answer)."""
+        try:
+            return self.run(req)
+        except BaseException as exc:  # noqa: BLE001 - a bad handle, a broken value
+            return {"err": {"type": "RuntimeError", "builtin": True, "msg": "protocol: %s" % _safe_str(exc), "tb": ""}}
 
 
 class _Tee(io.TextIOBase):

@@ -2,8 +2,9 @@
 
 The solution runs only in the candidate process (:mod:`tl_candidate`), forked before this
 process read the request. Here, the tests run against proxies (:mod:`tl_remote`): every call
-crosses the process boundary, arguments and results travel as plain data, and every assertion
-is evaluated in this process. The report channel (a pipe fd, or the warm server's stdout) is
+crosses the process boundary, arguments and results travel as plain data or, for the
+repository's own classes, as pickles decoded here only by a restricted unpickler (:mod:`tl_values`,
+:mod:`tl_pickle`), and every assertion is evaluated in this process. The report channel (a pipe fd, or the warm server's stdout) is
 never open in the candidate; this process is not dumpable, so ``/proc/<pid>/{mem,fd}`` of it
 cannot be opened from the candidate (and seccomp denies ptrace and process_vm_*).
 
@@ -107,7 +108,45 @@ def _load_request(payload, cwd):
             "nproc_extra": payload.get("nproc_extra", 0)}
 
 
+def preimport(payload, cwd):
+    """Import here the repository modules that the solution's file imports, *before* the
+    solution loads (their files are still as the task shipped them), so that their classes can
+    come back by value (:mod:`tl_pickle` trusts only modules this process has imported)."""
+    import ast
+    import importlib.util
+    source = payload.get("code")
+    try:
+        if source is None:
+            with open(os.path.join(cwd, payload["target"]), encoding="utf-8") as fh:
+                source = fh.read()
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    target = module_name(payload["target"])
+    package = target.rpartition(".")[0].split(".") if "." in target else []
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = package[:len(package) - node.level + 1] if node.level else []
+            base = ".".join(parts + ([node.module] if node.module else []))
+            names.update([base] + [base + "." + a.name for a in node.names if base])
+    roots = tuple(os.path.realpath(r) + os.sep for r in [cwd] + list(payload.get("path", [])))
+    for name in sorted(names)[:200]:
+        if not name or name == target or name in sys.modules:
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+            if spec is not None and os.path.realpath(spec.origin or "/nonexistent").startswith(roots):
+                importlib.import_module(name)
+        except BaseException:  # noqa: BLE001 - a module that does not import here stays untrusted
+            continue
+
+
 def _load(chan, payload, remote, cwd):
+    if payload["mode"] == "pytest":
+        preimport(payload, cwd)
     err = remote.load(_load_request(payload, cwd))
     if err is not None:
         kind, message = err
@@ -123,6 +162,7 @@ def run(chan, payload, remote, started):
     os.chdir(cwd)
     sys.path[:0] = [cwd]
     sys.path += payload.get("path", [])
+    remote.codec.configure([cwd] + list(payload.get("path", [])), module_name(payload["target"]))
     chan.emit(event="start", python=sys.version.split()[0], warm=bool(payload.get("warm")))
     try:
         if payload["mode"] == "pytest":

@@ -2,7 +2,8 @@
 
 :class:`Remote` forks the candidate (:mod:`tl_candidate`) and talks to it one frame at a time
 with a deadline. Tests never hold a candidate object: they hold a :class:`RemoteObject`, whose
-operations run in the candidate and come back by value. Type-strict rules: a plain value
+operations run in the candidate and come back by value (plain data, or the repository's own
+classes through a restricted unpickler, :mod:`tl_values`). Type-strict rules: a plain value
 compares as itself; a remote (non-plain) object is never equal to plain data (an ``int``
 subclass whose ``__eq__`` says yes is not an ``int`` here), and when such an object overrides
 ``__eq__`` or subclasses a builtin type the comparison is also reported (``always_equal``).
@@ -13,6 +14,7 @@ import os
 import signal
 import time
 
+import tl_values
 import tl_wire
 
 NEVER_RAISED = ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopIteration", "StopAsyncIteration")
@@ -48,6 +50,7 @@ class Remote:
         self.deadline, self.flags, self.events = None, {}, []
         self.gone, self.timed_out, self.status, self.rusage, self.stopped = None, False, None, None, False
         self.loaded = False
+        self.codec = tl_values.Codec(self, RemoteObject, CandidateGone)
 
     # -- plumbing -------------------------------------------------------------------------
     def flag(self, name, detail):
@@ -81,6 +84,9 @@ class Remote:
         try:
             tl_wire.send(self.wfd, req)
             answer = self.reader.recv(self.deadline)
+            while type(answer) is dict and "cb" in answer:   # the candidate calls a test's callable
+                tl_wire.send(self.wfd, self.codec.callback(answer))
+                answer = self.reader.recv(self.deadline)
         except TimeoutError:
             self.kill()
             self.timed_out = True
@@ -188,6 +194,9 @@ class Remote:
             name, msg = str(err.get("type", "Exception")), str(err.get("msg", ""))
             if name == "SystemExit":
                 self.flag("exit_trick", "the solution raised SystemExit during a call")
+            exc = self.codec.error(err)
+            if exc is not None:
+                raise exc
             cls = getattr(builtins, name, None) if err.get("builtin") and name not in NEVER_RAISED else None
             text = msg.split(": ", 1)[1] if msg.startswith(name + ": ") else msg
             if isinstance(cls, type) and issubclass(cls, BaseException):
@@ -198,37 +207,10 @@ class Remote:
             else:
                 exc = CandidateError(msg)
             raise exc
-        try:
-            return tl_wire.decode(answer.get("v"), lambda h, t: RemoteObject(self, ("h", h), t))
-        except Exception as exc:  # noqa: BLE001 - a malformed value
-            self.kill()
-            self.gone = "the solution's process sent a malformed value (%s)" % exc
-            raise CandidateGone(self.gone)
+        return self.codec.decode(answer.get("v"))
 
     def op(self, name, *args):
-        return self.result(self.ask({"op": name, "args": to_wire(list(args))}))
-
-
-def to_wire(value, depth=0):
-    """A harness value as sent to the candidate: plain data, or handles of remote objects."""
-    if isinstance(value, RemoteObject):
-        kind, x = value._tl_target()
-        return {"h": x} if kind == "h" else tl_wire.encode(x)
-    if depth > tl_wire.MAX_DEPTH:
-        raise TypeError("argument nested too deeply")
-    t = type(value)
-    if t is list:
-        return [to_wire(v, depth + 1) for v in value]
-    if t is tuple:
-        return {"t": [to_wire(v, depth + 1) for v in value]}
-    if t is dict:
-        return {"d": [[to_wire(k, depth + 1), to_wire(v, depth + 1)] for k, v in value.items()]}
-    if t in (set, frozenset):
-        return {"s" if t is set else "fs": [to_wire(v, depth + 1) for v in value]}
-    try:
-        return tl_wire.encode(value)
-    except tl_wire.NotPlain:
-        raise TypeError("only plain data can be passed to the solution, not %s" % t.__name__)
+        return self.result(self.ask({"op": name, "args": self.codec.to_wire(list(args))}))
 
 
 def _binop(name, reflected=False):
@@ -270,8 +252,14 @@ class RemoteObject:
         kind, x = self._tl_target()
         if kind == "v":
             return x(*args, **kwargs)
-        req = {"op": "call", "h": x, "args": to_wire(list(args)), "kwargs": to_wire(list(kwargs.items()))}
-        return self._tl_remote.result(self._tl_remote.ask(req))
+        remote = self._tl_remote
+        if remote.codec.decoding:
+            raise tl_values.tl_pickle.Refused(self._tl_type, "__call__ (a value rebuilt by calling the solution)", True)
+        req = {"op": "call", "h": x, "args": remote.codec.to_wire(list(args)),
+               "kwargs": remote.codec.to_wire(list(kwargs.items()))}
+        answer = remote.ask(req)
+        remote.codec.apply_mutations(answer, args, kwargs)
+        return remote.result(answer)
 
     def __getattr__(self, name):
         if (name.startswith("__") and name.endswith("__")) or not self._tl_remote.loaded:
@@ -285,7 +273,7 @@ class RemoteObject:
         kind, x = self._tl_target()
         if kind == "v":
             raise AttributeError("cannot set %r on a plain value" % name)
-        self._tl_remote.result(self._tl_remote.ask({"op": "setattr", "h": x, "name": name, "value": to_wire(value)}))
+        self._tl_remote.result(self._tl_remote.ask({"op": "setattr", "h": x, "name": name, "value": self._tl_remote.codec.to_wire(value)}))
 
     def __eq__(self, other):
         kind, x = self._tl_target()

@@ -5,7 +5,8 @@ type: ``None, bool, int, float, str, bytes, complex, list, tuple, dict, set, fro
 (``type(x) is int``, never a subclass). Anything else (an ``int`` subclass with its own
 ``__eq__``, a class instance, a function) is never serialised: the candidate side sends a
 *handle* (``{"h": id}``) that the harness can only use through remote calls, and the harness
-side refuses to decode anything it does not know. Decoding builds fresh builtin objects, so no
+side refuses to decode anything it does not know. Values of the repository's own classes travel
+as restricted pickles (``{"p": ...}``, see :mod:`tl_pickle`). Decoding builds fresh builtin objects, so no
 code chosen by the candidate runs in the harness.
 
 Frames on a pipe: ``<length>\\n<json bytes>``; a frame above :data:`MAX_FRAME` is refused.
@@ -54,30 +55,33 @@ def encode(value, handles=None, depth=0):
     return {"h": handles(value), "type": t.__name__[:80]}
 
 
-def decode(tree, handle=None, depth=0):
+def decode(tree, handle=None, depth=0, loads=None):
     """JSON tree -> fresh builtin values; ``handle(id, type_name)`` builds what a handle
-    stands for (without it a handle raises :class:`WireError`)."""
+    stands for (without it a handle raises :class:`WireError`); ``loads(text)`` decodes a
+    pickled value (``{"p": base64}``, :mod:`tl_pickle`; without it one raises WireError)."""
     if depth > MAX_DEPTH:
         raise WireError("nested too deeply")
     t = type(tree)
     if t in PLAIN_SCALARS:
         return tree
     if t is list:
-        return [decode(v, handle, depth + 1) for v in tree]
+        return [decode(v, handle, depth + 1, loads) for v in tree]
     if t is not dict or len(tree) not in (1, 2):
         raise WireError("unknown value %r" % (t,))
     (tag, body), = [(k, v) for k, v in tree.items() if k != "type"] or [("?", None)]
     if tag == "t":
-        return tuple(decode(v, handle, depth + 1) for v in body)
+        return tuple(decode(v, handle, depth + 1, loads) for v in body)
     if tag == "d":
-        return {decode(k, handle, depth + 1): decode(v, handle, depth + 1) for k, v in body}
+        return {decode(k, handle, depth + 1, loads): decode(v, handle, depth + 1, loads) for k, v in body}
     if tag in ("s", "fs"):
-        items = [decode(v, handle, depth + 1) for v in body]
+        items = [decode(v, handle, depth + 1, loads) for v in body]
         return set(items) if tag == "s" else frozenset(items)
     if tag == "b":
         return bytes.fromhex(body)
     if tag == "c":
         return complex(float(body[0]), float(body[1]))
+    if tag == "p" and loads is not None:
+        return loads(body)
     if tag == "h" and handle is not None and type(body) is int:
         return handle(body, str(tree.get("type", "object")))
     raise WireError("unknown tag %r" % (tag,))

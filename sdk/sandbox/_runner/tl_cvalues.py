@@ -1,0 +1,149 @@
+"""The candidate's side of values crossing to and from the harness (stdlib only).
+
+Values leave as plain JSON, as handles (``{"h": id}``: the solution's own classes, functions,
+anything the harness would not rebuild) or as pickles of trusted classes (:mod:`tl_pickle`;
+the harness decodes them with a restricted unpickler, so this side only decides what is *worth*
+sending by value: the harness's rules are the ones that hold). Values from the harness are
+decoded with the plain unpickler (the harness is trusted); a test's object that cannot live
+here (a lambda, a callback) arrives as a :class:`HarnessProxy`, used through calls back.
+"""
+
+import builtins
+import copyreg
+import os
+import pickle
+
+import tl_pickle
+import tl_wire
+
+
+class Values:
+    """Mixin of :class:`tl_candidate.Candidate`: needs ``handles``, ``handle()``, ``trust``,
+    ``reader``, ``wfd``, ``afd`` and ``answer(req)``."""
+
+    def value(self, tree):
+        """A value from the harness (plain, a handle, or a pickle of the trusted harness's)."""
+        return tl_wire.decode(tree, lambda key, _t: self.handles[key],
+                              loads=lambda text: tl_pickle.loads_trusted(text, self.load_id))
+
+    def load_id(self, pid):
+        if pid[0] == "h":
+            return self.handles[pid[1]]
+        if pid[0] == "r":
+            return HarnessProxy(self, pid[1], pid[2])
+        return self.value(pid[1])
+
+    def persistent_id(self, obj):
+        """None: pickle ``obj`` by value (a trusted class, :mod:`tl_pickle`); else a handle."""
+        t = type(obj)
+        if t in tl_pickle.EXACT or t is bytearray:
+            return None
+        if t is HarnessProxy:
+            return ("r", obj._tl_rid, obj._tl_type)
+        if isinstance(obj, type) and self.trust.allowed_class(obj):
+            return None
+        if not isinstance(obj, type) and self.trust.allowed_class(t):
+            return None
+        if "__reduce__" in t.__dict__ or "__reduce_ex__" in t.__dict__:
+            self._smuggle(obj)
+        return ("h", self.handle(obj), t.__name__[:80])
+
+    def _smuggle(self, obj):
+        """Report a value (that stays here) whose ``__reduce__`` names a callable that is no
+        trusted class (``os.system``...): an attempt to run code where it is unpickled."""
+        try:
+            self._guard(obj)
+        except BaseException:  # noqa: BLE001 - solution code: whatever it does, the value stays here
+            pass
+
+    def _guard(self, obj):
+        """The reduce tuple of a by-value object when it rebuilds from trusted classes only;
+        else report it (a standard callable such as ``os.system``: runner_tampering) and raise
+        PicklingError (the value then stays here behind a handle)."""
+        rv = obj.__reduce_ex__(tl_pickle.PROTOCOL)
+        if type(rv) is not tuple:
+            return NotImplemented
+        fn = rv[0] if rv else None
+        if fn in (copyreg.__newobj__, copyreg.__newobj_ex__) or (isinstance(fn, type) and self.trust.allowed_class(fn)):
+            return rv
+        module = str(getattr(fn, "__module__", None) or "")
+        if tl_pickle.is_stdlib_module(module) or module == self.trust.target:
+            name = "%s.%s" % (module, getattr(fn, "__qualname__", "?"))
+            os.write(self.afd, ("runner_tampering __reduce__ naming %s\n" % name[:200]).encode())
+        raise pickle.PicklingError("rebuilt by %r, not by a trusted class" % (fn,))
+
+    def encode(self, value):
+        """A value for the harness: plain JSON, a handle, or a pickle (see the module doc)."""
+        try:
+            return tl_wire.encode(value)
+        except tl_wire.NotPlain:
+            pass
+        pid = self.persistent_id(value)
+        if pid is not None and pid[0] == "h":
+            return {"h": pid[1], "type": pid[2]}
+        try:
+            return {"p": tl_pickle.dumps(value, self.persistent_id, self._guard)}
+        except BaseException:  # noqa: BLE001 - not picklable after all: it stays here
+            return {"h": self.handle(value), "type": type(value).__name__[:80]}
+
+    def mutable(self, value):
+        """True for a by-value argument whose changes must go back to the harness."""
+        t = type(value)
+        if t in (list, dict, set, bytearray):
+            return True
+        if t in tl_pickle.EXACT or t is HarnessProxy or isinstance(value, type) or self.handles.get(id(value)) is value:
+            return False
+        return self.trust.allowed_class(t) and (hasattr(value, "__dict__") or hasattr(t, "__slots__"))
+
+    def call_back(self, rid, op, args, kwargs):
+        """Run ``op`` on the harness's object ``rid`` (serving the harness's nested requests
+        meanwhile); its result, or its exception raised here."""
+        tl_wire.send(self.wfd, {"cb": rid, "op": op, "args": self.encode(list(args)),
+                                "kwargs": self.encode(list(kwargs.items()))})
+        while True:
+            try:
+                req = self.reader.recv()
+            except (EOFError, tl_wire.WireError):
+                os._exit(0)
+            if "cbr" in req:
+                break
+            tl_wire.send(self.wfd, self.answer(req))
+        if "err" in req:
+            err = req["err"]
+            cls = getattr(builtins, err.get("type", ""), None) if err.get("builtin") else None
+            try:
+                exc = cls(err.get("msg", "")) if isinstance(cls, type) and issubclass(cls, Exception) else None
+            except TypeError:
+                exc = None
+            if exc is not None:
+                raise exc
+            raise RuntimeError("%s: %s" % (err.get("type"), err.get("msg")))
+        return self.value(req["v"])
+
+
+class HarnessProxy:
+    """An object of the harness (a test's key function, callback, own object): calling it,
+    iterating it or printing it is a call back into the harness, which runs it there."""
+
+    __slots__ = ("_tl_cand", "_tl_rid", "_tl_type")
+
+    def __init__(self, cand, rid, type_name):
+        self._tl_cand, self._tl_rid, self._tl_type = cand, rid, type_name
+
+    def __call__(self, *args, **kwargs):
+        return self._tl_cand.call_back(self._tl_rid, "call", args, kwargs)
+
+    def __next__(self):
+        return self._tl_cand.call_back(self._tl_rid, "next", (), {})
+
+    def __iter__(self):
+        return self._tl_cand.call_back(self._tl_rid, "iter", (), {})
+
+    def __len__(self):
+        return self._tl_cand.call_back(self._tl_rid, "len", (), {})
+
+    def __repr__(self):
+        return self._tl_cand.call_back(self._tl_rid, "repr", (), {})
+
+    def __str__(self):
+        return self._tl_cand.call_back(self._tl_rid, "str", (), {})

@@ -1,0 +1,231 @@
+"""Values of trusted classes across the harness/candidate boundary (stdlib only, Python >= 3.8).
+
+Plain data (exact builtin types) travels as tagged JSON (:mod:`tl_wire`). A value with other
+parts travels as a pickle (``{"p": base64}``) under these rules:
+
+- *trusted* classes cross by value: classes defined in the repository's own modules (a module
+  whose file lies under the working folder or a test-dependency folder, already imported in the
+  receiving process, and never the module that holds the candidate's code), a short list of
+  standard classes (:data:`SAFE_STDLIB`: datetime, decimal, fractions, collections, uuid,
+  pathlib, SimpleNamespace) and the builtin containers/exceptions of :data:`SAFE_BUILTINS`;
+- everything else is a *persistent id*: a handle to an object that stays in the candidate
+  (``("h", id, type)``: the solution's own classes, functions, anything unknown) or a *reverse
+  handle* to an object that stays in the harness (``("r", id, type)``: a lambda key function,
+  a callback, an instance of a class defined in a test file), used through calls back.
+
+The harness decodes the candidate's pickles only with :class:`Restricted`, whose ``find_class``
+resolves exactly the classes above (never ``os.system``, ``builtins.eval``/``getattr``, the
+solution's module, a function of any module) and raises :class:`Refused` for the rest; nothing
+a candidate writes can make the harness call anything else. The candidate decodes the harness's
+pickles with the plain unpickler (the harness is trusted).
+"""
+
+import base64
+import io
+import os
+import pickle
+import sys
+
+PROTOCOL = 4
+EXACT = frozenset({type(None), bool, int, float, str, bytes, complex, list, tuple, dict, set, frozenset})
+SAFE_BUILTINS = frozenset({"object", "set", "frozenset", "list", "dict", "tuple", "int", "float", "complex", "str",
+                           "bytes", "bytearray", "bool", "range", "slice"})
+NEVER_RAISED = frozenset({"SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopAsyncIteration"})
+SAFE_STDLIB = {
+    "copyreg": {"_reconstructor"},
+    "datetime": {"date", "time", "datetime", "timedelta", "timezone"},
+    "decimal": {"Decimal"},
+    "fractions": {"Fraction"},
+    "collections": {"OrderedDict", "defaultdict", "deque", "Counter"},
+    "uuid": {"UUID", "SafeUUID"},
+    "pathlib": {"PurePath", "PurePosixPath", "PosixPath", "Path"},
+    "types": {"SimpleNamespace"},
+}
+STDLIB_DIR = os.path.dirname(os.__file__)
+_STDLIB_NAMES = getattr(sys, "stdlib_module_names", frozenset({
+    "os", "posix", "nt", "sys", "subprocess", "builtins", "shutil", "importlib", "ctypes", "pickle", "socket",
+    "pty", "runpy", "code", "codecs", "io", "signal", "multiprocessing", "threading", "functools", "operator"}))
+
+
+class Refused(pickle.UnpicklingError):
+    """A pickle named something outside the trusted classes. ``hostile``: a standard-library
+    callable, the solution's own module or the runner's (only a subverted encoder writes
+    those); otherwise a module the receiving side has not imported (an honest mismatch)."""
+
+    def __init__(self, module, name, hostile):
+        super().__init__("%s.%s may not cross the process boundary by value" % (module, name))
+        self.module, self.name, self.hostile = module, name, hostile
+
+
+def is_stdlib_module(name):
+    """True for a module of the standard library (by name, or by file location)."""
+    top = name.split(".", 1)[0]
+    if top in sys.builtin_module_names or top in _STDLIB_NAMES:
+        return True
+    mod = sys.modules.get(name)
+    path = getattr(mod, "__file__", None) or ""
+    return path.startswith(STDLIB_DIR + os.sep) and "-packages" not in path
+
+
+class Trust:
+    """Which modules are the repository's own (see the module docstring).
+
+    ``roots``: folders whose modules are trusted (the working folder, test dependencies);
+    ``target``: the module name that holds the candidate's code (never trusted)."""
+
+    def __init__(self, roots, target):
+        self.roots = tuple(os.path.realpath(r) + os.sep for r in roots if r)
+        self.target = target
+        self._known = {}
+
+    def repo_module(self, name):
+        """The already-imported repository module ``name``, or None."""
+        mod = sys.modules.get(name)
+        seen = self._known.get(name)
+        if seen is not None and seen[0] is mod:
+            return mod if seen[1] else None
+        ok = (type(mod) is type(sys) and name != self.target and not name.startswith("tl_") and bool(self.roots)
+              and os.path.realpath(getattr(mod, "__file__", None) or "/nonexistent").startswith(self.roots))
+        self._known[name] = (mod, ok)
+        return mod if ok else None
+
+    def allowed_class(self, cls):
+        """True when instances of ``cls`` (a type) may cross by value."""
+        module, qual = getattr(cls, "__module__", None), getattr(cls, "__qualname__", None)
+        if type(module) is not str or type(qual) is not str:
+            return False
+        try:
+            return self.find(module, qual) is cls
+        except Refused:
+            return False
+
+    def find(self, module, name):
+        """What ``find_class(module, name)`` may return; raises :class:`Refused` otherwise."""
+        if module == "builtins":
+            obj = _builtin(name)
+            if obj is not None:
+                return obj
+            raise Refused(module, name, True)
+        if name in SAFE_STDLIB.get(module, ()):
+            __import__(module)
+            return getattr(sys.modules[module], name)
+        mod = self.repo_module(module)
+        if mod is None:
+            hostile = module == self.target or module.startswith(("tl_", "pytest", "_pytest", "pluggy")) \
+                or is_stdlib_module(module)
+            raise Refused(module, name, hostile)
+        obj = mod
+        for part in name.split("."):
+            if part.startswith("__") or part == "<locals>":
+                raise Refused(module, name, False)
+            obj = getattr(obj, part, None)
+        if isinstance(obj, type) and obj.__module__ == module:
+            return obj
+        kind = type(obj)
+        if _is_enum_member(obj) and kind.__module__ == module:
+            return obj
+        raise Refused(module, name, False)
+
+
+def _builtin(name):
+    import builtins
+    obj = getattr(builtins, name, None)
+    if name in SAFE_BUILTINS:
+        return obj
+    if isinstance(obj, type) and issubclass(obj, BaseException) and name not in NEVER_RAISED:
+        return obj
+    return None
+
+
+def _is_enum_member(obj):
+    enum = sys.modules.get("enum")
+    return enum is not None and isinstance(obj, enum.Enum)
+
+
+class _Pickler(pickle.Pickler):
+    """Enum members as ``(cls, (value,))`` (some Pythons reduce them to ``getattr(cls, name)``,
+    and ``getattr`` never crosses); every other by-value object through ``guard`` if set."""
+
+    guard = None
+
+    def reducer_override(self, obj):
+        if _is_enum_member(obj):
+            return type(obj), (obj._value_,)
+        if self.guard is None or isinstance(obj, type):
+            return NotImplemented
+        return self.guard(obj)
+
+
+def dumps(value, persistent_id, guard=None):
+    """Pickle ``value`` (protocol 4) with ``persistent_id(obj) -> None | tuple``; base64 text.
+    ``guard(obj)``: the reduce tuple of a by-value object, or NotImplemented, or raises
+    ``pickle.PicklingError`` (the candidate's check that a value rebuilds from trusted classes)."""
+    buf = io.BytesIO()
+    pickler = _Pickler(buf, PROTOCOL)
+    pickler.guard = guard
+    pickler.persistent_id = persistent_id
+    pickler.dump(value)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+class Restricted(pickle.Unpickler):
+    """The harness's unpickler: only :meth:`Trust.find` classes, persistent ids via ``load_id``."""
+
+    def __init__(self, data, trust, load_id):
+        super().__init__(io.BytesIO(data))
+        self.trust, self.load_id = trust, load_id
+
+    def find_class(self, module, name):
+        return self.trust.find(module, name)
+
+    def persistent_load(self, pid):
+        return self.load_id(pid)
+
+
+def loads_restricted(text, trust, load_id):
+    """Decode a candidate's pickle (base64 text) in the harness; raises :class:`Refused` or
+    ``pickle.UnpicklingError``/``ValueError`` for a broken one."""
+    if type(text) is not str:
+        raise pickle.UnpicklingError("a pickle must be text")
+    return Restricted(base64.b64decode(text.encode("ascii"), validate=True), trust, load_id).load()
+
+
+def loads_trusted(text, load_id):
+    """Decode the harness's pickle in the candidate (the harness is trusted)."""
+    unpickler = pickle.Unpickler(io.BytesIO(base64.b64decode(text.encode("ascii"))))
+    unpickler.persistent_load = load_id
+    return unpickler.load()
+
+
+def apply_state(orig, new):
+    """Copy the state of ``new`` (the candidate's copy of an argument after a call) onto the
+    harness's original ``orig``: list/dict/set/bytearray/deque contents, instance ``__dict__``
+    (names without dunders) and slots. Nothing happens when the types differ. Returns True
+    when something was applied."""
+    if type(new) is not type(orig) or isinstance(orig, type):
+        return False
+    if isinstance(orig, (list, bytearray)):
+        orig[:] = new
+    elif isinstance(orig, dict):
+        orig.clear()
+        orig.update(new)
+    elif isinstance(orig, set):
+        orig.clear()
+        orig |= new
+    elif type(orig).__name__ == "deque" and type(orig).__module__ == "collections":
+        orig.clear()
+        orig.extend(new)
+    state = getattr(new, "__dict__", None)
+    if type(state) is dict and type(getattr(orig, "__dict__", None)) is dict:
+        keep = {k: v for k, v in state.items() if type(k) is str and not k.startswith("__")}
+        orig.__dict__.clear()
+        orig.__dict__.update(keep)
+    for cls in type(orig).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if type(slot) is str and not slot.startswith("__"):
+                try:
+                    object.__setattr__(orig, slot, object.__getattribute__(new, slot))
+                except AttributeError:
+                    pass
+    return True

@@ -1,0 +1,188 @@
+"""The harness's side of values crossing to and from the candidate (stdlib only).
+
+To the candidate (:meth:`Codec.to_wire`): plain data as tagged JSON; a proxy as its handle;
+anything else pickled, where the candidate can rebuild it (standard-library and repository
+classes, functions by name), and as a *reverse handle* otherwise (a lambda, a bound method, an
+instance of a class defined in a test file): the candidate calls back (:meth:`Codec.callback`)
+and the harness runs it, so a test's key function or callback works without its code ever
+leaving the harness.
+
+From the candidate (:meth:`Codec.decode`): only through :class:`tl_pickle.Restricted`. A pickle
+that names anything hostile (a standard-library callable such as ``os.system``, the solution's
+own module, the runner) kills the candidate and is reported as ``runner_tampering``; a class of
+a module the tests never imported is a plain failure of that call (``TypeError``).
+
+In-place mutation (:meth:`Codec.apply_mutations`): after a call the candidate sends the new
+state of each by-value argument that changed, and it is copied onto the harness's original
+(list/dict/set contents, instance attributes), so ``f(acct); assert acct.closed`` and
+``helper(xs); assert xs == sorted(xs)`` hold. Only top-level arguments are copied back, and
+their contents are fresh objects (an element the test kept a reference to is not updated).
+"""
+
+import builtins
+import pickle
+import types
+
+import tl_pickle
+import tl_wire
+
+BY_NAME = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
+           types.WrapperDescriptorType, types.ClassMethodDescriptorType, types.MethodWrapperType)
+MSG = 2000
+
+
+class Codec:
+    """Encoding and decoding for one :class:`tl_remote.Remote` (``remote``); ``proxy`` is the
+    :class:`tl_remote.RemoteObject` class, ``gone`` its CandidateGone exception."""
+
+    def __init__(self, remote, proxy, gone):
+        self.remote, self.proxy, self.gone = remote, proxy, gone
+        self.trust = tl_pickle.Trust((), None)
+        self.reverse = {}
+        self.decoding = 0   # > 0 while a candidate pickle is decoded: no handle may be called then
+
+    def configure(self, roots, target):
+        """Trusted folders and the solution's module name (known once the request is read)."""
+        self.trust = tl_pickle.Trust(roots, target)
+
+    # -- harness -> candidate --------------------------------------------------------------
+    def to_wire(self, value):
+        """A harness value as sent to the candidate (see the module docstring)."""
+        try:
+            return tl_wire.encode(value)
+        except tl_wire.NotPlain:
+            pass
+        if isinstance(value, self.proxy):
+            kind, x = value._tl_target()
+            if kind == "h":
+                return {"h": x}
+        try:
+            return {"p": tl_pickle.dumps(value, self.persistent_id)}
+        except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
+            top = ("r", self._reverse(value), type(value).__name__[:80])
+            return {"p": tl_pickle.dumps(value, lambda o: top if o is value else self.persistent_id(o))}
+
+    def persistent_id(self, obj):
+        """None to pickle ``obj`` by value, else a handle tuple."""
+        t = type(obj)
+        if t in tl_pickle.EXACT:
+            return None
+        if isinstance(obj, self.proxy):
+            kind, x = obj._tl_target()
+            return ("h", x) if kind == "h" else ("v", self.to_wire(x))
+        if isinstance(obj, type) or t in BY_NAME:
+            owner = getattr(obj, "__objclass__", obj)
+            qual = str(getattr(obj, "__qualname__", "<"))
+            if "<" not in qual and self._importable(getattr(owner, "__module__", None)):
+                return None
+        elif t is not types.MethodType and self._importable(t.__module__):
+            return None
+        return ("r", self._reverse(obj), t.__name__[:80])
+
+    def _importable(self, module):
+        """True when the candidate imports ``module`` as the same code (stdlib or repository)."""
+        if type(module) is not str:
+            return False
+        return self.trust.repo_module(module) is not None or (
+            tl_pickle.is_stdlib_module(module) and not module.startswith("tl_"))
+
+    def _reverse(self, obj):
+        self.reverse[id(obj)] = obj
+        return id(obj)
+
+    # -- candidate -> harness --------------------------------------------------------------
+    def load_id(self, pid):
+        """A persistent id in a candidate pickle -> a proxy or the harness's own object."""
+        if type(pid) is tuple and len(pid) == 3 and pid[0] == "h" and type(pid[1]) is int:
+            return self.proxy(self.remote, ("h", pid[1]), str(pid[2])[:80])
+        if type(pid) is tuple and len(pid) == 3 and pid[0] == "r" and pid[1] in self.reverse:
+            return self.reverse[pid[1]]
+        raise tl_pickle.Refused("persistent id", repr(pid)[:80], True)
+
+    def loads(self, text):
+        self.decoding += 1
+        try:
+            return tl_pickle.loads_restricted(text, self.trust, self.load_id)
+        finally:
+            self.decoding -= 1
+
+    def decode(self, tree):
+        """A value from the candidate (raises TypeError for an honest mismatch; kills the
+        candidate and raises CandidateGone for a hostile or broken value)."""
+        try:
+            return tl_wire.decode(tree, lambda h, t: self.proxy(self.remote, ("h", h), t), loads=self.loads)
+        except tl_pickle.Refused as exc:
+            if not exc.hostile:
+                raise TypeError("the solution returned a %s.%s: only plain data, the repository's classes "
+                                "imported by the tests and a few standard ones cross by value" % (exc.module, exc.name))
+            self.remote.flag("runner_tampering", "the solution sent a value that names %s.%s" % (exc.module, exc.name))
+            reason = "the solution's process sent a value naming %s.%s (refused)" % (exc.module, exc.name)
+        except Exception as exc:  # noqa: BLE001 - a malformed value
+            reason = "the solution's process sent a malformed value (%s)" % exc
+        self.remote.kill()
+        self.remote.gone = reason
+        raise self.gone(reason)
+
+    def error(self, err):
+        """The exception object of a candidate error, when it came by value, else None."""
+        if "p" not in err:
+            return None
+        try:
+            exc = self.decode({"p": err["p"]})
+        except TypeError:
+            return None
+        ok = isinstance(exc, BaseException) and type(exc).__name__ not in tl_pickle.NEVER_RAISED \
+            and not isinstance(exc, (SystemExit, KeyboardInterrupt, GeneratorExit))
+        return exc if ok else None
+
+    def apply_mutations(self, answer, args, kwargs):
+        """Copy the candidate's changes of by-value arguments back onto ``args``/``kwargs``."""
+        muts = answer.get("mut")
+        if type(muts) is not list:
+            return
+        for item in muts[:len(args) + len(kwargs)]:
+            if type(item) is not list or len(item) != 2:
+                continue
+            key, tree = item
+            if type(key) is int and 0 <= key < len(args):
+                orig = args[key]
+            elif type(key) is str and key in kwargs:
+                orig = kwargs[key]
+            else:
+                continue
+            if not isinstance(orig, self.proxy):
+                tl_pickle.apply_state(orig, self.decode(tree))
+
+    # -- calls back from the candidate -----------------------------------------------------
+    def callback(self, frame):
+        """Run one call back (``{"cb": id, "op", "args", "kwargs"}``) on a reverse handle; the
+        reply frame. CandidateGone propagates; any other exception is sent back."""
+        try:
+            obj = self.reverse[frame.get("cb")]
+            args = self.decode(frame.get("args"))
+            kwargs = dict(self.decode(frame.get("kwargs")))
+            op = frame.get("op")
+            if op == "call":
+                value = obj(*args, **kwargs)
+            elif op == "next":
+                value = next(obj)
+            elif op == "iter":
+                value = iter(obj)
+            elif op in ("repr", "str", "len", "hash", "bool"):
+                value = getattr(builtins, op)(obj)
+            else:
+                raise TypeError("unsupported operation on a test's object: %r" % (op,))
+            return {"cbr": 1, "v": self.to_wire(value)}
+        except self.gone:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the test's exception goes back to the caller
+            name = type(exc).__name__
+            return {"cbr": 1, "err": {"type": name[:100], "builtin": getattr(builtins, name, None) is type(exc),
+                                      "msg": _safe(exc)[-MSG:]}}
+
+
+def _safe(exc):
+    try:
+        return str(exc)
+    except BaseException:  # noqa: BLE001
+        return type(exc).__name__
