@@ -41,7 +41,7 @@ from feedback.registration import registration_from_folder
 from feedback.registry import RegistryError, app_id, get_head, get_version, register
 from feedback.registry_models import LoopLock
 from feedback.store import FeedbackEvent, sessions, utcnow
-from feedback.transitions import promote, start_canary
+from feedback.transitions import end_canary, promote, start_canary
 from sdk.errors import ConfigError, GateError
 
 Trainer = Callable[[Path, dict[str, Any], Path], Path]
@@ -71,6 +71,8 @@ class LoopConfig(BaseModel):
     set: dict[str, Any] = Field(default_factory=dict, description="overrides of the run config (dotted keys)")
     canary: CanaryConfig = Field(default_factory=CanaryConfig)
     lock_ttl_s: float = Field(6 * 3600, gt=0, description="a lock older than this is taken over (crashed loop)")
+    serve_url: str | None = Field(None, description="a tuneloop server to refresh and check (V3) after a publish; "
+                                  "a canary that fails the check is rolled back")
     base_dir: Path = Field(Path("."), exclude=True)
 
     def path(self, p: str) -> Path:
@@ -98,7 +100,7 @@ class PassResult:
     """What one pass did: ``action``, a sentence, and the version it concerned (if any)."""
 
     action: Literal["canary-wait", "canary-promote", "canary-rollback", "idle", "gate-failed", "canary-started",
-                    "promoted-first"]
+                    "promoted-first", "publish-failed"]
     detail: str
     version: int | None = None
 
@@ -231,7 +233,29 @@ def _publish(s: Session, cfg: LoopConfig, state: dict[str, Any], parent: int | N
                       max_correction_rise=cfg.canary.max_correction_rise)
     start_canary(s, cfg.application, cfg.adapter, v.number, cfg.canary.fraction, rule.to_dict(),
                  actor="tuneloop loop", reason=f"candidate trained on feedback up to {v.feedback_watermark}")
+    problem = _check_published(cfg, v)
+    if problem:
+        end_canary(s, cfg.application, cfg.adapter, actor="tuneloop loop", reason=f"publish check failed: {problem}")
+        return PassResult("publish-failed", f"{v.label} rolled back: {problem}", v.number)
     return PassResult("canary-started", f"{v.label} gets {cfg.canary.fraction:.0%} of traffic", v.number)
+
+
+def _check_published(cfg: LoopConfig, version) -> str | None:
+    """Refresh the configured server and run :func:`feedback.publish.verify_served`; the problem or None."""
+    if not cfg.serve_url:
+        return None
+    import httpx
+
+    from feedback.publish import verify_served
+    from sdk.serve.preflight import ServeError
+
+    with httpx.Client(base_url=cfg.serve_url, timeout=60) as client:
+        try:
+            client.post("/v1/tuneloop/refresh")
+            verify_served(client, version)
+        except (ServeError, httpx.HTTPError) as exc:
+            return getattr(exc, "what", None) or f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def _head(s: Session, cfg: LoopConfig):

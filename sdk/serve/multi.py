@@ -122,8 +122,8 @@ class MultiAdapterModel:
                 log.error("not serving %s: %s", label, exc.what)
 
     def generate(self, label: str, messages: list[dict[str, str]], max_tokens: int = 64,
-                 temperature: float = 0.0, seed: int | None = None) -> Generation:
-        """Answer ``messages`` (chat format) with version ``label``.
+                 temperature: float = 0.0, seed: int | None = None, min_tokens: int = 0) -> Generation:
+        """Answer ``messages`` (chat format) with version ``label`` (at least ``min_tokens`` new tokens).
 
         Raises:
             KeyError: ``label`` is not loaded (resolve it with :func:`sdk.serve.routes.resolve` first).
@@ -132,7 +132,8 @@ class MultiAdapterModel:
 
         ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                                  return_dict=True)["input_ids"]
-        kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "pad_token_id": self.tokenizer.pad_token_id}
+        kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "min_new_tokens": min(min_tokens, max_tokens),
+                                  "pad_token_id": self.tokenizer.pad_token_id}
         if temperature > 0:
             kwargs.update(do_sample=True, temperature=temperature)
         else:

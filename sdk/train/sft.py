@@ -142,16 +142,17 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     if ordered:
         rows, _ = order_rows(rows, items, cfg.order, None, seed)
     model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
-    if cfg.init_adapter:  # continue an existing adapter (same base), e.g. production in `tuneloop loop`
+    start = adapter_dir or cfg.init_adapter  # continue an existing adapter (expert iteration, `tuneloop loop`)
+    if start:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, cfg.init_adapter, is_trainable=True)
+        model = PeftModel.from_pretrained(model, str(start), is_trainable=True)
     if cfg.token_budget:  # one packed sequence per step is not "batch size 1": drop TRL's warning about it
         logging.getLogger("trl.trainer.sft_trainer").addFilter(_NOT_BATCH_OF_ONE)
     args = SFTConfig(**sft_args(cfg, ordered), **{**common_args(out_dir, seed), "save_steps": cfg.save_steps})
     callbacks = [*guards(model), *callbacks]
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                         peft_config=None if cfg.init_adapter else peft_config(cfg.lora),
+                         peft_config=None if start else peft_config(cfg.lora),
                          callbacks=[*progress_callbacks(out_dir, progress), *callbacks])
     # TRL tokenized the rows without truncating (max_length=None): our length policy sees true lengths
     trainer.train_dataset, lengths = enforce_max_length(trainer.train_dataset, cfg.max_length, cfg.truncation, out_dir)

@@ -107,3 +107,35 @@ def test_crashed_pass_resumes_in_the_same_run_folder(setup, tiny_model_dir):
     add_feedback(url, 5)  # more feedback meanwhile: the resumed pass keeps its folder and watermark
     assert run_pass(cfg, trainer).action == "promoted-first"
     assert trainer.calls[0][0] == trainer.calls[1][0] and trainer.calls[1][0].name == "pass-3"
+
+
+def test_a_canary_the_server_does_not_serve_as_registered_is_rolled_back(setup, tiny_model_dir, monkeypatch):
+    import httpx
+    from fastapi.testclient import TestClient
+
+    from feedback.routes import route_table
+    from sdk.serve.multi import MultiAdapterModel
+    from sdk.serve.server import RouteKeeper, create_server
+
+    url, path = setup
+    cfg = load_loop_config(path).model_copy(update={"serve_url": "http://testserver"})
+    trainer = FakeTrainer(tiny_model_dir, [True, True])
+    add_feedback(url, 3)
+    run_pass(cfg, trainer)  # support@1, no canary to check
+
+    def routes():
+        with sessions(url, upgrade=False)() as s:
+            table = route_table(s, "bot")
+        # the server's copy of every canary is stale: another folder than the registered one
+        return table.model_copy(update={"adapters": tuple(
+            a.model_copy(update={"path": table.adapters[0].path}) if a.state == "canary" else a for a in table.adapters)})
+    model = MultiAdapterModel(tiny_model_dir)
+    server = TestClient(create_server(model, RouteKeeper(routes, model)))
+    monkeypatch.setattr(httpx, "Client", lambda **_kw: server)
+    add_feedback(url, 3)
+    result = run_pass(cfg, trainer)
+    assert result.action == "publish-failed" and "does not list support@2" in result.detail
+    assert "not the registered adapter" in result.detail
+    with sessions(url, upgrade=False)() as s:
+        head = get_head(s, "bot", "support")
+        assert (head.production, head.canary) == (1, None)

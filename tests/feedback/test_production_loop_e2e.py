@@ -11,17 +11,22 @@ verdict (the pipeline itself is covered by tests/core/test_pipeline_e2e.py).
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from dataclasses import replace
+
 import pytest
+import sqlalchemy as sa
 import yaml
 from fastapi.testclient import TestClient
 
 from feedback.callback import FeedbackCallbackHandler
 from feedback.loop import load_loop_config, run_pass
+from feedback.publish import verify_served
+from feedback.registry import get_version
 from feedback.registry_models import AdapterVersion, InteractionVersion
 from feedback.service import create_app
 from feedback.store import FeedbackEvent, Interaction, create_api_key, sessions
 from sdk.serve.multi import MultiAdapterModel
+from sdk.serve.preflight import ServeError
 from sdk.serve.routes import RouteTable
 from sdk.serve.server import RouteKeeper, create_server
 from tests.feedback.test_loop import FakeTrainer
@@ -85,6 +90,13 @@ def test_collector_server_callback_loop_canary_promotion_and_rollback(world, tin
 
     assert run_pass(cfg, trainer).action == "canary-started"  # support@2, trained from support@1
     server.post("/v1/tuneloop/refresh")
+    with sessions(url, upgrade=False)() as s:  # V3 after publishing: listed, same digest, same probe
+        v2 = get_version(s, "bot", "support", 2)
+    verify_served(server, v2)
+    with pytest.raises(ServeError, match="not the trained one"):
+        verify_served(server, replace(v2, probe={**v2.probe, "logprobs": [x - 0.5 for x in v2.probe["logprobs"]]}))
+    with pytest.raises(ServeError, match="registry"):
+        verify_served(server, replace(v2, adapter_sha256="0" * 64))
     while True:  # users like support@2 more; the rule waits until each side has 5 ratings
         for u in USERS:
             app.ask_and_rate(u, {"support@1": False, "support@2": True})
