@@ -111,13 +111,9 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_registry_events_application_id'), ['application_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_registry_events_version_id'), ['version_id'], unique=False)
 
-    with op.batch_alter_table('adapters', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_adapters_training_run_id'))
-
+    # dropping a table drops its indexes; dropping the index first fails on MySQL while the foreign
+    # key that needs it still exists (error 1553)
     op.drop_table('adapters')
-    with op.batch_alter_table('training_runs', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_training_runs_taskset_hash'))
-
     op.drop_table('training_runs')
     # ### end Alembic commands ###
 
