@@ -32,15 +32,7 @@ def main():
     """Compile the task's sources inside the sandbox and report the outcome on the result pipe."""
     argv = sys.argv[1:]
     fd, spec_path = int(argv[argv.index("--fd") + 1]), argv[argv.index("--spec") + 1]
-    data = b""
-    while not data.endswith(b"\n") and len(data) < 256:
-        chunk = os.read(0, 256)
-        if not chunk:
-            break
-        data += chunk
-    nonce = data.decode().strip()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
+    nonce = _read_nonce()
 
     def emit(**event):
         os.write(fd, (nonce + " " + json.dumps(event) + "\n").encode("utf-8", "replace"))
@@ -90,6 +82,18 @@ def main():
             with open(path, "rb") as fh:
                 emit(event="artifact", path=path, content=fh.read(CAP).decode("utf-8", "replace"))
     emit(event="end")
+
+
+def _read_nonce() -> str:
+    """The run's nonce, one line on stdin; stdin is then replaced by /dev/null."""
+    data = b""
+    while not data.endswith(b"\n") and len(data) < 256:
+        chunk = os.read(0, 256)
+        if not chunk:
+            break
+        data += chunk
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    return data.decode().strip()
 
 
 def _no_dump():
