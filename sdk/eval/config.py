@@ -21,6 +21,9 @@ class EvalConfig(_Cfg):
     checkpoints: bool = Field(True, description="also evaluate the SFT-only adapter (when RL trained on top) and the "
                               "RL midway checkpoint (rl.eval_midway): points of the benefit curve and the RL-vs-SFT "
                               "comparison; costs one evaluation pass each")
+    checkpoint_splits: list[Literal["train", "heldout", "ood"]] = Field(
+        default_factory=lambda: ["heldout"], description="splits the SFT and RL-midway checkpoints are evaluated on "
+        "(the benefit curve and RL-vs-SFT read held-out); base and tuned get every split of `splits`")
     self_test: bool = Field(True, description="score the tasks' references through the eval path (the grader's "
                             "self-test, field case E1); sandbox only, no generation")
     retry_with_feedback: bool = Field(False, description="give every failed sample one second attempt with the "

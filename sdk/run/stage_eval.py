@@ -65,8 +65,9 @@ def stage_eval(ctx: StageContext) -> StageStats:
     make_box = toolbox_maker(cfg) if with_tools else None
     generated, summaries = 0, {}
     for label, adapter_path in models:
-        rows = (tool_rows(ctx, tasks, label, adapter_path, make_box) if make_box is not None
-                else text_rows(ctx, tasks, label, adapter_path))
+        part = tasks if label in ("base", "tuned") else [t for t in tasks if t.split.value in ec.checkpoint_splits]
+        rows = (tool_rows(ctx, part, label, adapter_path, make_box) if make_box is not None
+                else text_rows(ctx, part, label, adapter_path))
         save_rows(ctx.layout.eval_rows(label), rows)
         generated += sum(r.gen_tokens for r in rows)
         line = f"  {label}: {sum(any(r.passed) for r in rows)}/{len(rows)} tasks passed (any sample)"

@@ -132,7 +132,7 @@ def validation_summary(ctx: StageContext, fit: list[Task], validation: list[Task
     used = [name for name, on in (("early stopping (rl.heldout)", rc.heldout.every > 0),
                                   ("schedule comparison probe (rl.compare)", rc.compare.enabled)) if on and probe]
     return validation_record(ctx.cfg.tasks.validation_fraction, fit, validation, used,
-                             "validation" if validation else "heldout" if probe else "none")
+                             "none" if probe is None else "validation" if validation else "heldout")
 
 
 def _kept(difficulty: dict) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sdk.errors import ConfigError
+from sdk.jsonl import write_json
 from sdk.tasks.records import Task
 from sdk.train.config import RlConfig, SftConfig
 from sdk.train.result import TrainResult
@@ -122,7 +123,7 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
     make_generator = make_generator or _hf_generator(rc, dtype)
     shutil.rmtree(out_dir / "rounds", ignore_errors=True)  # rounds never resume a stale run's checkpoints
     ec, cpu0, current = rc.expert, time.process_time(), adapter_dir
-    rounds, steps, tokens_gen, tokens_trained, midway = [], 0, 0, 0, {}
+    rounds, steps, tokens_gen, tokens_trained, midway, history = [], 0, 0, 0, {}, []
     mid_round = max(1, ec.rounds // 2) if rc.eval_midway and ec.rounds > 1 else None
     for rnd in range(ec.rounds):
         part = round_tasks(tasks, ec.max_tasks, seed, rnd)
@@ -134,6 +135,7 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
         tokens_gen += sum(int(o[1]) for group in samples for o in group)
         flat_tasks = [t for t, group in zip(part, samples) for _ in group]
         results = list(score(flat_tasks, [o[0] for group in samples for o in group]))
+        _log_rewards(out_dir / "rewards.jsonl", rnd + 1, flat_tasks, results)
         rows, counts = keep_verified(part, samples, results, ec.max_per_task)
         record: dict[str, Any] = {"round": rnd + 1, "tasks": len(part), **counts}
         if rows:
@@ -141,6 +143,7 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
             out = out_dir / "rounds" / str(rnd + 1)
             result = run_sft(model_path, rows, round_sft_config(rc, sft_cfg), out, seed + rnd, dtype, progress,
                              adapter_dir=current)
+            history += [{**h, "round": rnd + 1, "step": steps + int(h.get("step", 0))} for h in result.log_history]
             current, steps, tokens_trained = out / "adapter", steps + result.steps, tokens_trained + result.tokens_trained
             record.update(rows=len(rows), steps=result.steps)
         record["compute_s"] = time.process_time() - cpu0
@@ -154,8 +157,9 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
                           "start from an SFT adapter (sft.enabled), raise rl.expert.k or rl.temperature, or use "
                           "rl.algorithm: grpo")
     _copy_adapter(current, out_dir / "adapter")
+    write_json(out_dir / "log_history.json", history)
     return TrainResult("rl", steps=steps, rows=sum(r.get("rows", 0) for r in rounds), tokens_trained=tokens_trained,
-                       tokens_generated=tokens_gen,
+                       tokens_generated=tokens_gen, log_history=tuple(history),
                        details={"algorithm": "expert_iteration", "rounds": rounds, **({"midway": midway} if midway else {})})
 
 
@@ -165,6 +169,19 @@ def _replay(part: Sequence[Task], rows: Sequence[dict]) -> list[dict]:
 
     have = {r["prompt"][-1]["content"] for r in rows}
     return sft_rows([t for t in part if t.prompt[-1].content not in have], [])
+
+
+def _log_rewards(path: Path, rnd: int, tasks: Sequence[Task], results: Sequence[Any]) -> None:
+    """One line per scored sample (``step`` = round), as GRPO's ``rewards.jsonl``: the report's
+    training-flags table reads it."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        for task, res in zip(tasks, results):
+            fh.write(json.dumps({"step": rnd, "task_id": task.id, "score": getattr(res, "score", None),
+                                 "status": str(getattr(getattr(res, "status", None), "value", "")),
+                                 "flags": list(getattr(res, "flags", ()) or ())}) + "\n")
 
 
 def _hf_generator(rc: RlConfig, dtype: str) -> Callable[..., Any]:

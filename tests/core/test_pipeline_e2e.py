@@ -28,6 +28,7 @@ def small_overrides(tmp_path: Path, model: str) -> dict:
         "sources.0.limit": 10, "sources.1.limit": 3,
         "sources.2.options.url": f"sqlite:///{tmp_path / 'feedback.db'}",
         "sft.max_steps": 3, "sft.batch_size": 2,
+        "rl.expert.k": 2, "rl.expert.max_tasks": 3,  # quickstart: expert iteration
         "rl.max_steps": 1, "rl.num_generations": 2, "rl.batch_size": 2, "rl.max_completion_length": 12,
         "eval.max_new_tokens": 12, "eval.limit_per_split": 3,
         "rl.heldout.max_new_tokens": 12, "rl.compare.difficulty.max_new_tokens": 12,  # quickstart: rl.compare on
@@ -48,12 +49,19 @@ def test_every_stage_leaves_its_artefacts(finished_run):
     cfg, report = finished_run
     run = cfg.run_path
     counts = json.loads((run / "tasks" / "counts.json").read_text())
-    assert counts["splits"]["ood"] == {"humaneval": 3}
+    assert counts["splits"]["ood"] == {"basics": 3}
     assert counts["sft_examples"] > 50, "feedback corrections and good answers become SFT examples"
     for stage in ("sft", "rl"):
         assert (run / stage / "adapter" / "adapter_config.json").is_file()
-        assert json.loads((run / stage / "log_history.json").read_text())
-    assert (run / "rl" / "rewards.jsonl").stat().st_size > 0, "every GRPO reward is logged"
+    assert json.loads((run / "sft" / "log_history.json").read_text())
+    rl = json.loads((run / "state" / "rl.json").read_text())["stats"]
+    assert rl["algorithm"] == "expert_iteration" and [r["round"] for r in rl["rounds"]] == [1, 2]
+    assert rl["validation"]["probe_split"] == "none" and "validation_tasks" in rl["validation"]
+    assert (run / "rl" / "rewards.jsonl").stat().st_size > 0, "every sampled reward is logged"
+    evaluated = json.loads((run / "state" / "eval.json").read_text())["stats"]["models"]
+    assert evaluated == ["base", "sft", "rl_midway", "tuned"], "checkpoints are evaluated points"
+    assert len(report.cost_benefit["points"]) == 4 and report.rl_vs_sft is not None
+    assert report.honesty["grader_self_test"]["rate"] == 1.0, "references pass through the eval path"
     base = [json.loads(x) for x in (run / "eval" / "base.jsonl").read_text().splitlines()]
     assert {r["split"] for r in base} == {"heldout", "ood"} and all(r["completions"] for r in base)
     assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
