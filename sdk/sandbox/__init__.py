@@ -30,8 +30,12 @@ by ``tests/sandbox/test_hostile.py``:
 - the verdict is out of the solution's reach (issue 14; Python ``pytest`` and ``script``, both
   backends, cold and warm): the solution runs only in a *candidate* process forked before the
   trusted *harness* read the request; the tests run in the harness against proxies, every call
-  crosses the process boundary with plain data only (exact builtin types; anything else stays
-  behind a handle, and a handle never equals plain data), every assertion is evaluated in the
+  crosses the process boundary with plain data (exact builtin types) or values of trusted
+  classes (the repository's modules, never the solution's; a short standard list), which the
+  harness rebuilds only with a restricted unpickler (never ``os.system``, ``eval``, the solution's
+  classes); anything else stays behind a handle, and a handle never equals plain data; changes
+  to by-value arguments are copied back after each call, a test's callables are called back in
+  the harness (``sdk/sandbox/_runner/tl_values.py``); every assertion is evaluated in the
   harness, and results go to a channel the candidate never holds (closed before any solution
   code runs; the harness is non-dumpable, seccomp denies ptrace). Tests never touch the working
   folder: they travel on the harness's stdin, pytest collects them from a private folder that is
@@ -62,12 +66,17 @@ What is NOT isolated or not covered:
 - the kernel is shared (a kernel exploit escapes any namespace sandbox); harness and candidate
   share one uid inside the namespace, so the candidate can kill or stop the harness (the task
   then fails, flagged) but not read or write it;
-- what crossing the boundary changes for honest code: arguments are copies (in-place mutation
-  by the solution is not seen by the test), tests cannot pass callables to the solution, a
-  remote object compared with plain data is unequal, ``isinstance`` against the solution's own
-  classes, ``monkeypatch`` of the solution module, ``from solution import *`` and calling the
-  solution at test-module import time do not work; after a timed-out call the remaining tests
-  of the run fail too (the candidate is gone);
+- what crossing the boundary changes for honest code: arguments are copies whose changes are
+  copied back onto the top-level argument after the call (its elements are fresh objects: an
+  element the test kept a reference to is not updated; an iterator's position is not copied
+  back); a test's callable or own object works through calls back (call, iteration, ``len``,
+  ``repr`` only); a repository class is rebuilt by value only when its module was imported by
+  the tests or by the solution's file and it pickles through classes (a ``__reduce__`` naming a
+  function keeps it behind a handle); a remote object compared with plain data is unequal,
+  ``isinstance`` against the solution's own classes, ``monkeypatch`` of the solution module and
+  calling the solution at test-module import time do not work (``from solution import *`` gives
+  the names read from its source); after a timed-out call the remaining tests of the run fail
+  too (the candidate is gone);
 - compiled and other languages (:mod:`sdk.sandbox.languages`) have their own runners (C/C++,
   Java, JS: see there); equality-operator tricks there are the rewards module's concern.
 

@@ -2,8 +2,9 @@
 
 Frameworks:
 
-- ``pytest``: pytest runs inside the sandbox on the tests, which are written read-only; a
-  plugin of ours (``_runner/tl_runner.py``) reports each test on a nonce-tagged pipe. A missing
+- ``pytest``: pytest runs inside the sandbox on the tests, which travel to the harness on its
+  stdin (never the working folder; ``conftest.py`` support files travel with them); a plugin of
+  ours (``_runner/tl_harness.py``) reports each test on a nonce-tagged pipe. A missing
   report, zero tests collected or a collection error is never OK.
 - ``script`` (HumanEval-style): the test file defines ``check(candidate)``; the runner executes
   prelude+solution, then the test file, then ``check(<entry_point>)``, in one namespace (as
@@ -70,6 +71,9 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
     except SpliceError as exc:
         status = ExecStatus.COMPILE_ERROR if exc.syntax else ExecStatus.FAILED
         return ExecResult(status=status, detail=str(exc))
+    # conftest.py files are test code: they travel with the tests (never in the working folder)
+    conftests = {p: files.pop(p) for p in sorted(files)
+                 if p.rsplit("/", 1)[-1] == "conftest.py" and p != req.target_path}
     clash = set(files) & set(req.tests)
     if clash:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"paths in both tests and files/target: {sorted(clash)}")
@@ -84,7 +88,8 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
                           detail="framework `script` needs entry_point and exactly one test file defining check()")
     nonce = secrets.token_hex(16)
     payload = {"nonce": nonce, "mode": "script" if req.framework == Framework.SCRIPT else "pytest",
-               "tests": dict(req.tests), "test_path": tests[0], "target": req.target_path, "entry": req.entry_point,
+               "tests": dict(req.tests), "conftests": conftests, "test_path": tests[0], "target": req.target_path,
+               "entry": req.entry_point,
                "limits": req.limits.model_dump()}
     return Plan(files=files, argv=[], nonce=nonce, payload=payload)
 

@@ -222,3 +222,15 @@ def test_restricted_unpickler_rebuilds_standard_values(tl_pickle):
     trust = tl_pickle.Trust(["/nonexistent"], "pkg.ops")
     text = tl_pickle.dumps(value, lambda obj: None)
     assert tl_pickle.loads_restricted(text, trust, lambda pid: None) == value
+
+
+def test_conftest_support_file_and_src_layout_package(sandbox):
+    files = {"src/mainpkg/__init__.py": "def double(x):\n    return 2 * x\n", "src/mainpkg/extra.py": "K = 3\n",
+             "src/alias/__init__.py": "from mainpkg import *  # noqa\n",
+             "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef base():\n    return 10\n"}
+    tests = {"tests/test_pkg.py": "import alias\nfrom mainpkg import double\nfrom mainpkg.extra import K\n\n\n"
+                                  "def test_double(base):\n    assert double(base) == 20 and alias.double(K) == 6\n"}
+    req = ExecRequest(solution="def double(x):\n    return x + x\n", tests=tests, files=files, entry_point="double",
+                      target_path="src/mainpkg/__init__.py", limits=FAST)
+    res = sandbox.run_one(req)
+    assert res.status == ExecStatus.OK, (res.detail, [t.message[-500:] for t in res.tests])

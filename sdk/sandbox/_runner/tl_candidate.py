@@ -122,6 +122,10 @@ class Candidate(tl_cvalues.Values):
         mod = type(sys)(req["module"])
         self.filename = os.path.join(req["cwd"], req["target"])
         mod.__file__ = self.filename
+        if req["target"].endswith("__init__.py"):
+            mod.__path__, mod.__package__ = [os.path.dirname(self.filename)], req["module"]
+        else:
+            mod.__package__ = req["module"].rpartition(".")[0]
         source = req.get("code")
         if source is None:
             with open(self.filename, encoding="utf-8") as fh:

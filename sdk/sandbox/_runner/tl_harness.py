@@ -62,19 +62,25 @@ class Channel:
 
 
 def module_name(target):
-    """``pkg/mod.py`` -> ``pkg.mod``."""
-    return target[:-3].replace("/", ".") if target.endswith(".py") else target.replace("/", ".")
+    """``pkg/mod.py`` -> ``pkg.mod``; ``src/pkg/__init__.py`` -> ``pkg`` (src layout, package)."""
+    path = target[:-3] if target.endswith(".py") else target
+    path = path[4:] if path.startswith("src/") else path
+    path = path[:-len("/__init__")] if path.endswith("/__init__") else path
+    return path.replace("/", ".")
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """``import <target module>`` in the tests gives the :class:`tl_remote.RemoteModule`."""
 
-    def __init__(self, name, module):
-        self.name, self.module = name, module
+    def __init__(self, name, module, package=None):
+        self.name, self.module, self.package = name, module, package
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname == self.name:
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=False)
+            spec = importlib.machinery.ModuleSpec(fullname, self, is_package=self.package is not None)
+            if self.package is not None:
+                spec.submodule_search_locations = [self.package]   # the package's other modules: real files
+            return spec
         return None
 
     def create_module(self, spec):
@@ -108,19 +114,49 @@ def _load_request(payload, cwd):
             "nproc_extra": payload.get("nproc_extra", 0)}
 
 
+def _source(payload, cwd):
+    """The solution's file as text (only ever parsed here, never run), or None."""
+    if payload.get("code") is not None:
+        return payload["code"]
+    try:
+        with open(os.path.join(cwd, payload["target"]), encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, ValueError):
+        return None
+
+
+def public_names(source):
+    """What ``from <solution module> import *`` gives, read from the source without running it:
+    a literal ``__all__``, else the top-level names without a leading underscore."""
+    import ast
+    try:
+        tree = ast.parse(source or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) \
+                and isinstance(node.value, (ast.List, ast.Tuple)):
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and type(e.value) is str]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+    return [n for n in dict.fromkeys(names) if not n.startswith("_")]
+
+
 def preimport(payload, cwd):
     """Import here the repository modules that the solution's file imports, *before* the
     solution loads (their files are still as the task shipped them), so that their classes can
     come back by value (:mod:`tl_pickle` trusts only modules this process has imported)."""
     import ast
     import importlib.util
-    source = payload.get("code")
     try:
-        if source is None:
-            with open(os.path.join(cwd, payload["target"]), encoding="utf-8") as fh:
-                source = fh.read()
-        tree = ast.parse(source)
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = ast.parse(_source(payload, cwd) or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
     target = module_name(payload["target"])
     package = target.rpartition(".")[0].split(".") if "." in target else []
@@ -160,6 +196,8 @@ def run(chan, payload, remote, started):
     remote.deadline = started + lim["timeout_s"] - min(0.5, 0.1 * lim["timeout_s"])
     cwd = payload.get("cwd") or os.getcwd()
     os.chdir(cwd)
+    if payload["target"].startswith("src/"):   # src layout: the package imports from src/
+        payload["path"] = [os.path.join(cwd, "src")] + list(payload.get("path", []))
     sys.path[:0] = [cwd]
     sys.path += payload.get("path", [])
     remote.codec.configure([cwd] + list(payload.get("path", [])), module_name(payload["target"]))
@@ -237,7 +275,7 @@ def run_pytest(chan, payload, remote, cwd):
     import pytest  # noqa: E402  (from the runtime folder)
 
     folder = tempfile.mkdtemp(prefix=".tl-tests-", dir=os.environ.get("TMPDIR") or "/tmp")
-    for rel, text in payload["tests"].items():
+    for rel, text in list(payload.get("conftests", {}).items()) + list(payload["tests"].items()):
         path = os.path.join(folder, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as fh:
@@ -246,7 +284,9 @@ def run_pytest(chan, payload, remote, cwd):
         with open(os.path.join(folder, "pytest.ini"), "w") as fh:
             fh.write("[pytest]\n")
     name = module_name(payload["target"])
-    sys.meta_path.insert(0, _Finder(name, tl_remote.RemoteModule(name, remote)))
+    package = os.path.dirname(os.path.join(cwd, payload["target"])) if payload["target"].endswith("__init__.py") else None
+    module = tl_remote.RemoteModule(name, remote, public_names(_source(payload, cwd)))
+    sys.meta_path.insert(0, _Finder(name, module, package))
     remote.echo = True
 
     def collected():

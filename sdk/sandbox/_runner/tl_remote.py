@@ -350,12 +350,15 @@ class RemoteName(RemoteObject):
 class RemoteModule(type(os)):
     """What ``import solution`` gives the tests: every attribute a :class:`RemoteName`."""
 
-    def __init__(self, name, remote):
+    def __init__(self, name, remote, public=()):
         super().__init__(name)
         object.__setattr__(self, "_tl_remote", remote)
         object.__setattr__(self, "_tl_names", {})
+        object.__setattr__(self, "_tl_all", list(public))
 
     def __getattr__(self, name):
+        if name == "__all__":   # ``from <solution> import *``: the names read from its source
+            return list(object.__getattribute__(self, "_tl_all"))
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         names = object.__getattribute__(self, "_tl_names")
