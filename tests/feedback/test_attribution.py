@@ -18,7 +18,7 @@ from feedback.store import create_api_key, sessions
 from feedback.transitions import promote, start_canary
 from sdk.serve.multi import MultiAdapterModel
 from sdk.serve.server import RouteKeeper, create_server
-from tests.serve.conftest import adapters  # noqa: F401 - fixture
+from tests.serve.lora_fixtures import adapters  # noqa: F401 - fixture
 
 
 def test_parse_label():

@@ -14,7 +14,7 @@ from feedback.registry import app_id, get_head, list_versions
 from feedback.store import FeedbackEvent, Interaction, create_api_key, sessions
 from sdk.run.cli import app as cli
 from sdk.run.lineage import Lineage, write_lineage
-from tests.serve.conftest import make_adapter
+from tests.serve.lora_fixtures import make_adapter
 
 
 class FakeTrainer:

@@ -12,7 +12,7 @@ from feedback.service import create_app
 from feedback.store import create_api_key, sessions
 from sdk.run.cli import app as cli
 from sdk.run.lineage import Lineage, write_lineage
-from tests.serve.conftest import make_adapter
+from tests.serve.lora_fixtures import make_adapter
 
 
 @pytest.fixture(scope="module")

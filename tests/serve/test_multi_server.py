@@ -8,6 +8,7 @@ import shutil
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.serve.lora_fixtures import adapters  # noqa: F401 - fixture
 from sdk.errors import ModelError
 from sdk.serve.multi import MultiAdapterModel
 from sdk.serve.preflight import ServeError, adapter_digest, check_probe

@@ -8,6 +8,7 @@ import shutil
 import pytest
 import torch
 
+from tests.serve.lora_fixtures import adapters  # noqa: F401 - fixture
 from sdk.serve.preflight import (ServeError, adapter_digest, check_adapter_servable, check_probe, check_weight_sync,
                                  lora_rank_plan)
 

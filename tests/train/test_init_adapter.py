@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from sdk.train.config import SftConfig
-from tests.serve.conftest import make_adapter
+from tests.serve.lora_fixtures import make_adapter
 
 
 def test_sft_continues_the_given_adapter(tiny_model_dir, tmp_path):

@@ -1,4 +1,5 @@
-"""Fixtures: LoRA adapters with random (non-zero) B matrices on the tiny model, built offline."""
+"""Helpers (not a conftest: tests/feedback imports its own `conftest` by name): LoRA adapters with random
+(non-zero) B matrices on the tiny model, built offline; import `adapters` into a test module to use the fixture."""
 
 from __future__ import annotations
 
