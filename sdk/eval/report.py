@@ -77,12 +77,8 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
             "score", "weak_tests", "skipped"}}`` (the tasks stage's ``counts.json["strength"]``);
             becomes ``tasks["strength"]`` when given and non-empty (omitted: no such key, so
             older reports read the same).
-        checkpoint_rows: rows per evaluated model label (``base``, ``sft``, ``rl_midway``, ``tuned``,
-            ``reference``; :mod:`sdk.eval.checkpoints`): feed ``rl_vs_sft``, ``honesty``, ``retry``
-            and ``per_task``. The benefit curve comes from ``checkpoints`` as before.
-        task_names: ``{task id: {"name", "file"}}`` (:func:`sdk.eval.checkpoints.task_name`).
-        validation: facts about the validation split carved from train (sizes, what used it).
-        seed: bootstrap seed of the new sections.
+        checkpoint_rows, task_names, validation, seed: rows per model label, task names, validation
+            facts and bootstrap seed of the issue-15 sections (:func:`_issue15_sections`).
     Returns:
         An :class:`EvalReport` whose ``to_json()`` has the keys ``schema, created, meta, summary,
         overall, n_samples, ks, by_split, by_domain, diff, gate, tasks, training,
@@ -116,7 +112,9 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
 def _issue15_sections(comparison: Comparison, by_label: dict[str, Sequence[EvalRow]],
                       names: Mapping[str, Mapping[str, str]], validation: Mapping[str, Any] | None,
                       seed: int) -> dict[str, Any]:
-    """``rl_vs_sft``, ``honesty``, ``retry`` and ``per_task`` from the rows of every evaluated model."""
+    """``rl_vs_sft``, ``honesty``, ``retry`` and ``per_task`` (:mod:`sdk.eval.checkpoints`) from the rows
+    of every evaluated model (``base``, ``sft``, ``rl_midway``, ``tuned``, ``reference``), the task
+    names (``{id: {"name", "file"}}``) and the validation split's record."""
     from sdk.eval.checkpoints import honesty_section, per_task_section, retry_section, rl_vs_sft
 
     return {"rl_vs_sft": rl_vs_sft(by_label.get("sft", ()), by_label.get("tuned", ()), seed=seed),
@@ -159,10 +157,13 @@ def print_summary(report: EvalReport, console: Console | None = None) -> None:
     console.print(f"held-out/OOD tasks: {counts['gain']} gained, {counts['regression']} regressed, "
                   f"{counts['both']} solved by both, {counts['neither']} by neither, {counts['unjudged']} unjudged")
     gate = report.gate
-    if gate:
+    if gate and gate.enabled:
         verdict = "[green]PASSED[/]" if gate.passed else "[red]FAILED[/]"
-        state = "" if gate.enabled else " (disabled)"
-        console.print(f"gate{state}: {verdict}" + "".join(f"\n  - {r}" for r in gate.reasons))
+        console.print(f"gate: {verdict}" + "".join(f"\n  - {r}" for r in gate.reasons))
+    elif gate:  # a disabled gate decides nothing: never show it as a green PASSED
+        would = "pass" if gate.passed else "fail"
+        console.print(f"gate: not applied (gate.enabled is false; its checks would {would})"
+                      + "".join(f"\n  - {r}" for r in gate.reasons))
     totals = report.cost["totals"]
     if not report.cost["stages"]:
         console.print("cost: not recorded")

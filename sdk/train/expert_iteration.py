@@ -127,16 +127,9 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
     mid_round = max(1, ec.rounds // 2) if rc.eval_midway and ec.rounds > 1 else None
     for rnd in range(ec.rounds):
         part = round_tasks(tasks, ec.max_tasks, seed, rnd)
-        gen = make_generator(model_path, current, seed + rnd)
-        try:
-            samples = gen([[m.model_dump() for m in t.prompt] for t in part], ec.k)
-        finally:
-            gen.close()
-        tokens_gen += sum(int(o[1]) for group in samples for o in group)
-        flat_tasks = [t for t, group in zip(part, samples) for _ in group]
-        results = list(score(flat_tasks, [o[0] for group in samples for o in group]))
-        _log_rewards(out_dir / "rewards.jsonl", rnd + 1, flat_tasks, results)
-        rows, counts = keep_verified(part, samples, results, ec.max_per_task)
+        rows, counts, generated = sample_round(part, make_generator(model_path, current, seed + rnd), score, ec.k,
+                                               ec.max_per_task, out_dir / "rewards.jsonl", rnd + 1)
+        tokens_gen += generated
         record: dict[str, Any] = {"round": rnd + 1, "tasks": len(part), **counts}
         if rows:
             rows += _replay(part, rows) if ec.replay_references else []
@@ -161,6 +154,21 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
     return TrainResult("rl", steps=steps, rows=sum(r.get("rows", 0) for r in rounds), tokens_trained=tokens_trained,
                        tokens_generated=tokens_gen, log_history=tuple(history),
                        details={"algorithm": "expert_iteration", "rounds": rounds, **({"midway": midway} if midway else {})})
+
+
+def sample_round(part: Sequence[Task], gen: Any, score: Score, k: int, max_per_task: int, log: Path,
+                 rnd: int) -> tuple[list[dict], dict[str, int], int]:
+    """One E-step: ``k`` samples per task from ``gen`` (closed after), scored, logged to ``log``,
+    filtered by :func:`keep_verified`. Returns ``(rows, counts, tokens generated)``."""
+    try:
+        samples = gen([[m.model_dump() for m in t.prompt] for t in part], k)
+    finally:
+        gen.close()
+    flat_tasks = [t for t, group in zip(part, samples) for _ in group]
+    results = list(score(flat_tasks, [o[0] for group in samples for o in group]))
+    _log_rewards(log, rnd, flat_tasks, results)
+    rows, counts = keep_verified(part, samples, results, max_per_task)
+    return rows, counts, sum(int(o[1]) for group in samples for o in group)
 
 
 def _replay(part: Sequence[Task], rows: Sequence[dict]) -> list[dict]:

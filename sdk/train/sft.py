@@ -105,10 +105,7 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
             dtype: str = "auto", progress: bool = True, items: Sequence[Item] | None = None,
             callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False,
             adapter_dir: Path | None = None) -> TrainResult:
-    """Train a LoRA adapter on ``rows``; save it to ``out_dir/adapter``.
-
-    ``adapter_dir``: an existing adapter to keep training (expert iteration's rounds continue the
-    SFT adapter, :mod:`sdk.train.expert_iteration`); None starts a fresh LoRA from ``cfg.lora``.
+    """Train a LoRA adapter on ``rows`` (or keep training ``adapter_dir``); save it to ``out_dir/adapter``.
 
     Resumes from the newest checkpoint under ``out_dir/checkpoints`` when one exists (checkpoints
     every ``cfg.save_steps``). With ``cfg.order`` set and ``items`` (from :func:`sft_items`) given,

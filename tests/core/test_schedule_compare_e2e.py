@@ -30,6 +30,7 @@ def overrides(tmp_path: Path, model: str) -> dict:
         "sources.0.limit": 10, "sources.1.limit": 2,
         "sources.2.options.url": f"sqlite:///{tmp_path / 'feedback.db'}",
         "sft.max_steps": 2, "sft.batch_size": 2, "rl.algorithm": "grpo",
+        "tasks.heldout_fraction": 0.4, "tasks.validation_fraction": 0.0,  # the split this test was written for
         "rl.max_steps": 2, "rl.num_generations": 2, "rl.batch_size": 2, "rl.max_completion_length": 8,
         "rl.heldout.per_domain": 1, "rl.heldout.max_new_tokens": 8,
         "rl.compare": {"enabled": True, "every": 1,
