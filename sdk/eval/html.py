@@ -95,7 +95,8 @@ def _summary(r: Mapping[str, Any]) -> str:
     verdict = ""
     if gate:
         cls, word = ("pass", "PASSED") if gate["passed"] else ("fail", "FAILED")
-        word += "" if gate["enabled"] else " (gate disabled)"
+        if not gate["enabled"]:  # a disabled gate decides nothing: no green PASSED under "Do not ship"
+            cls, word = "off", f"not applied (gate.enabled is false; its checks would {'pass' if gate['passed'] else 'fail'})"
         reasons = "".join(f"<li>{escape(x)}</li>" for x in gate["reasons"] + gate["notes"])
         verdict = f'<p id="gate">Gate: <span class="{cls}">{word}</span></p><ul>{reasons}</ul>'
     rows = []

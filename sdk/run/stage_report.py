@@ -22,9 +22,33 @@ def report_meta(ctx: StageContext) -> dict[str, Any]:
     sources = "; ".join(f"{k.split(':', 1)[1]}: {v.get('tasks', 0)} tasks, {v.get('sft_examples', 0)} SFT examples"
                         for k, v in counts.get("sources", {}).items())
     reasons = ", ".join(f"{k}: {v}" for k, v in (counts.get("quarantine_reasons") or {}).items()) or "none"
+    adapter = adapter_for_eval(ctx.cfg, ctx.layout)
     return {"model": ctx.cfg.model.name, "sources": sources, "sft_examples": counts.get("sft_examples"),
             "preference_pairs": counts.get("preference_pairs"), "quarantine_reasons": reasons,
-            "config": str(ctx.layout.config_json)}
+            "config": str(ctx.layout.config_json), "adapter": str(adapter) if adapter else "none (base only)",
+            "settings": key_settings(ctx.cfg), "tuneloop_version": _version()}
+
+
+def key_settings(cfg) -> str:
+    """The settings a reader needs to judge the numbers, in one line (LoRA, SFT, RL, evaluation)."""
+    sft, rl, ev = cfg.sft, cfg.rl, cfg.eval
+    parts = [f"LoRA r={sft.lora.r} alpha={sft.lora.alpha}"]
+    if sft.enabled:
+        parts.append(f"SFT lr={sft.learning_rate:g} epochs={sft.epochs:g} max_steps={sft.max_steps}")
+    if rl.enabled:
+        parts.append(f"RL {getattr(rl, 'algorithm', 'grpo')} max_steps={rl.max_steps} lr={rl.learning_rate:g} "
+                     f"generations={rl.num_generations}")
+    parts.append(f"eval samples={ev.n_samples} temperature={ev.temperature:g} max_new_tokens={ev.max_new_tokens}")
+    return "; ".join(parts)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tuneloop")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def schedule_comparison(ctx: StageContext) -> dict[str, Any] | None:

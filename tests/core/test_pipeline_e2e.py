@@ -217,3 +217,14 @@ def test_stale_stages_are_refused_and_force_redoes_only_its_stage(finished_run, 
     assert "tuneloop eval CONFIG" in report.output
     export = CliRunner().invoke(app, ["export", str(QUICKSTART), *changed])
     assert export.exit_code == 2 and "out of date" in export.output and not (run / "export").exists()
+
+
+def test_report_names_version_adapter_and_settings_and_never_greens_a_disabled_gate(finished_run):
+    """Issue 20.9: "Gate: PASSED (gate disabled)" in green under "Do not ship"; no version, adapter or settings."""
+    cfg, report = finished_run
+    meta = report.meta
+    assert meta["tuneloop_version"] and meta["adapter"].endswith("adapter") and "LoRA r=" in meta["settings"]
+    from sdk.eval.html import render_html
+
+    page = render_html(report)  # the file on disk is rewritten by the strict-gate tests above
+    assert "PASSED (gate disabled)" not in page and "not applied" in page and "LoRA r=" in page
