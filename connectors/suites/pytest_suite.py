@@ -241,6 +241,10 @@ class _Builder:
             return "no covering tests: no test of the suite calls it"
         if fn.ambiguous:
             return "ambiguous definition: the name is defined more than once in its scope"
+        broken = sorted("::".join(filter(None, u)) for u, direct in covering.items() if direct and u in self.failing)
+        if broken:  # the code disagrees with a test that calls it: the reference would teach the bug
+            return (f"failing tests: {', '.join(broken[:5])}{' …' if len(broken) > 5 else ''} fail or skip on the "
+                    "original code; fix the code or the test (or add it to `exclude:`)")
         usable = [u for u in covering if u not in self.flaky and u not in self.failing]
         if len(usable) >= self.opts.min_tests:
             return ""

@@ -181,3 +181,19 @@ def test_tests_inside_the_package_are_not_targets(tmp_path):
     assert res.counts["functions_found"] == 1
     assert list(res.tasks[0].verifier.tests) == ["pkg/tests/test_one.py"]
     assert "pkg/tests/test_one.py" not in res.tasks[0].verifier.files
+
+
+def test_a_function_whose_test_fails_is_quarantined_not_taught(tmp_path):
+    """New-user trial: `mean` with one failing test became a task whose reference was the bug."""
+    pkg, tests = tmp_path / "lib", tmp_path / "tests"
+    pkg.mkdir(), tests.mkdir()
+    (pkg / "__init__.py").write_text('def mean(xs):\n    """Mean."""\n    return sum(xs) // len(xs)\n\n\n'
+                                     'def add(a, b):\n    """Sum."""\n    return a + b\n')
+    (tests / "test_lib.py").write_text(
+        "from lib import add, mean\n\n\ndef test_mean_int():\n    assert mean([2, 2]) == 2\n\n\n"
+        "def test_mean_frac():\n    assert mean([1, 2]) == 1.5\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+        "def test_add_neg():\n    assert add(-1, 1) == 0\n")
+    result = PytestSuiteSource({"path": str(tmp_path), "package": "lib", "min_tests": 1}, tmp_path, "lib").read()
+    assert [t.verifier.entry_point for t in result.tasks] == ["add"]
+    (q,) = result.quarantined
+    assert q.raw["locator"] == "lib/__init__.py::mean" and "tests/test_lib.py::test_mean_frac" in q.reason
