@@ -76,9 +76,10 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def write_marker(path: Path, fingerprint: str, stats: StageStats) -> None:
-    """Write a completion marker atomically: ``{"fingerprint": ..., "stats": {...}}``."""
-    write_json(path, {"fingerprint": fingerprint, "stats": stats.marker_stats()})
+def write_marker(path: Path, fingerprint: str, stats: StageStats, inputs: dict[str, Any] | None = None) -> None:
+    """Write a completion marker atomically: ``{"fingerprint": ..., "stats": {...}, "inputs": {...}}``
+    (``inputs``: what the fingerprint hashed, so a later mismatch can name the settings that changed)."""
+    write_json(path, {"fingerprint": fingerprint, "stats": stats.marker_stats(), "inputs": inputs or {}})
 
 
 def read_marker(path: Path) -> dict[str, Any] | None:

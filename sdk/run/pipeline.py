@@ -33,7 +33,17 @@ from sdk.run.layout import RunLayout
 from sdk.run.spec import SPECS, STAGES, Stage, StageSpec, parse_stages
 from sdk.types import canonical_json
 
-__all__ = ["Pipeline", "STAGES", "Stage"]
+__all__ = ["Pipeline", "STAGES", "Stage", "config_diff"]
+
+
+def config_diff(before: Any, after: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old, new)`` for every leaf that differs between two JSON-like values."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = []
+        for key in sorted(set(before) | set(after)):
+            out += config_diff(before.get(key), after.get(key), f"{prefix}{key}.")
+        return out
+    return [] if before == after else [(prefix.rstrip("."), before, after)]
 
 # the CLI command that brings a stage (and everything before it) up to date
 _COMMAND = {Stage.TASKS: "tasks build", Stage.SFT: "sft", Stage.RL: "rl", Stage.RL_COMPARE: "rl",
@@ -60,9 +70,9 @@ class Pipeline:
         self._sandbox = None
 
     # ----- bookkeeping ---------------------------------------------------------------
-    def fingerprint(self, stage: str | Stage) -> str:
-        """Hash (16 hex) of the stage's config sections, the upstream stage's fingerprint and, where
-        the spec says so, the task set's data version."""
+    def fingerprint_body(self, stage: str | Stage) -> dict[str, Any]:
+        """What the stage's fingerprint hashes: its config sections (as the spec's view shows them),
+        the upstream stage's fingerprint and, where the spec says so, the task set's data version."""
         spec = SPECS[Stage(stage)]
         dump = self.cfg.model_dump(mode="json")
         body: dict[str, Any] = {k: dump.get(k) for k in spec.sections}
@@ -73,7 +83,11 @@ class Pipeline:
         if spec.data_version and self.layout.counts_json.is_file():
             counts = self.inputs.counts()
             body["taskset"] = counts.get("data_version", counts.get("version"))
-        return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
+        return body
+
+    def fingerprint(self, stage: str | Stage) -> str:
+        """Hash (16 hex) of :meth:`fingerprint_body`."""
+        return hashlib.sha256(canonical_json(self.fingerprint_body(stage)).encode()).hexdigest()[:16]
 
     def is_complete(self, stage: str | Stage) -> bool:
         """True when the stage's marker exists and matches the current fingerprint."""
@@ -200,7 +214,7 @@ class Pipeline:
         stats = stats.timed(clock)
         if spec.stage is Stage.TASKS:
             self.inputs.forget()
-        write_marker(self.layout.marker(name), self.fingerprint(spec.stage), stats)
+        write_marker(self.layout.marker(name), self.fingerprint(spec.stage), stats, self.fingerprint_body(spec.stage))
         return stats
 
     def stale_inputs(self, stage: str | Stage) -> list[tuple[Stage, str]]:
@@ -211,11 +225,23 @@ class Pipeline:
         while up is not None:
             spec = SPECS[up]
             if spec.enabled(self.cfg) and not self.is_complete(up):
-                ran = read_marker(self.layout.marker(up.value)) is not None
-                out.append((up, "changed since it ran (its config or an earlier stage changed)" if ran
-                            else "has not run"))
+                marker = read_marker(self.layout.marker(up.value))
+                out.append((up, "has not run" if marker is None else self._why_changed(up, marker)))
             up = spec.upstream
         return out
+
+    def _why_changed(self, stage: Stage, marker: dict[str, Any]) -> str:
+        """``changed since it ran``, naming the settings that differ from the marker's (``key old → new``)."""
+        before = marker.get("inputs")
+        if not isinstance(before, dict):
+            return "changed since it ran (its config or an earlier stage changed)"
+        now = self.fingerprint_body(stage)
+        diffs = config_diff({k: v for k, v in before.items() if k != "upstream"},
+                            {k: v for k, v in now.items() if k != "upstream"})
+        if not diffs:
+            return "changed since it ran (an earlier stage changed)"
+        shown = ", ".join(f"{k} {a!r} → {b!r}" for k, a, b in diffs[:4]) + (" …" if len(diffs) > 4 else "")
+        return f"changed since it ran ({shown})"
 
     def check_inputs(self, stage: str | Stage) -> None:
         """Refuse to run ``stage`` on missing or out-of-date inputs.

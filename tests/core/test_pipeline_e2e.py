@@ -214,6 +214,8 @@ def test_stale_stages_are_refused_and_force_redoes_only_its_stage(finished_run, 
     assert (run / "state" / "tasks.json").stat().st_mtime_ns == tasks_marker, "--force redoes sft, not the tasks"
     report = CliRunner().invoke(app, ["report", str(QUICKSTART), *changed])
     assert report.exit_code == 2 and "eval changed since it ran" in report.output
+    forgot = CliRunner().invoke(app, ["report", str(QUICKSTART), *sets])  # without the --set the sft ran with
+    assert forgot.exit_code == 2 and "sft.max_steps 2 → 3" in " ".join(forgot.output.split()), "names the change"
     assert "tuneloop eval CONFIG" in report.output
     export = CliRunner().invoke(app, ["export", str(QUICKSTART), *changed])
     assert export.exit_code == 2 and "out of date" in export.output and not (run / "export").exists()
