@@ -93,7 +93,7 @@ def _run(config: Path, stages: tuple[str, ...] | None, overrides: list[str] | No
         emit(run_result(pipe, todo, report), as_json)
 
     try:
-        _guard(go)
+        _guard(go, as_json)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: re-run the same command to resume[/yellow]")
         raise typer.Exit(130) from None
@@ -127,7 +127,7 @@ def tasks_show(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, as_
         print_task_summary(result, console)
         emit(result, as_json)
 
-    _guard(go)
+    _guard(go, as_json)
 
 
 @app.command()
@@ -168,8 +168,9 @@ def _pipeline(config: Path, overrides: list[str] | None):
     return Pipeline(cfg, console=console)
 
 
-def _guard(fn):
-    """Run ``fn`` turning our errors into one message with its fix."""
+def _guard(fn, as_json: bool = False):
+    """Run ``fn`` turning our errors into one message with its fix (and, with ``--json``, the same as
+    ``{"error", "fix", "exit_code"}`` on stdout, so a script reads the failure too)."""
     try:
         return fn()
     except TuneloopError as exc:
@@ -178,6 +179,7 @@ def _guard(fn):
         errors.print(f"[bold red]error:[/bold red] {exc.what}")
         if exc.fix:
             errors.print(f"[bold]fix:[/bold] {exc.fix}")
+        emit({"error": exc.what, "fix": exc.fix, "exit_code": exc.exit_code}, as_json)
         raise typer.Exit(exc.exit_code) from None
 
 
@@ -190,6 +192,7 @@ def export(config: Path = ConfigArg, out: Optional[Path] = typer.Option(None, he
            dtype: Optional[str] = typer.Option(None, help="float32, bfloat16 or float16 (default: the training "
                                                "precision: bfloat16 on a GPU, float32 on CPU)"),
            override_gate: Optional[str] = OverrideOpt, set_: Optional[list[str]] = SetOpt,
+           force: bool = typer.Option(False, "--force", help="replace an earlier export in the output folder"),
            as_json: bool = JsonOpt) -> None:
     """Merge the tuned adapter into the base model (a folder vLLM serves) and print the serve command.
 
@@ -205,11 +208,16 @@ def export(config: Path = ConfigArg, out: Optional[Path] = typer.Option(None, he
 
         quiet_libraries()
         chosen = dtype or ("bfloat16" if on_gpu() else "float32")
-        result = export_merged(pipe.model_path, adapter, out or pipe.layout.export_dir, dtype=chosen,
+        target = out or pipe.layout.export_dir
+        if force and target.is_dir() and (target / "tuneloop_export.json").is_file():
+            import shutil
+
+            shutil.rmtree(target)  # only a folder an earlier export wrote
+        result = export_merged(pipe.model_path, adapter, target, dtype=chosen,
                                echo=not as_json, release=release)
         emit({"path": result.path, "command": result.command, "form": result.form, "release": release}, as_json)
 
-    _guard(go)
+    _guard(go, as_json)
 
 
 @app.command()

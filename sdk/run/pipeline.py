@@ -161,11 +161,11 @@ class Pipeline:
 
         todo = parse_stages(stages)
         again = set(todo) if force else set(parse_stages(redo))
-        quiet_libraries()
         self._start_run_folder()
         report = None
         try:
-            self._fail_fast(todo, again)
+            self._fail_fast(todo, again)  # before the slow library imports: a typo costs seconds
+            quiet_libraries()
             for stage in todo:
                 out = self._run_one(SPECS[stage], stage in again)
                 if out is not None and stage is Stage.REPORT:

@@ -46,6 +46,10 @@ def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, An
     if pipe.cfg.gate.enabled and promotable is None:
         raise ConfigError(f"the gate is on but no report has judged the adapter in {adapter}",
                           "run `tuneloop report CONFIG` (same --set options) first")
+    if promotable is False and not pipe.cfg.gate.enabled:
+        # the refusal came from a report run with the gate on; this config turns the gate off
+        record_note = "an earlier report with the gate on refused it: " + "; ".join(reasons)
+        promotable, reasons = None, [record_note]
     if promotable is False and not override:
         raise GateError("the regression gate refused this adapter: " + "; ".join(reasons or ["(no reason recorded)"]),
                         "improve the adapter and re-run, or release it anyway with --override-gate 'WHY' "

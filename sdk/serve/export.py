@@ -124,4 +124,5 @@ def _check_inputs(base: Path, adapter: Path, out: Path, dtype: str) -> None:
         raise ModelError(f"{adapter} is not a PEFT adapter folder (no adapter_config.json)",
                          "pass the `adapter` folder of an SFT or RL stage, e.g. runs/x/rl/adapter")
     if out.exists() and any(out.iterdir()):
-        raise ModelError(f"export folder {out} is not empty", "choose a new folder or delete the old export")
+        raise ModelError(f"export folder {out} is not empty",
+                         "pass --force to replace it, or --out NEW_FOLDER (tuneloop export), or delete the old export")

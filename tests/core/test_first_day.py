@@ -110,3 +110,10 @@ def test_a_typo_in_source_options_gets_a_did_you_mean_and_bad_values_are_echoed(
         resolve_source("jsonl")({"pth": "x.jsonl"}, tmp_path, "d")
     with pytest.raises(ConfigError, match=r"got 'lots'"):
         parse_config({"sources": [{"type": "jsonl", "domain": "x"}], "sft": {"max_steps": "lots"}})
+
+
+def test_an_error_with_json_is_json_on_stdout(tmp_path):
+    res = _cli("run", str(_config(tmp_path, 12)), "--stage", "report", "--json")
+    assert res.returncode == 2
+    err = json.loads(res.stdout)
+    assert err["exit_code"] == 2 and "has not run" in err["error"] and "tuneloop eval CONFIG" in err["fix"]

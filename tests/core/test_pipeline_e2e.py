@@ -198,6 +198,12 @@ def test_export_refuses_a_failed_gate_unless_overridden(finished_run, tmp_path):
     assert record["dtype"] == "float32", "trained in fp32 on CPU: exported in fp32"
     assert record["release"]["gate"] == "failed" and record["release"]["override"]["reason"] == "internal demo only"
     assert all(p.stat().st_mode & 0o044 == 0o044 for p in (run / "export").iterdir()), "served files are readable"
+    again = CliRunner().invoke(app, ["export", str(QUICKSTART), *sets])  # gate off in this config: the old refusal
+    assert again.exit_code == 2 and "--force" in again.output  # does not hold, but the folder is taken
+    replaced = CliRunner().invoke(app, ["export", str(QUICKSTART), *sets, "--force"])
+    assert replaced.exit_code == 0, replaced.output
+    release = json.loads((run / "export" / "tuneloop_export.json").read_text())["release"]
+    assert release["gate"] == "not applied" and "refused" in release["gate_reasons"][0]
 
 
 def test_stale_stages_are_refused_and_force_redoes_only_its_stage(finished_run, tmp_path):
