@@ -43,7 +43,7 @@ by ``tests/sandbox/test_hostile.py``:
   each; a call that does not return by the deadline fails its test (status ``timeout``) and the
   candidate is killed. An exit code, stdout, ``sys.exit(0)``/``os._exit(0)`` can never pass;
 - tampering the harness sees is reported in ``ExecResult.flags`` (``always_equal``: a non-plain
-  value with its own ``__eq__`` compared; ``exit_trick``: SystemExit/exit 0 during a call;
+  value with its own ``__eq__`` compared, or with its own ``__sub__``/``__lt__``... used on plain data; ``exit_trick``: SystemExit/exit 0 during a call;
   ``runner_tampering``: the harness killed/stopped, introspection from solution code;
   ``reads_tests``). The candidate's PEP 578 audit hook (frames, ``gc``, tracing, patching other
   modules' classes, test-like file names) is a further line only: it runs in the solution's
@@ -74,7 +74,9 @@ What is NOT isolated or not covered:
   the tests or by the solution's file and it pickles through classes (a ``__reduce__`` naming a
   function keeps it behind a handle); a remote object compared with plain data is unequal,
   ``isinstance`` against the solution's own classes, ``monkeypatch`` of the solution module and
-  calling the solution at test-module import time do not work (``from solution import *`` gives
+  calling the solution at test-module import time do not work (nor is one ordered against or
+  computed with plain data: ``<``, ``-``... raise TypeError; a builtin subclass of the
+  solution's, a ``namedtuple``, an ``IntEnum`` member, arrives as its base value) (``from solution import *`` gives
   the names read from its source); after a timed-out call the remaining tests of the run fail
   too (the candidate is gone);
 - compiled and other languages (:mod:`sdk.sandbox.languages`) have their own runners (C/C++,

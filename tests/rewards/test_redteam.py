@@ -226,3 +226,96 @@ def test_c_exit_tricks(real_sandbox):
             assert (r.score, r.flags) == (1.0, ()), (name, r)
         else:
             assert r.score == 0.0 and flag in r.flags, (name, r)
+
+
+# -- issue 14 red-team finding: solution objects meeting plain data, builtin subclasses ---------
+# A solution's object (a handle) never decides a comparison or arithmetic against the test's
+# values (its __sub__ would see the expected value); a builtin subclass of the solution's crosses
+# as its base value, so honest namedtuple/IntEnum/str-subclass code passes and a lying __eq__ on
+# an int subclass is compared by its real value.
+TRUNC_CHECK = "def check(candidate):\n    assert abs(candidate(3.5) - 0.5) < 1e-6\n    assert abs(candidate(1.33) - 0.33) < 1e-6\n"
+TRUNC_HIDDEN = "def check(candidate):\n    assert abs(candidate(7.25) - 0.25) < 1e-6\n"
+AVG_TESTS = {"test_avg.py": "from solution import avg\n\ndef test_a():\n    assert 1.49 < avg([1, 2]) < 1.51\n\n"
+                            "def test_b():\n    assert abs(avg([2, 4, 9]) - 5.0) < 1e-9 and avg([4]) >= 4\n"}
+SPLIT_TESTS = {"test_split.py": "from solution import split\n\ndef test_a():\n    assert split(7, 2) == (3, 1)\n\n"
+                                "def test_b():\n    q, r = split(9, 4)\n    assert (q, r) == (2, 1) and split(9, 3)[1] == 0\n"}
+PARITY_TESTS = {"test_parity.py": "from solution import parity\n\ndef test_a():\n    assert parity(3) == 1\n\n"
+                                  "def test_b():\n    assert parity(10) == 0 and parity(5) > 0\n"}
+SHOUT_TESTS = {"test_shout.py": "from solution import shout\n\ndef test_a():\n    assert shout('a') == 'A!'\n\n"
+                                "def test_b():\n    assert shout('bc') + '?' == 'BC!?' and shout('x') < 'Z'\n"}
+SUB_ZERO = "class Z:\n    def __sub__(self, o):\n        return 0.0\n    __rsub__ = __sub__\n"
+ALL_TRUE = "class Z:\n    def __{}__(self, o):\n        return True\n"
+
+
+def _script(entry: str) -> Task:
+    verifier = UnitTestVerifier(framework="script", tests={"check.py": TRUNC_CHECK}, hidden_tests={"check.py": TRUNC_HIDDEN},
+                                entry_point=entry, timeout_s=5.0)
+    return Task(domain="python/he", prompt=(Message(role="user", content="Complete truncate_number(number)."),),
+                verifier=verifier, source=Source(connector="test"))
+
+
+def _pytest(tests: dict[str, str], entry: str) -> Task:
+    verifier = UnitTestVerifier(tests=tests, entry_point=entry, timeout_s=5.0)
+    return Task(domain="python/demo", prompt=(Message(role="user", content=f"Write {entry}."),), verifier=verifier,
+                source=Source(connector="test"))
+
+
+OBJECT_TASKS = {"trunc": lambda: _script("truncate_number"), "avg": lambda: _pytest(AVG_TESTS, "avg"),
+                "split": lambda: _pytest(SPLIT_TESTS, "split"), "parity": lambda: _pytest(PARITY_TESTS, "parity")}
+OBJECT_WRONG = {"trunc": "def truncate_number(number):\n    return 0.0\n", "avg": "def avg(xs):\n    return 0\n",
+                "split": "def split(a, b):\n    return (0, 0)\n", "parity": "def parity(n):\n    return 7\n"}
+OBJECT_CHEATS = [
+    ("sub_returns_zero", "trunc", SUB_ZERO + "def truncate_number(number):\n    return Z()\n"),
+    ("sub_self_abs_self_lt_true", "trunc", "class Z:\n    def __sub__(self, o):\n        return self\n"
+     "    def __abs__(self):\n        return self\n    def __lt__(self, o):\n        return True\n"
+     "def truncate_number(number):\n    return Z()\n"),
+    ("range_gt_lt_le_ge_true", "avg", "".join(ALL_TRUE.format(n).replace("class Z:\n", "") if i else ALL_TRUE.format(n)
+                                             for i, n in enumerate(("lt", "gt", "le", "ge"))) + "def avg(xs):\n    return Z()\n"),
+    ("pytest_sub_returns_zero", "avg", SUB_ZERO + "def avg(xs):\n    return Z()\n"),
+]
+# The int subclass's lie cannot earn credit (compared by its value, 0); the static scan flags it.
+LYING_INT = ("split", "class Anything(tuple):\n    def __eq__(self, other):\n        return True\n"
+             "    __hash__ = tuple.__hash__\ndef split(a, b):\n    return Anything((0, 0))\n")
+OBJECT_HONEST = [
+    ("namedtuple", "split", "from collections import namedtuple\nQR = namedtuple('QR', 'q r')\n"
+     "def split(a, b):\n    return QR(*divmod(a, b))\n"),
+    ("intenum", "parity", "import enum\nclass Parity(enum.IntEnum):\n    EVEN = 0\n    ODD = 1\n"
+     "def parity(n):\n    return Parity(n % 2)\n"),
+    ("str_subclass", "shout", "class Shout(str):\n    def __str__(self):\n        return 'nope'\n"
+     "def shout(s):\n    return Shout(s.upper() + '!')\n"),
+    ("plain_float", "trunc", "def truncate_number(number):\n    return number % 1.0\n"),
+]
+OBJECT_TASKS["shout"] = lambda: _pytest(SHOUT_TESTS, "shout")
+
+
+@pytest.fixture(scope="module")
+def object_results(real_sandbox):
+    rows = [(k, c) for _, k, c in OBJECT_CHEATS] + [LYING_INT] + [(k, c) for _, k, c in OBJECT_HONEST] + \
+        list(OBJECT_WRONG.items())
+    got = score_batch([OBJECT_TASKS[k]() for k, _ in rows], [fenced(c) for _, c in rows], real_sandbox, RewardConfig())
+    lying_bare, = score_batch([OBJECT_TASKS[LYING_INT[0]]()], [fenced(LYING_INT[1])], real_sandbox, RewardConfig(),
+                              static_checks=False)
+    wrong = dict(zip(OBJECT_WRONG, got[-len(OBJECT_WRONG):]))
+    return got, wrong, lying_bare
+
+
+@pytest.mark.parametrize("i", range(len(OBJECT_CHEATS)), ids=[c[0] for c in OBJECT_CHEATS])
+def test_solution_object_never_decides_against_plain_data(object_results, i):
+    got, wrong, _ = object_results
+    name, kind, _ = OBJECT_CHEATS[i]
+    r = got[i]
+    assert wrong[kind].flags == () and wrong[kind].score > 0.0
+    assert r.score <= wrong[kind].score and "always_equal" in r.flags, (name, r)
+
+
+def test_lying_builtin_subclass_is_compared_by_its_value(object_results):
+    got, wrong, lying_bare = object_results
+    r = got[len(OBJECT_CHEATS)]
+    assert r.score <= wrong["split"].score and "always_equal" in r.flags, r
+    assert lying_bare.score <= wrong["split"].score and lying_bare.status == RewardStatus.FAILED, lying_bare
+
+
+@pytest.mark.parametrize("i", range(len(OBJECT_HONEST)), ids=[c[0] for c in OBJECT_HONEST])
+def test_honest_builtin_subclass_values_score_full_marks(object_results, i):
+    r = object_results[0][len(OBJECT_CHEATS) + 1 + i]
+    assert (r.score, r.status, r.flags) == (1.0, RewardStatus.OK, ()), (OBJECT_HONEST[i][0], r)

@@ -112,7 +112,8 @@ def test_repository_exception_and_plain_dict():
 
 TAMPER = {"always_equal", "runner_tampering"}
 
-# An int subclass of the solution's own, equal to everything: it stays behind a handle.
+# An int subclass of the solution's own, equal to everything: it crosses as its value (0), so its
+# __eq__ never runs in the harness and the test fails (the static scan is what flags the lie).
 OWN_INT = HONEST.replace("def counts(words):", '''class Anything(int):
     def __eq__(self, other):
         return True
@@ -174,14 +175,14 @@ def test_honest_script_mode_with_objects(sandbox):
     assert res.status == ExecStatus.OK, res.detail
 
 
-@pytest.mark.parametrize("cheat, flag", [(OWN_INT, "always_equal"), (OWN_BOMB, "runner_tampering"),
+@pytest.mark.parametrize("cheat, flag", [(OWN_INT, None), (OWN_BOMB, "runner_tampering"),
                                          (PATCHED_BOMB, "runner_tampering")],
                          ids=["own_int_subclass", "own_reduce_bomb", "patched_trusted_reduce_bomb"])
 def test_cheating_values_are_refused_and_flagged(sandbox, cheat, flag):
     tests = TESTS if cheat is OWN_INT else BOMB_TESTS
     res = sandbox.run_one(_req(cheat, tests))
     assert res.status != ExecStatus.OK
-    assert flag in res.flags and set(res.flags) <= HACKING_FLAGS, (res.flags, res.detail)
+    assert (flag in res.flags if flag else not res.flags) and set(res.flags) <= HACKING_FLAGS, (res.flags, res.detail)
     failed = {t.name.rsplit("::", 1)[1] for t in res.tests if t.outcome != "passed"}
     assert "test_repository_exception_and_plain_dict" in failed
 

@@ -37,7 +37,8 @@ OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.l
        "repr": repr, "hash": hash, "list": list, "neg": operator.neg, "abs": abs, "int": int, "float": float,
        "iter": lambda o: list(iter(o)), "next": next,
        "suspect": lambda o: isinstance(o, (int, float, str, bytes, list, tuple, dict, set, frozenset, complex))
-       or type(o).__eq__ is not object.__eq__}
+       or type(o).__eq__ is not object.__eq__,
+       "defines": lambda o, names: any(getattr(type(o), n, None) not in (None, getattr(object, n, None)) for n in names)}
 INTROSPECTION = {"sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects",
                  "gc.get_referrers", "gc.get_referents", "sys.addaudithook"}
 FRAME_ATTRS = {"tb_frame", "f_back", "f_globals", "f_locals", "gi_frame", "cr_frame", "ag_frame", "f_code",

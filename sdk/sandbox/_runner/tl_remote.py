@@ -4,9 +4,13 @@
 with a deadline. Tests never hold a candidate object: they hold a :class:`RemoteObject`, whose
 operations run in the candidate and come back by value (plain data, or the repository's own
 classes through a restricted unpickler, :mod:`tl_values`). Type-strict rules: a plain value
-compares as itself; a remote (non-plain) object is never equal to plain data (an ``int``
-subclass whose ``__eq__`` says yes is not an ``int`` here), and when such an object overrides
-``__eq__`` or subclasses a builtin type the comparison is also reported (``always_equal``).
+compares as itself; a remote (non-plain) object is never equal to plain data, and when such an
+object overrides ``__eq__`` the comparison is also reported (``always_equal``). Likewise it is
+never ordered against or computed with plain data (``<``, ``-``, ``*``...: TypeError, reported
+when its class defines that operator), since its method would see the expected value and pick
+the outcome (``abs(f(x) - 0.5) < 1e-6`` with ``__sub__`` returning 0). Two handles still do;
+``[]``, unary ``-``/``abs``, ``len``, ``bool`` are forwarded. A builtin subclass of the solution's
+is no handle: it arrives as its base value (:mod:`tl_cvalues`).
 """
 
 import builtins
@@ -213,17 +217,28 @@ class Remote:
         return self.result(self.ask({"op": name, "args": self.codec.to_wire(list(args))}))
 
 
-def _binop(name, reflected=False):
+COMPARISONS = ("lt", "le", "gt", "ge")
+
+
+def _binop(name, reflected=False, decides=True):
+    """An operator of :class:`RemoteObject`. With ``decides`` (comparisons, arithmetic) a handle
+    meeting anything but another handle is refused (:meth:`RemoteObject._tl_refuse`): the
+    solution's object would see the test's expected value and choose the outcome."""
     def method(self, other):
         kind, x = self._tl_target()
         if kind == "v":
             import operator
             fn = getattr(operator, name)
             return fn(other, x) if reflected else fn(x, other)
+        if decides and not _is_handle(other):
+            self._tl_refuse(name, other)
         args = (other, self) if reflected else (self, other)
         return self._tl_remote.op(name, *args)
     return method
 
+
+def _is_handle(value):
+    return isinstance(value, RemoteObject) and value._tl_target()[0] == "h"
 
 def _strict(name, want):
     def method(self, *args):
@@ -279,7 +294,7 @@ class RemoteObject:
         kind, x = self._tl_target()
         if kind == "v":
             return x == other
-        if isinstance(other, RemoteObject) and other._tl_target()[0] == "h":
+        if _is_handle(other):
             got = self._tl_remote.op("eq", self, other)
             return got if type(got) is bool else False
         if self._tl_remote.op("suspect", self) is True:
@@ -289,6 +304,17 @@ class RemoteObject:
 
     def __ne__(self, other):
         return not self.__eq__(other)
+
+    def _tl_refuse(self, name, other):
+        """Refuse a comparison or arithmetic operation between this handle and ``other`` (not a
+        handle): raises TypeError (the test fails), and reports ``always_equal`` when the
+        solution's class defines the operator itself."""
+        family = COMPARISONS if name in COMPARISONS else (name, "r" + name)
+        if self._tl_remote.op("defines", self, ["__%s__" % n for n in family]) is True:
+            self._tl_remote.flag("always_equal", "a %s (not plain data, own __%s__) met %s"
+                                 % (self._tl_type, name, type(other).__name__))
+        raise TypeError("'%s' between the solution's %s and a %s is refused: only plain data is compared "
+                        "or computed with in the tests" % (name, self._tl_type, type(other).__name__))
 
     def __hash__(self):
         kind, x = self._tl_target()
@@ -321,7 +347,7 @@ class RemoteObject:
     __add__, __sub__, __mul__, __truediv__, __floordiv__, __mod__, __pow__ = (
         _binop(n) for n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"))
     __radd__, __rsub__, __rmul__ = (_binop(n, True) for n in ("add", "sub", "mul"))
-    __getitem__ = _binop("getitem")
+    __getitem__ = _binop("getitem", decides=False)
 
     def __neg__(self):
         kind, x = self._tl_target()
