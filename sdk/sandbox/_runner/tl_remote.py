@@ -221,9 +221,8 @@ COMPARISONS = ("lt", "le", "gt", "ge")
 
 
 def _binop(name, reflected=False, decides=True):
-    """An operator of :class:`RemoteObject`. With ``decides`` (comparisons, arithmetic) a handle
-    meeting anything but another handle is refused (:meth:`RemoteObject._tl_refuse`): the
-    solution's object would see the test's expected value and choose the outcome."""
+    """An operator of :class:`RemoteObject`; with ``decides``, a handle meeting anything but a
+    handle is refused (its method would see the expected value and choose the outcome)."""
     def method(self, other):
         kind, x = self._tl_target()
         if kind == "v":
@@ -237,8 +236,9 @@ def _binop(name, reflected=False, decides=True):
     return method
 
 
-def _is_handle(value):
+def _is_handle(value):   # a proxy of an object that lives in the candidate
     return isinstance(value, RemoteObject) and value._tl_target()[0] == "h"
+
 
 def _strict(name, want):
     def method(self, *args):
@@ -306,9 +306,8 @@ class RemoteObject:
         return not self.__eq__(other)
 
     def _tl_refuse(self, name, other):
-        """Refuse a comparison or arithmetic operation between this handle and ``other`` (not a
-        handle): raises TypeError (the test fails), and reports ``always_equal`` when the
-        solution's class defines the operator itself."""
+        """Raise TypeError for ``name`` on this handle and ``other`` (no handle); report
+        ``always_equal`` when the solution's class defines the operator itself."""
         family = COMPARISONS if name in COMPARISONS else (name, "r" + name)
         if self._tl_remote.op("defines", self, ["__%s__" % n for n in family]) is True:
             self._tl_remote.flag("always_equal", "a %s (not plain data, own __%s__) met %s"
@@ -398,7 +397,3 @@ def _signame(num):
         return signal.Signals(num).name
     except ValueError:
         return str(num)
-
-
-def now():
-    return time.monotonic()
