@@ -73,17 +73,12 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         meta: run facts shown at the top (run dir, model, task-set version, config ...).
         schedule_comparison: two GRPO arms' held-out curves and verdict
             (:func:`sdk.eval.schedule.schedule_section`; omitted: the key is None).
-        task_strength: verifier strength per source, ``{source: {"scored", "killed", "total",
-            "score", "weak_tests", "skipped"}}`` (the tasks stage's ``counts.json["strength"]``);
-            becomes ``tasks["strength"]`` when given and non-empty (omitted: no such key, so
-            older reports read the same).
+        task_strength: verifier strength per source (``counts.json["strength"]``); becomes
+            ``tasks["strength"]`` when non-empty (omitted: no key, so older reports read the same).
         checkpoint_rows, task_names, validation, seed: rows per model label, task names, validation
             facts and bootstrap seed of the issue-15 sections (:func:`_issue15_sections`).
     Returns:
-        An :class:`EvalReport` whose ``to_json()`` has the keys ``schema, created, meta, summary,
-        overall, n_samples, ks, by_split, by_domain, diff, gate, tasks, training,
-        schedule_comparison, flags, side_effects, cost, cost_benefit, rl_vs_sft, honesty, retry,
-        per_task``.
+        An :class:`EvalReport` (its fields are the keys of ``to_json()``, i.e. report.json).
     """
     row_flags = _flags_by_model(rows)
     points = list(checkpoints) if checkpoints else default_checkpoints(comparison, costs, row_flags)

@@ -99,6 +99,20 @@ def train_dataset(rows: list[dict], items: Sequence[Item], cfg: RlConfig, callba
     return Dataset.from_list(rows), order, list(callbacks)
 
 
+def _policy(model_path: str, adapter_dir: Path | None, lora_cfg, dtype: str, load_in_4bit: bool):
+    """``(model, tokenizer, peft_config)``: the base with ``adapter_dir`` trainable, or the base and a
+    fresh LoRA config for TRL to attach."""
+    from peft import PeftModel
+
+    from sdk.models import load_model
+    from sdk.train.common import peft_config
+
+    model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
+    if adapter_dir is not None:
+        return PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True), tokenizer, None
+    return model, tokenizer, peft_config(lora_cfg)
+
+
 def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], reward_fn: Callable,
              cfg: RlConfig, lora_cfg, out_dir: Path, seed: int, dtype: str = "auto",
              progress: bool = True, callbacks: Sequence[TrainerCallback] = (),
@@ -124,11 +138,8 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     Raises:
         ConfigError: no task has an automatic verifier.
     """
-    from peft import PeftModel
     from trl import GRPOConfig
 
-    from sdk.models import load_model
-    from sdk.train.common import peft_config
     from sdk.train.grpo_trainer import TuneloopGRPOTrainer
 
     rows = grpo_rows(tasks)
@@ -137,12 +148,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
                           "add a test-suite source (pytest, jsonl, humaneval), or turn GRPO off (--set rl.enabled=false)")
     items = [Item(t.domain, t.difficulty, len(t.prompt[-1].content)) for t in tasks if t.verifier.kind != "reference"]
     dataset, order, callbacks = train_dataset(rows, items, cfg, callbacks, seed)
-    model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
-    peft_cfg = None
-    if adapter_dir is not None:
-        model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
-    else:
-        peft_cfg = peft_config(lora_cfg)
+    model, tokenizer, peft_cfg = _policy(model_path, adapter_dir, lora_cfg, dtype, load_in_4bit)
     args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
     midway = MidwaySaver(out_dir / "midway" / "adapter", midway_step(cfg.max_steps)) if cfg.eval_midway else None
     callbacks = [*guards(model), *callbacks, *([midway] if midway else [])]

@@ -101,6 +101,34 @@ def sft_args(cfg: SftConfig, ordered: bool) -> dict:
         train_sampling_strategy="sequential" if ordered else "group_by_length" if cfg.group_by_length else "random")
 
 
+def _usable_rows(rows: list[dict], out_dir: Path) -> list[dict]:
+    """The well-formed rows; malformed ones go to ``out_dir/bad_rows.jsonl`` with reasons.
+
+    Raises:
+        ConfigError: no well-formed row is left.
+    """
+    rows, bad = check_rows(rows)
+    write_jsonl(out_dir / "bad_rows.jsonl", bad)
+    if bad:
+        log.warning("SFT: %d malformed rows left out (reasons in %s)", len(bad), out_dir / "bad_rows.jsonl")
+    if not rows:
+        raise ConfigError("no SFT rows: no train task has a reference and no feedback example was found"
+                          + (f" ({len(bad)} malformed rows, see {out_dir / 'bad_rows.jsonl'})" if bad else ""),
+                          "add a source with reference solutions (pytest, jsonl) or feedback examples, or turn SFT "
+                          "off (--set sft.enabled=false)")
+    return rows
+
+
+def _nothing_fits(cfg: SftConfig, lengths: dict, out_dir: Path) -> ConfigError:
+    """The error when the length policy left no row."""
+    longest = lengths["longest_prompt"] if cfg.truncation == "truncate" else lengths["longest"]
+    what = "prompt alone reaches" if cfg.truncation == "truncate" else "row is longer than"
+    return ConfigError(f"every SFT {what} sft.max_length={cfg.max_length} (see {out_dir}/too_long.jsonl)",
+                       f"raise sft.max_length (the longest {'prompt' if cfg.truncation == 'truncate' else 'row'} "
+                       f"has {longest} tokens)" + ("" if cfg.truncation == "truncate"
+                                                   else ", or set sft.truncation: truncate"))
+
+
 def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, seed: int,
             dtype: str = "auto", progress: bool = True, items: Sequence[Item] | None = None,
             callbacks: Sequence[TrainerCallback] = (), load_in_4bit: bool = False,
@@ -126,15 +154,7 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
 
     from sdk.models import load_model
 
-    rows, bad = check_rows(rows)
-    write_jsonl(out_dir / "bad_rows.jsonl", bad)
-    if bad:
-        log.warning("SFT: %d malformed rows left out (reasons in %s)", len(bad), out_dir / "bad_rows.jsonl")
-    if not rows:
-        raise ConfigError("no SFT rows: no train task has a reference and no feedback example was found"
-                          + (f" ({len(bad)} malformed rows, see {out_dir / 'bad_rows.jsonl'})" if bad else ""),
-                          "add a source with reference solutions (pytest, jsonl) or feedback examples, or turn SFT "
-                          "off (--set sft.enabled=false)")
+    rows = _usable_rows(rows, out_dir)
     ordered = items is not None and not is_default(cfg.order)
     if ordered:
         rows, _ = order_rows(rows, items, cfg.order, None, seed)
@@ -154,12 +174,7 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     # TRL tokenized the rows without truncating (max_length=None): our length policy sees true lengths
     trainer.train_dataset, lengths = enforce_max_length(trainer.train_dataset, cfg.max_length, cfg.truncation, out_dir)
     if not len(trainer.train_dataset):
-        longest = lengths["longest_prompt"] if cfg.truncation == "truncate" else lengths["longest"]
-        what = "prompt alone reaches" if cfg.truncation == "truncate" else "row is longer than"
-        raise ConfigError(f"every SFT {what} sft.max_length={cfg.max_length} (see {out_dir}/too_long.jsonl)",
-                          f"raise sft.max_length (the longest {'prompt' if cfg.truncation == 'truncate' else 'row'} "
-                          f"has {longest} tokens)" + ("" if cfg.truncation == "truncate"
-                                                      else ", or set sft.truncation: truncate"))
+        raise _nothing_fits(cfg, lengths, out_dir)
     if cfg.token_budget:
         trainer.train_dataset = pack_by_token_budget(trainer.train_dataset, cfg.token_budget)
     history = train_and_save(trainer, out_dir)
