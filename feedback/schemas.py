@@ -10,10 +10,10 @@ pair is joined, a lone one becomes U+FFFD, and a warning is logged.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from feedback.limits import MAX_ID
 from feedback.scales import SCALES, ScaleName
@@ -141,7 +141,13 @@ class FeedbackOut(BaseModel):
     rating: float | None = Field(..., description="in the units of `scale`")
     scale: str = Field(..., description="the rating's scale")
     comment: str | None = Field(..., description="free text")
-    created_at: datetime = Field(..., description="when the event was stored")
+    created_at: datetime = Field(..., description="when the event was stored (UTC, with its offset)")
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        """SQLite hands back naive datetimes; the store writes UTC, so say so."""
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 class Page(BaseModel):

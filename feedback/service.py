@@ -118,8 +118,16 @@ def serve(url: str = "sqlite:///feedback_store.db", host: str = "127.0.0.1", por
           settings: CollectorSettings | None = None) -> None:
     """Run the collector with uvicorn until interrupted (``tuneloop feedback serve``); settings
     default to :meth:`CollectorSettings.from_env`."""
+    import socket
+
     import uvicorn
 
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:  # a busy port printed uvicorn's raw traceback
+            probe.bind((host, port))
+        except OSError as exc:
+            raise SystemExit(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}\n"
+                             f"fix: pass another --port, or stop what is using {port}") from None
     uvicorn.run(create_app(url, settings=settings or CollectorSettings.from_env()), host=host, port=port,
                 log_level="info")
 

@@ -123,6 +123,7 @@ class CollectorFeedbackSource(SqlFeedbackSource):
         app, batch = self.options.application, self.options.batch_size
         try:
             with db.session() as session:
+                _check_application(session, app)
                 items = [*iter_feedback(session, app, batch_size=batch),
                          *iter_unrated_corrections(session, app, batch_size=batch)]
         except sa_exc.DBAPIError as exc:
@@ -141,3 +142,21 @@ class CollectorFeedbackSource(SqlFeedbackSource):
                 raise RowError(f"rating scale {raw['scale']!r} is not one of {sorted(SCALES)}")
             values["rating"] = normalise(values["rating"], raw["scale"])
         return values
+
+
+def _check_application(session, app: str | None) -> None:
+    """A misspelt ``application:`` read 0 rows and exited 0; name the ones the store has instead.
+
+    Raises:
+        SourceError: the store has no application of that name.
+    """
+    if app is None:
+        return
+    import sqlalchemy as sa
+
+    from feedback.store import Application
+
+    names = sorted(session.scalars(sa.select(Application.name)))
+    if app not in names:
+        raise SourceError(f"the feedback store has no application {app!r}",
+                          f"set `application:` to one of {names} (or leave it out to read them all)")

@@ -36,3 +36,47 @@ def test_a_revoked_key_is_refused_with_a_cli_fix(tmp_path):
     revoke_key(url, key[:8])
     res = TestClient(create_app(url)).get("/v1/feedback", headers={"X-API-Key": key})
     assert res.status_code == 401 and "tuneloop feedback create-key" in res.json()["fix"]
+
+
+def test_a_misspelt_application_is_an_error_naming_the_real_ones(tmp_path):
+    """Issue 20.5: a wrong `application:` read 0 rows and exited 0 silently."""
+    import pytest
+
+    from connectors.feedback_tables.collector import CollectorFeedbackSource
+    from sdk.errors import SourceError
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    new_api_key(url, "support-bot")
+    with pytest.raises(SourceError, match=r"no application 'suport-bot'.*") as err:
+        CollectorFeedbackSource({"url": url, "application": "suport-bot"}, tmp_path, "fb").read()
+    assert "support-bot" in err.value.fix
+
+
+def test_created_at_comes_back_with_a_time_zone(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from feedback.service import create_app
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    key = new_api_key(url, "bot")
+    client = TestClient(create_app(url), headers={"X-API-Key": key})
+    client.post("/v1/interactions", json={"external_id": "r1", "messages": [{"role": "user", "content": "hi"}]},
+                headers={"Idempotency-Key": "i1"})
+    client.post("/v1/feedback", json={"external_id": "r1", "rating": 1}, headers={"Idempotency-Key": "f1"})
+    (item,) = client.get("/v1/feedback").json()["items"]
+    assert item["created_at"].endswith("+00:00") or item["created_at"].endswith("Z")
+
+
+def test_a_busy_port_is_one_clear_error():
+    import socket
+
+    import pytest
+
+    from feedback.service import serve
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(SystemExit, match="cannot listen on 127.0.0.1"):
+            serve("sqlite:///:memory:", port=port)
