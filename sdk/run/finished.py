@@ -70,7 +70,7 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
     curve = checkpoint_curve(by_label, checkpoint_compute(markers, costs)) if len(by_label) > 2 else None
     report = build_report(comparison, gate=gate, task_counts=counts.get("splits"), train_logs=logs, costs=costs,
                           checkpoints=curve, rows=rows["base"] + rows["tuned"],
-                          training_flags=training_flags(layout.rewards_jsonl("rl")),
+                          training_flags=no_signal_steps(training_flags(layout.rewards_jsonl("rl")), logs.get("grpo")),
                           meta=header, schedule_comparison=schedule_comparison,
                           task_strength=counts.get("strength"), checkpoint_rows={**by_label, **extra},
                           task_names=task_names(layout), validation=(markers.get("rl") or {}).get("validation"),
@@ -97,6 +97,18 @@ def task_names(layout: RunLayout) -> dict[str, dict[str, str]]:
     if not layout.tasks_jsonl.is_file():
         return {}
     return {t.id: task_name(t.source.locator, t.id) for t in TaskSet.load(layout.tasks_jsonl)}
+
+
+def no_signal_steps(flags: dict[str, dict[str, int]], history: Sequence[Mapping[str, Any]] | None,
+                    prefix: str = "grpo step") -> dict[str, dict[str, int]]:
+    """``flags`` plus ``no_learning_signal`` on every GRPO step whose groups all had rewards with no
+    variance (TRL's ``frac_reward_zero_std`` = 1: zero advantages, so the step taught nothing), so the
+    report does not show such a step like any other."""
+    out = {k: dict(v) for k, v in flags.items()}
+    for entry in history or ():
+        if isinstance(entry, Mapping) and "loss" in entry and float(entry.get("frac_reward_zero_std", 0) or 0) >= 1.0:
+            out.setdefault(f"{prefix} {int(entry.get('step', 0))}", {})["no_learning_signal"] = 1
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0].rsplit(" ", 1)[-1]) if kv[0].startswith(prefix) else -1))
 
 
 def training_flags(rewards_jsonl: str | Path, prefix: str = "grpo step") -> dict[str, dict[str, int]]:

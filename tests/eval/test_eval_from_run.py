@@ -59,3 +59,14 @@ def test_training_flags_per_step(tmp_path):
     assert training_flags(log) == {"grpo log": {"unreadable_log_line": 1}, "grpo step 1": {"exit_zero": 1},
                                    "grpo step 2": {"conftest": 1, "exit_zero": 2}}
     assert training_flags(tmp_path / "missing.jsonl") == {}
+
+
+def test_grpo_steps_without_learning_signal_are_flagged():
+    """Issue 20.9: a GRPO step whose groups all had equal rewards was shown like any other."""
+    from sdk.run.finished import no_signal_steps
+
+    history = [{"step": 1, "loss": 0.0, "frac_reward_zero_std": 1.0}, {"step": 2, "loss": 0.1, "frac_reward_zero_std": 0.5},
+               {"step": 3, "loss": 0.0, "frac_reward_zero_std": 1.0}, {"train_loss": 0.0, "step": 3}]
+    flags = no_signal_steps({"grpo step 2": {"prompt_copy": 1}}, history)
+    assert list(flags) == ["grpo step 1", "grpo step 2", "grpo step 3"]
+    assert flags["grpo step 1"] == {"no_learning_signal": 1} and flags["grpo step 2"] == {"prompt_copy": 1}
