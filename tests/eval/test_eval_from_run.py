@@ -70,3 +70,21 @@ def test_grpo_steps_without_learning_signal_are_flagged():
     flags = no_signal_steps({"grpo step 2": {"prompt_copy": 1}}, history)
     assert list(flags) == ["grpo step 1", "grpo step 2", "grpo step 3"]
     assert flags["grpo step 1"] == {"no_learning_signal": 1} and flags["grpo step 2"] == {"prompt_copy": 1}
+
+
+def test_evaluation_prints_plain_progress_lines_without_a_live_bar(caplog):
+    """Issue 20.7: eval printed nothing until it finished when stderr was not a terminal."""
+    import logging
+
+    from sdk.eval.run import evaluate
+    from sdk.rewards.result import RewardResult, RewardStatus
+    from sdk.tasks.records import AnswerVerifier, Message, Source, Split, Task
+
+    tasks = [Task(domain="d", prompt=(Message(role="user", content=f"q{i}"),), verifier=AnswerVerifier(expected="1"),
+                  source=Source(connector="t"), split=Split.HELDOUT) for i in range(3)]
+    with caplog.at_level(logging.INFO, logger="tuneloop.progress"):
+        evaluate(tasks, lambda prompts, n: [[("1", 1)] * n for _ in prompts],
+                 lambda ts, cs: [RewardResult(score=1.0, status=RewardStatus.OK)] * len(ts), "base", 1,
+                 progress=False, batch_size=2)
+    lines = [r.getMessage() for r in caplog.records if r.name == "tuneloop.progress"]
+    assert lines[0].startswith("eval base: 2/3 tasks") and lines[-1].startswith("eval base: 3/3 tasks")
