@@ -286,7 +286,7 @@ def sandboxed_python_tool(sandbox, limits=None, name: str = "run_python") -> Too
     """
     from sdk.sandbox.contract import ExecRequest, Limits
 
-    entry = "__tuneloop_tool_entry"
+    entry = "tuneloop_tool_entry"  # no leading dunder: the harness never resolves those from the solution
     check = {"tool_check.py": "def check(candidate):\n    candidate()\n"}
 
     def run_python(code: str) -> str:
