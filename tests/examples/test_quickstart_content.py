@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import yaml
 
 QS = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 PKG = QS / "acme_ledger"
@@ -77,8 +78,8 @@ def test_package_suite_passes_in_subprocess():
 
 def test_package_shape_and_every_function_has_three_tests():
     funcs = public_functions()
-    assert 80 <= len(funcs) <= 100
-    assert 5 <= len(set(funcs.values())) <= 8
+    assert 120 <= len(funcs) <= 140, "issue 15 grew the package to 130 functions"
+    assert 5 <= len(set(funcs.values())) <= 12
     per_function = Counter(targets_of_tests().values())
     thin = {f: per_function.get(f, 0) for f in funcs if per_function.get(f, 0) < 3}
     assert not thin, f"functions with fewer than 3 tests: {thin}"
@@ -94,7 +95,7 @@ def test_every_public_function_returns_result_via_ok_or_err():
                 assert returns and all(isinstance(v, ast.Call) and getattr(v.func, "id", "") in ("ok", "err")
                                        for v in returns), f"{node.name} returns something other than ok()/err()"
                 assert ast.unparse(node.returns) == "Result" and ast.get_docstring(node), node.name
-                assert len(node.body) <= 5, f"{node.name} is not small"
+                assert len(node.body) <= 8, f"{node.name} is not small"
 
 
 @pytest.fixture(scope="module")
@@ -306,7 +307,8 @@ def test_ide_style_feedback_prompts_match_the_task_prompt_format():
         import seed_feedback
     finally:
         sys.path.remove(str(QS))
-    result = PytestSuiteSource({"path": ".", "package": "acme_ledger", "tests": "tests"}, QS, "acme").read()
+    options = next(s["options"] for s in yaml.safe_load((QS / "config.yaml").read_text())["sources"] if s["type"] == "pytest")
+    result = PytestSuiteSource(options, QS, "acme").read()
     assert len(result.tasks) == len(public_functions()) and not result.quarantined
     by_name = {t.verifier.entry_point: t for t in result.tasks}
     cases = [("money", "add_cents", "a: Money, b: Money", "Sum of two amounts."),
