@@ -33,13 +33,19 @@ class RowReader(Protocol):
     counts: dict[str, int]
 
     @property
-    def origin(self) -> str: ...
+    def origin(self) -> str:
+        """Where the rows come from (a display string of the URL and table)."""
+        ...
 
     @property
-    def batch_size(self) -> int: ...
+    def batch_size(self) -> int:
+        """Rows fetched per round trip."""
+        ...
 
     @property
-    def row_column(self) -> str: ...
+    def row_column(self) -> str:
+        """The column holding the increasing ``row_id``."""
+        ...
 
     def iter_rows(self, after: Any = None) -> Iterator[ParsedRow]:
         """Parsed rows with ``row_id > after`` in ``row_id`` order, not deduplicated."""

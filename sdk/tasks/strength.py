@@ -142,14 +142,17 @@ class _Sites(ast.NodeVisitor):
         self.sites: list[tuple[str, ast.AST, int]] = []
 
     def visit_Compare(self, node: ast.Compare) -> None:
+        """A comparison whose operator can be flipped is a mutation site."""
         self.sites += [("flip_comparison", node, i) for i, op in enumerate(node.ops) if type(op) in _FLIP]
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
+        """An integer constant is an off-by-one site."""
         if type(node.value) is int:
             self.sites.append(("off_by_one", node, 0))
 
     def visit_If(self, node: ast.If) -> None:
+        """An ``if`` whose body can be dropped is a site."""
         self.sites.append(("drop_branch", node, 0))
         self.generic_visit(node)
 

@@ -100,6 +100,7 @@ class Codec:
         raise tl_pickle.Refused("persistent id", repr(pid)[:80], True)
 
     def loads(self, text):
+        """The candidate's pickle ``text`` read with the restricted loader (trusted classes only)."""
         self.decoding += 1
         try:
             return tl_pickle.loads_restricted(text, self.trust, self.load_id)
