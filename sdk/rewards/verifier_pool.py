@@ -69,6 +69,7 @@ class _Worker:
                               "check that `python -m sdk.rewards._verifier_worker` runs and can import sdk")
 
     def kill(self) -> None:
+        """Kill the worker process if it still runs, reap it and close its pipes."""
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()

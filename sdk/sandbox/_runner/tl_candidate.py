@@ -249,6 +249,7 @@ class _Tee(io.TextIOBase):
         self.real, self.kept = real, io.StringIO()
 
     def write(self, s):
+        """Pass ``s`` on to the real stream, keeping its first characters (what the solution printed)."""
         if type(s) is not str:
             raise TypeError("write() argument must be str")
         if self.kept.tell() < self.KEEP:
@@ -256,6 +257,7 @@ class _Tee(io.TextIOBase):
         return self.real.write(s)
 
     def flush(self):
+        """Flush the real stream."""
         self.real.flush()
 
 

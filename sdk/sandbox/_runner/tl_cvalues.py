@@ -61,6 +61,7 @@ class Values:
                               loads=lambda text: tl_pickle.loads_trusted(text, self.load_id))
 
     def load_id(self, pid):
+        """A persistent id of the harness's pickle: a local handle, a reverse handle (proxy back to the harness), or a value."""
         if pid[0] == "h":
             return self.handles[pid[1]]
         if pid[0] == "r":

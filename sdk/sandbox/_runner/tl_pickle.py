@@ -149,6 +149,7 @@ class _Pickler(pickle.Pickler):
     guard = None
 
     def reducer_override(self, obj):
+        """Enum members by value; everything else as the guard decides (untrusted values become handles)."""
         if _is_enum_member(obj):
             return type(obj), (obj._value_,)
         if self.guard is None or isinstance(obj, type):
@@ -176,9 +177,11 @@ class Restricted(pickle.Unpickler):
         self.trust, self.load_id = trust, load_id
 
     def find_class(self, module, name):
+        """Resolve only trusted classes; anything else is refused."""
         return self.trust.find(module, name)
 
     def persistent_load(self, pid):
+        """Resolve a persistent id through the caller's ``load_id``."""
         return self.load_id(pid)
 
 
