@@ -48,12 +48,17 @@ def _run(url: str | None, fn: Callable[[Any], Any]) -> Any:
         with sessions(_url(url))() as session:
             return fn(session)
     except TuneloopError as exc:
-        if os.environ.get("TUNELOOP_DEBUG"):
-            raise
-        typer.echo(f"error: {exc.what}", err=True)
-        if exc.fix:
-            typer.echo(f"fix: {exc.fix}", err=True)
+        echo_error(exc)
         raise typer.Exit(exc.exit_code) from None
+
+
+def echo_error(exc: TuneloopError) -> None:
+    """Print ``error:`` and ``fix:`` on stderr (re-raise instead with ``TUNELOOP_DEBUG=1``)."""
+    if os.environ.get("TUNELOOP_DEBUG"):
+        raise exc
+    typer.echo(f"error: {exc.what}", err=True)
+    if exc.fix:
+        typer.echo(f"fix: {exc.fix}", err=True)
 
 
 def _ref(value: str) -> int | str:

@@ -5,13 +5,13 @@ passes every ``--interval`` seconds until interrupted."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import typer
 
+from feedback.adapters_cli import echo_error
 from sdk.errors import TuneloopError
 
 app = typer.Typer(help="Continuous retraining from production feedback (one pass per call).",
@@ -30,11 +30,7 @@ def loop(config: Path = typer.Argument(..., help="loop YAML (store_url, applicat
         try:
             result = run_pass(load_loop_config(config))
         except TuneloopError as exc:
-            if os.environ.get("TUNELOOP_DEBUG"):
-                raise
-            typer.echo(f"error: {exc.what}", err=True)
-            if exc.fix:
-                typer.echo(f"fix: {exc.fix}", err=True)
+            echo_error(exc)
             if not watch:
                 raise typer.Exit(exc.exit_code) from None
         else:
