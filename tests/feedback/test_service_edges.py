@@ -205,4 +205,5 @@ def test_filter_that_reaches_other_tables_is_a_config_error(tmp_path, bad, words
 @pytest.mark.parametrize("good", ["app = 'ledger-assistant'", "rating IS NOT NULL AND lower(app) LIKE 'sup%'",
                                   "created_at >= '2026-01-01' OR id BETWEEN 1 AND 10"])
 def test_plain_conditions_pass_the_filter_check(tmp_path, good):
-    SqlFeedbackSource({"url": "sqlite:///x.db", "table": "chat_feedback", "filter": good}, tmp_path, "d")
+    source = SqlFeedbackSource({"url": "sqlite:///x.db", "table": "chat_feedback", "filter": good}, tmp_path, "d")
+    assert source.options.filter == good
