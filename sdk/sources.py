@@ -45,13 +45,19 @@ class PreferencePair(Frozen):
 
 @dataclass
 class SourceResult:
-    """What one source yields: tasks, SFT examples, preference pairs, quarantine and counts."""
+    """What one source yields: tasks, SFT examples, preference pairs, quarantine and counts.
+
+    ``splits_fixed``: the tasks' ``split`` is the source's own decision (e.g. ``git_history``'s
+    time-honest split: older commits train, newer held out); the pipeline keeps it when the
+    config's ``split`` is ``auto`` instead of splitting by hash.
+    """
 
     tasks: list[Task] = field(default_factory=list)
     sft_examples: list[SftExample] = field(default_factory=list)
     preference_pairs: list[PreferencePair] = field(default_factory=list)
     quarantined: list[Quarantined] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    splits_fixed: bool = False
 
 
 class SourceOptions(BaseModel):

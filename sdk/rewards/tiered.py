@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 from sdk.errors import RewardError
 from sdk.rewards.config import RewardConfig
 import sdk.rewards.integrity as integrity
+import sdk.rewards.change as change_reward
 import sdk.rewards.runtime_checks as runtime_checks
 from sdk.rewards.answers import AnswerOptions, score_answer
 from sdk.rewards.extract import ExtractStatus, extract_code
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.rewards.verifier_pool import VerifierPool, judged, shared_pool, verdicts
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
-from sdk.tasks.records import AnswerVerifier, ReferenceOnly, Task, UnitTestVerifier
+from sdk.tasks.records import AnswerVerifier, ChangeVerifier, ReferenceOnly, Task, UnitTestVerifier
 from sdk.types import Framework, Language
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class _Plan:
     side_effect: bool = False
     merged: bool = False
     baseline: ExecResult | None = None
+    change: change_reward.ChangePlan | None = None  # change tasks (sdk.rewards.change)
 
 
 def score_completion(task: Task, completion: str, sandbox: Sandbox, weights: RewardConfig,
@@ -204,6 +206,9 @@ def _prepare(task: Task, completion: str, baseline: ExecResult | None, limits: L
     if isinstance(verifier, AnswerVerifier):  # in a worker process, with a deadline (W1/W2)
         prompt = "\n".join(m.content for m in task.prompt)
         return _Plan(task, check=(score_answer, (verifier, completion, AnswerOptions.of(weights), prompt)))
+    if isinstance(verifier, ChangeVerifier):  # a diff against a repository (issue 17)
+        plan = change_reward.prepare(task, completion, limits)
+        return _Plan(task, done=plan.done, requests=plan.requests, change=plan)
     assert isinstance(verifier, UnitTestVerifier)
     ext = extract_code(completion, verifier.entry_point, verifier.language)
     if ext.status == ExtractStatus.NO_CODE or ext.code is None:
@@ -304,6 +309,8 @@ def _fraction(result: ExecResult, expected) -> tuple[float, int, int]:
 
 def _finish(plan: _Plan, results: list[ExecResult], weights: RewardConfig) -> RewardResult:
     verifier = plan.task.verifier
+    if plan.change is not None:
+        return change_reward.finish(plan.task, plan.change, results, weights)
     assert isinstance(verifier, UnitTestVerifier)
     if plan.merged:
         results = _split(results[0], verifier)

@@ -67,6 +67,8 @@ def _read_sources(ctx: StageContext) -> _Collected:
         tasks = [t.with_(prompt=with_system(t.prompt, system)) for t in tasks]
         if src.split != "auto":
             got.fixed.update({t.id: Split(src.split) for t in tasks})
+        elif result.splits_fixed:  # the source's own split (git_history: by time)
+            got.fixed.update({t.id: t.split for t in tasks})
         got.tasks += tasks
         got.labels.update({t.id: f"{i}:{label}" for t in tasks})
         got.examples += [e.model_copy(update={"messages": with_system(e.messages, system)})

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, model_validator
 
+from sdk.tasks.change import ChangeVerifier
 from sdk.types import Framework, Frozen, Language, canonical_json  # noqa: F401 - re-exported
 
 
@@ -102,7 +103,7 @@ class ReferenceOnly(Frozen):
     kind: Literal["reference"] = "reference"
 
 
-Verifier = Annotated[Union[UnitTestVerifier, AnswerVerifier, ReferenceOnly], Field(discriminator="kind")]
+Verifier = Annotated[Union[UnitTestVerifier, AnswerVerifier, ReferenceOnly, ChangeVerifier], Field(discriminator="kind")]
 
 
 class Source(Frozen):

@@ -1,0 +1,324 @@
+"""The ``git_history`` source: a repository's commits → change tasks (issue 17, first slice: Python + pytest).
+
+For each commit on the first-parent line of ``rev`` (oldest first; a merge stands for its
+branch) that changes both source and tests:
+
+1. the task's prompt is the commit message plus context (the source files the commit touches,
+   as they are at the parent: "oracle" context, within ``context_chars``); the model answers
+   with a unified diff, several files allowed;
+2. the verifier (:class:`~sdk.tasks.change.ChangeVerifier`) is found by running the commit's
+   tests in the sandbox at the parent and at the commit (:mod:`connectors.history.mine`):
+   fail-to-pass tests (at least one), pass-to-pass tests (a deterministic sample within
+   ``max_pass_to_pass``), flaky tests left out;
+3. the reference is the commit's own diff of its source files; with ``validate_references`` it is scored
+   by the change reward (:mod:`sdk.rewards.change`) and must earn full marks.
+
+Commits that change no source or no test are skipped (counted); a commit whose tests cannot run
+is quarantined with the reason (``tests_cannot_run``, ``no_fail_to_pass``,
+``flaky_fail_to_pass``, ``snapshot_too_large``, ``reference_fails``).
+
+Time-honest split: the newest ``heldout_fraction`` of the tasks (by the line's order) are
+held out, the older ones are for training, and the source marks its splits as fixed
+(:attr:`~sdk.sources.SourceResult.splits_fixed`) so the pipeline keeps them. A task holds
+only its parent's files and its own commit's tests: nothing from its future.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pydantic import Field
+
+from connectors.history.gitrepo import Commit, GitRepo
+from connectors.history.mine import changed_tests, discover, run_states
+from sdk.sandbox.contract import Limits, Sandbox
+from sdk.sources import SourceOptions, SourceResult, TaskSource
+from sdk.tasks.change import RUNNER_GLOBS, TEST_GLOBS, ChangeVerifier, is_test_module, matches
+from sdk.tasks.records import Message, Quarantined, Source, Split, Task
+
+log = logging.getLogger("tuneloop.connectors.git_history")
+PROMPT = ("Repository `{name}` at commit {parent}. Make the change this commit message describes:\n\n{message}\n\n"
+          "{context}Reply with the change as a unified diff (`git diff` format: `--- a/path`, `+++ b/path`, hunks "
+          "with context lines) in one ```diff block. Several files may change. Edits to tests or CI configuration "
+          "are ignored.")
+
+
+class GitHistoryOptions(SourceOptions):
+    """Options of the ``git_history`` source.
+
+    Attributes:
+        path: the git repository (a clone or a bare mirror), relative to the config file.
+        rev: the revision whose first-parent line is walked.
+        max_commits: how many of the newest commits on that line are scanned.
+        max_tasks: stop once this many tasks are built (None: no limit).
+        heldout_fraction: share of the tasks, the newest, that are held out (time-honest split).
+        reruns: extra runs of each state to find flaky tests (0: one run each).
+        max_pass_to_pass: pass-to-pass tests kept per task (a deterministic sample).
+        max_test_files: test modules run per commit: the ones it touches, then others that
+            name a touched module.
+        max_file_kb: larger files are left out of the snapshot.
+        max_snapshot_kb: a commit whose source snapshot is larger is quarantined.
+        exclude: globs of paths left out of the snapshot (documentation, assets).
+        test_globs / runner_globs: test-side paths and CI / runner configuration.
+        context_chars: budget for the touched files shown in the prompt (0: none).
+        suite_timeout_s: wall-clock limit of one mining run, seconds.
+        test_timeout_s: the verifier's limit for one run, seconds.
+        memory_mb: memory limit of each run, MiB.
+        requirements: pip requirements the tests import (installed by ``sdk.sandbox.deps``).
+        validate_references: score each reference with the change reward; it must earn full marks.
+        backend, allow_unisolated, concurrency: the sandbox used for mining (as ``sandbox:``).
+    """
+
+    path: str
+    rev: str = "HEAD"
+    max_commits: int = Field(200, ge=1)
+    max_tasks: int | None = Field(None, ge=1)
+    heldout_fraction: float = Field(0.3, ge=0.0, lt=1.0)
+    reruns: int = Field(1, ge=0, le=10)
+    max_pass_to_pass: int = Field(20, ge=0)
+    max_test_files: int = Field(6, ge=1)
+    max_file_kb: int = Field(256, ge=1)
+    max_snapshot_kb: int = Field(8192, ge=1)
+    exclude: list[str] = Field(default_factory=lambda: ["docs/*", "doc/*", "*.png", "*.jpg", "*.svg", "*.ico"])
+    test_globs: list[str] = Field(default_factory=lambda: list(TEST_GLOBS))
+    runner_globs: list[str] = Field(default_factory=lambda: list(RUNNER_GLOBS))
+    context_chars: int = Field(12000, ge=0)
+    suite_timeout_s: float = Field(120.0, gt=0)
+    test_timeout_s: float = Field(60.0, gt=0)
+    memory_mb: int = Field(2048, ge=256)
+    requirements: list[str] = Field(default_factory=list)
+    validate_references: bool = True
+    backend: str = "auto"
+    allow_unisolated: bool = False
+    concurrency: int = Field(0, ge=0)
+
+
+class GitHistorySource(TaskSource):
+    """A git repository's history → change tasks (see the module docstring).
+
+    Args:
+        sandbox: run the tests here instead of a sandbox made from the options (tests, benches).
+    Raises (from :meth:`read`):
+        SourceError: the path is not a git repository, git is missing, or ``rev`` is unknown.
+    """
+
+    Options = GitHistoryOptions
+    name = "git_history"
+
+    def __init__(self, options, base_dir: Path, domain: str, sandbox: Sandbox | None = None) -> None:
+        super().__init__(options, base_dir, domain)
+        self._sandbox = sandbox
+
+    def _load(self) -> SourceResult:
+        opts: GitHistoryOptions = self.options  # type: ignore[assignment]
+        repo = GitRepo(self.resolve(opts.path))
+        sandbox, own = self._sandbox, self._sandbox is None
+        if own:
+            from sdk.sandbox import make_sandbox
+            from sdk.sandbox.config import SandboxConfig
+            sandbox = make_sandbox(SandboxConfig(backend=opts.backend, allow_unisolated=opts.allow_unisolated,
+                                                 concurrency=opts.concurrency, cache=False))
+        try:
+            result = _Miner(self, repo, sandbox).mine()
+        finally:
+            if own:
+                sandbox.close()
+        return result
+
+
+class _Miner:
+    """One pass over the history (state kept between the steps of :meth:`mine`)."""
+
+    def __init__(self, src: GitHistorySource, repo: GitRepo, sandbox: Sandbox) -> None:
+        self.src, self.repo, self.sandbox = src, repo, sandbox
+        self._changed: set[str] = set()
+        self.opts: GitHistoryOptions = src.options  # type: ignore[assignment]
+        self.tests_g, self.runner_g = tuple(self.opts.test_globs), tuple(self.opts.runner_globs)
+        self.result = SourceResult(splits_fixed=True)
+        self.counts = {"commits_scanned": 0, "skipped_no_source_change": 0, "skipped_no_test_change": 0}
+        self.limits = Limits(timeout_s=self.opts.suite_timeout_s, cpu_s=int(self.opts.suite_timeout_s) + 1,
+                             memory_mb=self.opts.memory_mb, processes=128, output_bytes=1 << 20)
+
+    def mine(self) -> SourceResult:
+        """Scan, build, validate and split; counts in :attr:`SourceResult.counts`."""
+        tasks: list[Task] = []
+        for commit in self.repo.commits(self.opts.rev, self.opts.max_commits):
+            if self.opts.max_tasks is not None and len(tasks) >= self.opts.max_tasks:
+                break
+            self.counts["commits_scanned"] += 1
+            task = self._commit(commit)
+            if task is not None:
+                tasks.append(task)
+        if self.opts.validate_references and tasks:
+            tasks = self._validate(tasks)
+        self.result.tasks = time_split(tasks, self.opts.heldout_fraction)
+        reasons: dict[str, int] = {}
+        for q in self.result.quarantined:
+            key = "quarantined_" + q.reason.split(":")[0]
+            reasons[key] = reasons.get(key, 0) + 1
+        self.result.counts = {**self.counts, "tasks": len(self.result.tasks),
+                              "quarantined": len(self.result.quarantined), **dict(sorted(reasons.items()))}
+        return self.result
+
+    def _kind(self, path: str) -> str:
+        if matches(path, self.runner_g):
+            return "runner"
+        if matches(path, self.tests_g):
+            return "test"
+        return "source" if path.endswith(".py") else "other"
+
+    def _quarantine(self, commit: Commit, reason: str) -> None:
+        self.result.quarantined.append(Quarantined(reason=reason, source=self._source(commit)))
+
+    def _source(self, commit: Commit) -> Source:
+        return Source(connector="git_history", uri=str(self.repo.path), locator=commit.sha[:12], commit=commit.sha)
+
+    def _commit(self, commit: Commit) -> Task | None:
+        changes = self.repo.changes(commit.parent, commit.sha)
+        kinds = {c.path: self._kind(c.path) for c in changes} | {c.old_path: self._kind(c.old_path)
+                                                                 for c in changes if c.old_path}
+        self._changed = set(kinds)
+        source_paths = sorted(p for p, k in kinds.items() if k == "source")
+        test_paths = sorted(p for p, k in kinds.items() if k == "test")
+        if not source_paths:
+            self.counts["skipped_no_source_change"] += 1
+            return None
+        if not test_paths:
+            self.counts["skipped_no_test_change"] += 1
+            return None
+        parent_files, commit_files = self._snapshot(commit.parent), self._snapshot(commit.sha)
+        size = sum(len(t) for t in commit_files.values()) // 1024
+        if size > self.opts.max_snapshot_kb:
+            self._quarantine(commit, f"snapshot_too_large: {size} KiB of text files (max_snapshot_kb "
+                                     f"{self.opts.max_snapshot_kb})")
+            return None
+        return self._build(commit, parent_files, commit_files, source_paths, test_paths)
+
+    def _snapshot(self, sha: str) -> dict[str, str]:
+        files, _ = self.repo.snapshot(sha, self.opts.max_file_kb * 1024)
+        return {p: t for p, t in files.items() if not matches(p, tuple(self.opts.exclude))}
+
+    def _split_files(self, files: dict[str, str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        """(source, test-side support, test modules) of a snapshot; runner files go nowhere."""
+        source, support, tests = {}, {}, {}
+        for p, t in files.items():
+            kind = self._kind(p)
+            if kind == "test":
+                (tests if is_test_module(p, self.tests_g) else support)[p] = t
+            elif kind != "runner":
+                source[p] = t
+        return source, support, tests
+
+    def _build(self, commit: Commit, parent_files: dict[str, str], commit_files: dict[str, str],
+               source_paths: list[str], test_paths: list[str]) -> Task | None:
+        p_source, _, p_tests = self._split_files(parent_files)
+        c_source, support, c_tests = self._split_files(commit_files)
+        touched = {p for p in test_paths if p in c_tests}
+        if not touched:
+            self._quarantine(commit, "tests_cannot_run: the commit changes test-side files but no test module "
+                                     "that exists at the commit")
+            return None
+        selected = select_test_files(c_tests, touched, source_paths, self.opts.max_test_files)
+        tests = {p: c_tests[p] for p in selected}
+        target = _candidate_path(c_source)
+        runs = 1 + self.opts.reruns
+        at_parent, at_commit = run_states(self.sandbox, [{**p_source, **support}, {**c_source, **support}], tests,
+                                          runs, self.limits, tuple(self.opts.requirements), target)
+        found = discover(at_parent, at_commit, changed_tests(p_tests, tests), touched, self.opts.max_pass_to_pass)
+        why = _no_task_reason(found, touched)
+        if why:
+            self._quarantine(commit, why)
+            return None
+        changed = {c for c in self._changed if self._kind(c) in ("source", "other") and (c in p_source or c in c_source)}
+        return self._task(commit, p_source, support, tests, found, source_paths, target, sorted(changed))
+
+    def _task(self, commit: Commit, p_source: dict[str, str], support: dict[str, str], tests: dict[str, str],
+              found, source_paths: list[str], target: str, ref_paths: list[str]) -> Task:
+        keep = {i.split("::")[0] for i in found.fail_to_pass + found.pass_to_pass}
+        verifier = ChangeVerifier(files=p_source, support=support, tests={p: t for p, t in tests.items() if p in keep},
+                                  fail_to_pass=tuple(found.fail_to_pass), pass_to_pass=tuple(found.pass_to_pass),
+                                  test_globs=self.tests_g, runner_globs=self.runner_g, target_path=target,
+                                  timeout_s=self.opts.test_timeout_s, requirements=tuple(self.opts.requirements))
+        reference = self.repo.diff(commit.parent, commit.sha, ref_paths)
+        prompt = PROMPT.format(name=self.repo.path.name.removesuffix(".git"), parent=commit.parent[:12],
+                               message=commit.message.strip(), context=_context(p_source, source_paths,
+                                                                                self.opts.context_chars))
+        return Task(domain=self.src.domain, prompt=(Message(role="user", content=prompt),), verifier=verifier,
+                    reference=reference, source=self._source(commit),
+                    metadata={"parent": commit.parent, "commit_time": commit.time, "subject": commit.subject,
+                              "source_files": source_paths, "flaky": found.flaky[:50],
+                              "fail_to_pass": len(found.fail_to_pass), "pass_to_pass": len(found.pass_to_pass)})
+
+    def _validate(self, tasks: list[Task]) -> list[Task]:
+        from sdk.rewards.config import RewardConfig
+        from sdk.rewards.tiered import score_batch
+
+        results = score_batch(tasks, [f"```diff\n{t.reference}```" for t in tasks], self.sandbox, RewardConfig())
+        kept = []
+        for task, res in zip(tasks, results):
+            if res.status.value == "ok" and res.score is not None and res.score >= 1.0 - 1e-9:
+                kept.append(task)
+            else:
+                self.result.quarantined.append(Quarantined(
+                    reason=f"reference_fails: the commit's own diff scored {res.score} ({res.status.value}: "
+                           f"{res.detail[:300]})", task=task, source=task.source))
+        return kept
+
+
+def _no_task_reason(found, touched: set[str]) -> str | None:
+    """Why a commit makes no task, or None."""
+    if found.commit.failure:
+        return f"tests_cannot_run: at the commit: {found.commit.failure}"
+    ran = {i.split("::")[0] for r in found.commit.runs for i in r}
+    if not ran & touched:
+        errors = "; ".join(f"{p}: {e[:200]}" for p, e in sorted(found.commit.uncollected.items()) if p in touched)
+        return f"tests_cannot_run: the commit's test modules do not run at the commit ({errors or 'no tests collected'})"
+    if not found.fail_to_pass:
+        flaky = [i for i in found.changed if i in found.flaky]
+        if flaky:
+            return f"flaky_fail_to_pass: the only candidates are flaky ({', '.join(sorted(flaky)[:3])})"
+        return "no_fail_to_pass: no test the commit adds or changes fails at the parent and passes at the commit"
+    return None
+
+
+def select_test_files(tests: dict[str, str], touched: set[str], source_paths: list[str], budget: int) -> list[str]:
+    """The test modules to run: the touched ones, then modules naming a touched source module
+    (by its module name), in path order, up to ``budget`` (touched ones always run)."""
+    names = {Path(p).stem for p in source_paths if Path(p).stem != "__init__"}
+    names |= {Path(p).parent.name for p in source_paths if Path(p).stem == "__init__"}
+    related = [p for p in sorted(tests) if p not in touched and any(n and n in tests[p] for n in names)]
+    return sorted(touched) + related[:max(0, budget - len(touched))]
+
+
+def _candidate_path(source: dict[str, str]) -> str:
+    """The empty candidate module's path: under ``src/`` for a src layout (the harness then puts
+    ``src/`` on ``sys.path``), else at the root."""
+    src_layout = any(p.startswith("src/") and p.endswith(".py") for p in source) and \
+        not any("/" not in p and p.endswith(".py") and p != "setup.py" for p in source)
+    return "src/_tl_change.py" if src_layout else "_tl_change.py"
+
+
+def _context(files: dict[str, str], paths: list[str], budget: int) -> str:
+    """The touched source files at the parent, within ``budget`` characters ('' when 0)."""
+    if budget <= 0:
+        return ""
+    parts, left = [], budget
+    for p in paths:
+        if p not in files or left <= 0:
+            continue
+        text = files[p][:left]
+        left -= len(text)
+        cut = "" if len(text) == len(files[p]) else "\n# ... (cut)"
+        parts.append(f"`{p}`:\n```python\n{text.rstrip()}{cut}\n```\n")
+    return ("Files this change touches, as they are now:\n\n" + "\n".join(parts) + "\n") if parts else ""
+
+
+def time_split(tasks: list[Task], heldout_fraction: float) -> list[Task]:
+    """The newest ``heldout_fraction`` of ``tasks`` (given oldest first) held out, the rest train;
+    at least one held out when there are two or more tasks and the fraction is positive."""
+    n = len(tasks)
+    k = int(n * heldout_fraction)
+    if heldout_fraction > 0 and n >= 2:
+        k = max(k, 1)
+    return [t.with_(split=Split.HELDOUT if i >= n - k else Split.TRAIN) for i, t in enumerate(tasks)]

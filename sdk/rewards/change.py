@@ -1,0 +1,160 @@
+"""The reward of a change task (:class:`~sdk.tasks.change.ChangeVerifier`): a diff, judged by tests.
+
+Tiers (the weights of :class:`~sdk.rewards.config.RewardConfig`, reused so one config tunes
+every task kind; normalised by ``parses + runs + tests``):
+
+- ``applies`` (weight ``parses``): the diff, less its sections that edit test-side or CI/runner
+  files, applies to the repository at the parent (:mod:`sdk.rewards.patch`);
+- ``collects`` (weight ``runs``): every test module holding a fail-to-pass test collects and
+  the run reached the tests;
+- ``f2p_frac`` (weight ``tests``): the fraction of fail-to-pass tests that pass (every id
+  counted once; a missing or duplicated result fails);
+- minus ``regression_penalty`` x (pass-to-pass tests broken / pass-to-pass tests): each broken
+  one costs ``regression_penalty / len(pass_to_pass)``, all broken cost ``regression_penalty``
+  (the meaning the config field already has for repair-task baselines).
+
+Sections of the diff that edit test-side files (``edits_tests``) or CI / runner configuration
+(``edits_ci``) are dropped before applying and flagged (component ``flag_<name>``, and in
+``flags``); they never score. A diff with nothing else left earns nothing (status ``no_code``).
+
+Two sandbox runs per completion: the test modules holding fail-to-pass tests, and the modules
+holding only pass-to-pass tests, so a module the diff breaks at collection costs only its own
+tests. The harness's tampering flags force 0 (``suspected_hacking``), as for every task.
+
+What is *not* covered yet (said here, the one place): the sandbox's harness keeps one module in
+its candidate process; the rest of the working folder is imported by the tests in the harness
+process. A change task's candidate module is an empty file and the patched repository runs as
+support files, so model-written code shares the harness's process (the sandbox's OS isolation
+still holds; the verdict's process boundary does not). A harness mode for whole-repository
+candidates is the fix; until then change-task rewards are not hardened against a diff that
+attacks pytest itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sdk.rewards.config import RewardConfig
+from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
+from sdk.rewards.result import RewardResult, RewardStatus
+from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits
+from sdk.tasks.change import ChangeVerifier
+from sdk.tasks.records import Task
+
+_NOT_REACHED = (ExecStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT,
+                ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT)
+HACKING_FLAGS = ("exit_trick", "always_equal", "runner_tampering", "reads_tests")
+
+
+@dataclass
+class ChangePlan:
+    """One change completion between preparation and scoring."""
+
+    done: RewardResult | None = None
+    requests: list[ExecRequest] = field(default_factory=list)
+    components: dict[str, float] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+
+
+def run_request(verifier: ChangeVerifier, files: dict[str, str], test_files: list[str],
+                limits: Limits | None = None) -> ExecRequest:
+    """The sandbox request that runs ``test_files`` (paths in ``verifier.tests``) against ``files``
+    (a source snapshot) with the verifier's pristine support files; the candidate module is empty."""
+    base = (limits or Limits()).model_copy(update={"timeout_s": verifier.timeout_s})
+    return ExecRequest(language=verifier.language, framework=verifier.framework, solution="",
+                       tests={p: verifier.tests[p] for p in test_files}, files={**files, **verifier.support},
+                       target_path=verifier.target_path, limits=base, requirements=verifier.requirements)
+
+
+def test_groups(verifier: ChangeVerifier) -> tuple[list[str], list[str]]:
+    """(test modules holding fail-to-pass tests, modules holding only pass-to-pass tests)."""
+    f2p = sorted({t.split("::")[0] for t in verifier.fail_to_pass})
+    p2p = sorted({t.split("::")[0] for t in verifier.pass_to_pass} - set(f2p))
+    return f2p, p2p
+
+
+def prepare(task: Task, completion: str, limits: Limits | None = None) -> ChangePlan:
+    """Extract and apply the diff; the sandbox requests to run, or a final result without any."""
+    verifier = task.verifier
+    assert isinstance(verifier, ChangeVerifier)
+    plan = ChangePlan()
+    diff = extract_diff(completion)
+    if diff is None:
+        plan.done = RewardResult(score=0.0, status=RewardStatus.NO_CODE, components={"applies": 0.0},
+                                 detail="no unified diff in the completion")
+        return plan
+    kept = []
+    for section in split_diff(diff):
+        why = next((verifier.protected(p) for p in section.paths if verifier.protected(p)), None)
+        if why:
+            plan.flags.append(why)
+            plan.components[f"flag_{why}"] = plan.components.get(f"flag_{why}", 0.0) + 1.0
+        else:
+            kept.append(section)
+    plan.flags = list(dict.fromkeys(plan.flags))
+    if not kept:
+        plan.done = RewardResult(score=0.0, status=RewardStatus.NO_CODE, components={**plan.components, "applies": 0.0},
+                                 flags=tuple(plan.flags), detail="the diff changes no source file (test-side and CI "
+                                 "edits are ignored)")
+        return plan
+    try:
+        applied = apply_diff(verifier.files, kept)
+    except PatchError as exc:
+        plan.done = RewardResult(score=0.0, status=RewardStatus.COMPILE_ERROR,
+                                 components={**plan.components, "applies": 0.0}, flags=tuple(plan.flags),
+                                 detail=f"the diff does not apply: {exc}")
+        return plan
+    plan.components.update(applies=1.0, files_changed=float(len(applied.changed) + len(applied.deleted)))
+    f2p_files, p2p_files = test_groups(verifier)
+    plan.requests.append(run_request(verifier, applied.files, f2p_files, limits))
+    if p2p_files:
+        plan.requests.append(run_request(verifier, applied.files, p2p_files, limits))
+    return plan
+
+
+def outcomes(result: ExecResult, ids: tuple[str, ...]) -> dict[str, bool]:
+    """``id -> passed`` for ``ids``: passed exactly once in a run that reached its end; a missing,
+    duplicated or other outcome is a failure."""
+    if result.status in _NOT_REACHED:
+        return {i: False for i in ids}
+    seen = Counter(t.name for t in result.tests)
+    passed = {t.name for t in result.tests if t.outcome == "passed"}
+    return {i: i in passed and seen[i] == 1 for i in ids}
+
+
+def finish(task: Task, plan: ChangePlan, results: list[ExecResult], weights: RewardConfig) -> RewardResult:
+    """Score the runs of :func:`prepare`'s requests (see the module docstring)."""
+    verifier = task.verifier
+    assert isinstance(verifier, ChangeVerifier)
+    infra = next((r for r in results if r.status.is_infrastructure), None)
+    if infra is not None:
+        return RewardResult.not_judged(RewardStatus.INFRASTRUCTURE, f"{infra.status.value}: {infra.detail}",
+                                       exec_status=infra.status)
+    comp, main = plan.components, results[0]
+    hacks = [f for r in results for f in r.flags if f in HACKING_FLAGS]
+    if hacks:
+        return RewardResult(score=0.0, components=comp, status=RewardStatus.SUSPECTED_HACKING,
+                            flags=tuple(dict.fromkeys(plan.flags + hacks)), exec_status=main.status, detail=main.detail)
+    f2p = outcomes(main, verifier.fail_to_pass)
+    p2p: dict[str, bool] = {}
+    f2p_files, _ = test_groups(verifier)
+    for r, group in zip(results, [f2p_files, None]):
+        ids = tuple(t for t in verifier.pass_to_pass if (t.split("::")[0] in f2p_files) == (group is not None))
+        p2p.update(outcomes(r, ids))
+    collected = main.status not in _NOT_REACHED and not main.detail.startswith("test collection failed")
+    comp["collects"] = 1.0 if collected and main.tests else 0.0
+    comp["f2p_total"], comp["f2p_passed"] = float(len(f2p)), float(sum(f2p.values()))
+    comp["f2p_frac"] = comp["f2p_passed"] / comp["f2p_total"]
+    broken = [t for t, ok in p2p.items() if not ok]
+    comp["p2p_total"], comp["regressions"] = float(len(p2p)), float(len(broken))
+    comp["regression_penalty"] = weights.regression_penalty * len(broken) / len(p2p) if p2p else 0.0
+    comp["all_passed"] = float(comp["f2p_frac"] == 1.0 and not broken)
+    total = weights.parses + weights.runs + weights.tests
+    score = (weights.parses * comp["applies"] + weights.runs * comp["collects"] + weights.tests * comp["f2p_frac"]) / total
+    score -= comp["regression_penalty"]
+    status = RewardStatus.OK if comp["all_passed"] else RewardStatus.FAILED
+    detail = f"{int(comp['f2p_passed'])}/{len(f2p)} fail-to-pass pass; {len(broken)}/{len(p2p)} pass-to-pass broken" \
+        + (f" ({', '.join(broken[:3])})" if broken else "")
+    return RewardResult(score=score, components=comp, status=status, flags=tuple(plan.flags),
+                        exec_status=main.status, detail=detail)

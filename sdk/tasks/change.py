@@ -1,0 +1,104 @@
+"""The change verifier: a repository at one commit, a change description, tests that decide (issue 17).
+
+A change task asks for a *repository change* (a unified diff, several files allowed) instead of a
+function body. Its verifier carries what the sandbox needs to judge one:
+
+- ``files``: the repository's source at the parent commit (``path -> text``), which the diff
+  applies to;
+- ``support``: test-side files at the commit that are not test modules (``conftest.py``, test
+  helpers and packages, data files), written pristine next to the source;
+- ``tests``: the commit's test modules holding the tests below, pristine (a diff's edits to them
+  are dropped and flagged by the reward);
+- ``fail_to_pass``: pytest node ids that fail at the parent and pass at the commit (at least one);
+- ``pass_to_pass``: node ids that pass at both (the regression tier);
+- ``test_globs`` / ``runner_globs``: which paths are test-side or CI/runner configuration, so the
+  reward can ignore and flag a diff that edits them.
+
+Mined by ``connectors.history`` (the ``git_history`` source); scored by :mod:`sdk.rewards.change`.
+This module imports only :mod:`sdk.types` so that :mod:`sdk.tasks.records` can put the verifier in
+its union.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from sdk.types import Framework, Frozen, Language, canonical_json
+
+TEST_GLOBS = ("tests/*", "test/*", "testing/*", "*/tests/*", "*/test/*", "test_*.py", "*/test_*.py", "*_test.py",
+              "conftest.py", "*/conftest.py")
+RUNNER_GLOBS = (".github/*", ".gitlab-ci.yml", ".circleci/*", ".travis.yml", "azure-pipelines.yml", "tox.ini",
+                "noxfile.py", "pytest.ini", ".pre-commit-config.yaml", "Jenkinsfile", "buildkite/*", ".ci/*")
+
+
+def matches(path: str, globs: tuple[str, ...]) -> bool:
+    """True when ``path`` (POSIX, relative) matches one of ``globs`` (:func:`fnmatch.fnmatch`: ``*``
+    also crosses ``/``)."""
+    return any(fnmatch.fnmatchcase(path, g) for g in globs)
+
+
+def is_test_module(path: str, test_globs: tuple[str, ...] = TEST_GLOBS) -> bool:
+    """A test-side ``.py`` file pytest collects by default (``test_*.py`` or ``*_test.py``)."""
+    name = path.rsplit("/", 1)[-1]
+    return matches(path, test_globs) and name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+class ChangeVerifier(Frozen):
+    """Judge a unified diff against the repository at the parent commit (see the module docstring).
+
+    Attributes:
+        language, framework: Python with pytest in this slice.
+        files: source files at the parent, ``path -> text`` (test-side and runner files excluded).
+        support: test-side files at the commit that are not test modules, ``path -> text``.
+        tests: test modules at the commit, ``path -> text``.
+        fail_to_pass: node ids (``tests/test_x.py::test_y``) that must go from failing to passing.
+        pass_to_pass: node ids that pass before and after; each one broken costs the regression penalty.
+        test_globs: globs of test-side paths (edits ignored and flagged ``edits_tests``).
+        runner_globs: globs of CI / test-runner configuration (edits ignored and flagged ``edits_ci``).
+        target_path: the sandbox's candidate module: an empty file (the repository's own modules,
+            patched, are support files of the run; see :mod:`sdk.rewards.change` for what that means).
+        timeout_s: wall-clock seconds for one run of the tests.
+        requirements: pip requirements the tests need, installed by :mod:`sdk.sandbox.deps`.
+    """
+
+    kind: Literal["change"] = "change"
+    language: Language = Language.PYTHON
+    framework: Framework = Framework.PYTEST
+    files: dict[str, str]
+    support: dict[str, str] = Field(default_factory=dict)
+    tests: dict[str, str]
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...] = ()
+    test_globs: tuple[str, ...] = TEST_GLOBS
+    runner_globs: tuple[str, ...] = RUNNER_GLOBS
+    target_path: str = "_tl_change.py"
+    timeout_s: float = 60.0
+    requirements: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> "ChangeVerifier":
+        if not self.fail_to_pass:
+            raise ValueError("a change verifier needs at least one fail-to-pass test")
+        if set(self.fail_to_pass) & set(self.pass_to_pass):
+            raise ValueError("a test cannot be both fail-to-pass and pass-to-pass")
+        for path in [*self.files, *self.support, *self.tests, self.target_path]:
+            if path.startswith("/") or ".." in path.split("/"):
+                raise ValueError(f"file path {path!r} must be relative and stay inside the repository")
+        missing = [t for t in (*self.fail_to_pass, *self.pass_to_pass) if t.split("::")[0] not in self.tests]
+        if missing:
+            raise ValueError(f"tests {missing[:3]} name files that are not in `tests`")
+        return self
+
+    def protected(self, path: str) -> str | None:
+        """``edits_tests`` or ``edits_ci`` when a diff may not change ``path``, else None."""
+        if matches(path, self.runner_globs):
+            return "edits_ci"
+        if matches(path, self.test_globs):
+            return "edits_tests"
+        return None
+
+    def __hash__(self) -> int:  # dict fields are not hashable by default
+        return hash(canonical_json(self.model_dump(mode="json")))
