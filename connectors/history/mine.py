@@ -107,7 +107,7 @@ def run_states(sandbox: Sandbox, states: list[dict[str, str]], tests: dict[str, 
                 if r.status in _BROKEN:
                     runs_k.failure = f"{r.status.value}: {r.detail[:300]}"
                 elif _collect_failed(r):
-                    runs_k.uncollected.update({p: r.detail[:500] for p in tests})
+                    runs_k.uncollected.update({p: r.detail[-1500:] for p in tests})
                 runs_k.runs.append({t.name: t.outcome for t in r.tests})
         out.append(runs_k)
     return out
@@ -124,7 +124,7 @@ def _per_module(sandbox: Sandbox, state: dict[str, str], tests: dict[str, str], 
             if r.status in _BROKEN:
                 out.failure = f"{r.status.value}: {r.detail[:300]}"
             elif _collect_failed(r):
-                out.uncollected[p] = r.detail[:500]
+                out.uncollected[p] = r.detail[-1500:]
             out.runs[n].update({t.name: t.outcome for t in r.tests})
     return out
 

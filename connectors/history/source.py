@@ -272,7 +272,7 @@ def _no_task_reason(found, touched: set[str]) -> str | None:
         return f"tests_cannot_run: at the commit: {found.commit.failure}"
     ran = {i.split("::")[0] for r in found.commit.runs for i in r}
     if not ran & touched:
-        errors = "; ".join(f"{p}: {e[:200]}" for p, e in sorted(found.commit.uncollected.items()) if p in touched)
+        errors = "; ".join(f"{p}: {_last_error(e)}" for p, e in sorted(found.commit.uncollected.items()) if p in touched)
         return f"tests_cannot_run: the commit's test modules do not run at the commit ({errors or 'no tests collected'})"
     if not found.fail_to_pass:
         flaky = [i for i in found.changed if i in found.flaky]
@@ -280,6 +280,12 @@ def _no_task_reason(found, touched: set[str]) -> str | None:
             return f"flaky_fail_to_pass: the only candidates are flaky ({', '.join(sorted(flaky)[:3])})"
         return "no_fail_to_pass: no test the commit adds or changes fails at the parent and passes at the commit"
     return None
+
+
+def _last_error(message: str) -> str:
+    """The last ``E   ...`` line of a pytest error (the exception itself), else the message's start."""
+    lines = [ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ")]
+    return (lines[-1] if lines else message)[:200]
 
 
 def select_test_files(tests: dict[str, str], touched: set[str], source_paths: list[str], budget: int) -> list[str]:

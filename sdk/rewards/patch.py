@@ -128,7 +128,7 @@ def apply_diff(files: dict[str, str], sections: list[FileDiff], timeout_s: float
             if p in files:
                 (root / p).parent.mkdir(parents=True, exist_ok=True)
                 (root / p).write_text(files[p], encoding="utf-8")
-        diff = "".join(s.text if s.text.endswith("\n") else s.text + "\n" for s in sections)
+        diff = "".join(_with_header(s) for s in sections)
         _git_apply(root, diff, timeout_s)
         out = dict(files)
         applied = Applied(files=out)
@@ -147,19 +147,33 @@ def apply_diff(files: dict[str, str], sections: list[FileDiff], timeout_s: float
     return applied
 
 
+def _with_header(section: FileDiff) -> str:
+    """The section in git's own form: a ``diff --git a/OLD b/NEW`` header (so that ``--recount``
+    knows where the last hunk ends), ``---``/``+++`` lines with ``a/``/``b/`` prefixes whatever
+    the model wrote (``/dev/null`` kept), and a final newline."""
+    old, new = section.old or section.new, section.new or section.old
+    lines = section.text.splitlines()
+    if lines and lines[0].startswith("diff --git "):
+        lines = lines[1:]
+    out, done = [f"diff --git a/{old} b/{new}"], False
+    for line in lines:
+        if not done and line.startswith("--- "):
+            line = "--- " + (f"a/{section.old}" if section.old else "/dev/null")
+        elif not done and line.startswith("+++ "):
+            line, done = "+++ " + (f"b/{section.new}" if section.new else "/dev/null"), True
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def _git_apply(root: Path, diff: str, timeout_s: float) -> None:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CEILING_DIRECTORIES": str(root.parent),
            "HOME": str(root.parent), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
-    errors = []
-    for strip in ("-p1", "-p0"):
-        try:
-            proc = subprocess.run(["git", "apply", strip, "--recount", "--whitespace=nowarn", "-"], cwd=root,
-                                  input=diff.encode(), capture_output=True, timeout=timeout_s, env=env)
-        except FileNotFoundError as exc:
-            raise PatchError("git is not installed: install git to score change tasks") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise PatchError(f"git apply took longer than {timeout_s} s") from exc
-        if proc.returncode == 0:
-            return
-        errors.append(proc.stderr.decode("utf-8", "replace").strip())
-    raise PatchError(errors[0][-500:] or "git apply refused the diff")
+    try:
+        proc = subprocess.run(["git", "apply", "-p1", "--recount", "--whitespace=nowarn", "-"], cwd=root,
+                              input=diff.encode(), capture_output=True, timeout=timeout_s, env=env)
+    except FileNotFoundError as exc:
+        raise PatchError("git is not installed: install git to score change tasks") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise PatchError(f"git apply took longer than {timeout_s} s") from exc
+    if proc.returncode != 0:
+        raise PatchError(proc.stderr.decode("utf-8", "replace").strip()[-500:] or "git apply refused the diff")
