@@ -118,7 +118,7 @@ class Candidate(tl_cvalues.Values):
         self.trust = tl_pickle.Trust([req["cwd"]] + list(req.get("path", [])), req["module"])
         sys.path[:] = [req["cwd"]] + [p for p in sys.path if p.startswith("/usr") or "python" in p] + req.get("path", [])
         for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "tl_remote", "tl_values",
-                     "tl_pickle", "tl_cvalues", "__main__"):
+                     "tl_pickle", "tl_cvalues", "tl_early", "__main__"):
             sys.modules[name] = _Tripwire(name, self)
         mod = type(sys)(req["module"])
         self.filename = os.path.join(req["cwd"], req["target"])

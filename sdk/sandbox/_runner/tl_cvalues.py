@@ -102,7 +102,9 @@ class Values:
         if fn in (copyreg.__newobj__, copyreg.__newobj_ex__) or (isinstance(fn, type) and self.trust.allowed_class(fn)):
             return rv
         module = str(getattr(fn, "__module__", None) or "")
-        if tl_pickle.is_stdlib_module(module) or module == self.trust.target:
+        # honest: a value rebuilt by its own class (functools.partial) or by a function of the
+        # solution's module (toolz's curry); hostile: a standard callable such as os.system
+        if tl_pickle.is_stdlib_module(module) and not (isinstance(fn, type) and isinstance(obj, fn)):
             name = "%s.%s" % (module, getattr(fn, "__qualname__", "?"))
             os.write(self.afd, ("runner_tampering __reduce__ naming %s\n" % name[:200]).encode())
         raise pickle.PicklingError("rebuilt by %r, not by a trusted class" % (fn,))

@@ -29,6 +29,7 @@ import tempfile
 import time
 import traceback
 
+import tl_early
 import tl_remote
 
 MSG = 2000
@@ -183,8 +184,8 @@ def preimport(payload, cwd):
             continue
 
 
-def _load(chan, payload, remote, cwd):
-    if payload["mode"] == "pytest":
+def _load(chan, payload, remote, cwd, early=False):
+    if payload["mode"] == "pytest" and not early:   # early (tl_early): after the load, parents first
         preimport(payload, cwd)
     err = remote.load(_load_request(payload, cwd))
     if err is not None:
@@ -273,10 +274,8 @@ class Reporter:
         self.chan.emit(event="end", exitstatus=int(exitstatus), collected=self.collected)
 
 
-def run_pytest(chan, payload, remote, cwd):
-    """pytest on the request's tests, written to a private folder removed before the solution loads."""
-    import pytest  # noqa: E402  (from the runtime folder)
-
+def _write_tests(payload):
+    """The private folder holding the request's tests (and conftests, a ``pytest.ini``)."""
     folder = tempfile.mkdtemp(prefix=".tl-tests-", dir=os.environ.get("TMPDIR") or "/tmp")
     for rel, text in list(payload.get("conftests", {}).items()) + list(payload["tests"].items()):
         path = os.path.join(folder, rel)
@@ -286,14 +285,33 @@ def run_pytest(chan, payload, remote, cwd):
     if "pytest.ini" not in payload["tests"]:
         with open(os.path.join(folder, "pytest.ini"), "w") as fh:
             fh.write("[pytest]\n")
+    return folder
+
+
+def run_pytest(chan, payload, remote, cwd):
+    """pytest on the request's tests, written to a private folder removed before the solution
+    runs again (a target inside a package is loaded, and then stopped, before: :mod:`tl_early`)."""
+    import pytest  # noqa: E402  (from the runtime folder)
+
     name = module_name(payload["target"])
     package = os.path.dirname(os.path.join(cwd, payload["target"])) if payload["target"].endswith("__init__.py") else None
     module = tl_remote.RemoteModule(name, remote, public_names(_source(payload, cwd)))
     sys.meta_path.insert(0, _Finder(name, module, package))
     remote.echo = True
+    early = tl_early.wanted(payload)
+    if early:
+        loaded, refusal = tl_early.prepare(payload, remote, cwd, lambda: _load(chan, payload, remote, cwd, True))
+        if refusal:
+            chan.emit(event="runtime_error", message=refusal)
+            chan.emit(event="end", exitstatus=0, collected=0)
+            return
+    folder = _write_tests(payload)
 
     def collected():
         shutil.rmtree(folder, ignore_errors=True)
+        if early:
+            tl_early.thaw(remote)
+            return loaded
         return _load(chan, payload, remote, cwd)
 
     args = ["-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:pastebin", "-p", "no:legacypath", "--rootdir", folder,

@@ -49,9 +49,11 @@ def main():
     sys.path[:0] = [here]
     sys.dont_write_bytecode = True
     import tl_harness  # noqa: E402
+    import tl_early  # noqa: E402
     import tl_remote  # noqa: E402
 
     tl_harness.not_dumpable()
+    tl_early.subreaper()   # every process the solution starts stays a descendant of this one
     remote = tl_remote.Remote()
     started = time.monotonic()
     payload = json.loads(_read_all(0).decode("utf-8"))
