@@ -64,7 +64,8 @@ class SourceConfig(_Cfg):
                       "or package.module:Class")
     domain: str = Field(..., description="domain for the source's tasks, e.g. python/billing")
     split: Literal["auto", "train", "heldout", "ood"] = Field(
-        "auto", description="auto: train/held-out by hash; a fixed split puts every task there")
+        "auto", description="auto: the source's own split where it fixes one (git_history: older commits train, "
+        "newer held out), else train/held-out by hash; a fixed split puts every task there")
     limit: int | None = Field(None, gt=0, description="keep at most this many tasks (deterministic)")
     options: dict[str, Any] = Field(default_factory=dict, description="the connector's own options (see its docstring)")
 

@@ -1,0 +1,91 @@
+"""Trial (issue 17): the ``git_history`` source on a real repository's history.
+
+    .venv/bin/python bench/git_history.py --repo /path/to/clone-or-mirror [--max-commits 60] [--reruns 1]
+
+The repository is a clone obtained outside the project (e.g. a bare mirror of
+more-itertools/more-itertools); it is never committed. Prints commits scanned, commits skipped
+(no source / no test change), tasks built (their references validated by the change reward),
+quarantined by reason, the split (older train, newer held out), fail-to-pass / pass-to-pass
+sizes and the time taken: the whole mining run, and per scanned commit. The baseline is one
+bare ``pytest`` run of the newest task's test modules at its commit, in a subprocess outside
+the sandbox (what a developer would time), printed next to the mining cost per candidate commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from connectors.history.source import GitHistorySource  # noqa: E402
+from sdk.config import SandboxConfig  # noqa: E402
+from sdk.sandbox import make_sandbox  # noqa: E402
+from sdk.tasks.records import Split  # noqa: E402
+
+
+def bare_pytest(repo: Path, sha: str, test_files: list[str]) -> float:
+    """Seconds for one plain pytest run of ``test_files`` at commit ``sha``, outside the sandbox."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["git", "clone", "-q", str(repo), tmp + "/w"], check=True)
+        subprocess.run(["git", "-C", tmp + "/w", "checkout", "-q", sha], check=True)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *test_files], cwd=tmp + "/w",
+                       capture_output=True, timeout=600)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repo", required=True, type=Path)
+    ap.add_argument("--max-commits", type=int, default=60)
+    ap.add_argument("--reruns", type=int, default=1)
+    ap.add_argument("--max-tasks", type=int, default=None)
+    ap.add_argument("--concurrency", type=int, default=2)
+    args = ap.parse_args()
+    sandbox = make_sandbox(SandboxConfig(concurrency=args.concurrency, cache=False))
+    opts = {"path": str(args.repo.resolve()), "max_commits": args.max_commits, "reruns": args.reruns,
+            "max_tasks": args.max_tasks}
+    start = time.perf_counter()
+    try:
+        result = GitHistorySource(opts, Path.cwd(), "python/history", sandbox=sandbox).read()
+    finally:
+        sandbox.close()
+    took = time.perf_counter() - start
+    counts = result.counts
+    scanned = counts["commits_scanned"]
+    candidates = scanned - counts["skipped_no_source_change"] - counts["skipped_no_test_change"]
+    print(f"repository: {args.repo}")
+    print(f"commits scanned: {scanned}  skipped (no source change): {counts['skipped_no_source_change']}  "
+          f"skipped (no test change): {counts['skipped_no_test_change']}  candidates: {candidates}")
+    print(f"tasks built (references validated): {counts['tasks']}  quarantined: {counts['quarantined']}")
+    for reason, n in Counter(q.reason.split(":")[0] for q in result.quarantined).most_common():
+        example = next(q.reason for q in result.quarantined if q.reason.startswith(reason))
+        print(f"  {reason}: {n}   e.g. {example[:160]!r}")
+    splits = Counter(t.split for t in result.tasks)
+    print(f"split: train {splits[Split.TRAIN]}, held-out {splits[Split.HELDOUT]} (held-out commits are the newest)")
+    if result.tasks:
+        f2p = [t.metadata["fail_to_pass"] for t in result.tasks]
+        p2p = [t.metadata["pass_to_pass"] for t in result.tasks]
+        files = [len(t.metadata["source_files"]) for t in result.tasks]
+        print(f"fail-to-pass per task: median {statistics.median(f2p)}, max {max(f2p)}; pass-to-pass per task: "
+              f"median {statistics.median(p2p)}; source files changed per task: median {statistics.median(files)}, "
+              f"multi-file tasks {sum(n > 1 for n in files)}")
+    print(f"time: {took:.1f} s in all, {took / max(scanned, 1):.2f} s per scanned commit, "
+          f"{took / max(candidates, 1):.2f} s per candidate commit")
+    if result.tasks:
+        last = result.tasks[-1]
+        base = bare_pytest(args.repo, last.source.commit, sorted(last.verifier.tests))
+        print(f"baseline: one bare pytest run of the newest task's test modules at its commit, outside the sandbox: "
+              f"{base:.2f} s; mining cost per candidate / baseline = {took / max(candidates, 1) / base:.1f}x "
+              f"(mining runs 2 x (1 + reruns) sandboxed runs per candidate, plus the reference's validation)")
+
+if __name__ == "__main__":
+    main()
