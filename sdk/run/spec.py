@@ -90,7 +90,7 @@ SPECS: dict[Stage, StageSpec] = {spec.stage: spec for spec in (
               ("sources", "tasks", "sandbox", "seed"), needs_sandbox=True),
     StageSpec(Stage.SFT, stage_sft, "LoRA SFT (then DPO when sft.dpo is on)", ("model", "sft", "seed"),
               upstream=Stage.TASKS, enabled=lambda cfg: cfg.sft.enabled, needs_model=True, trains=True,
-              data_version=True),
+              data_version=True, needs_sandbox=True),
     StageSpec(Stage.RL, stage_rl, "GRPO with sandboxed rewards from the SFT adapter", _TRAIN, upstream=Stage.SFT,
               enabled=lambda cfg: cfg.rl.enabled, needs_model=True, needs_sandbox=True, trains=True, view=_rl_view),
     StageSpec(Stage.RL_COMPARE, stage_rl_compare, "the schedule comparison's second GRPO arm (rl.compare)", _TRAIN,

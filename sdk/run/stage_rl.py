@@ -45,7 +45,10 @@ def expert_arm(ctx: StageContext) -> StageStats:
     if tools_enabled(cfg):
         raise ConfigError("rl.algorithm expert_iteration samples single-turn answers; the tools: section asks "
                           "for multi-turn tool rollouts", "use rl.algorithm: grpo with tools")
+    from sdk.train.self_distill import split_pool
+
     train, validation = fit_and_validation(ctx)
+    train = split_pool(train, cfg.sft.self_distill)[0]  # the replay pool's references never reach training
     adapter, sandbox = sft_adapter(ctx), ctx.need_sandbox()
     ec = cfg.rl.expert
     ctx.console.print(f"  expert iteration on {len(train)} train tasks: {ec.rounds} rounds, {ec.k} samples per task"

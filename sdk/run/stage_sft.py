@@ -33,19 +33,45 @@ def stage_sft(ctx: StageContext) -> StageStats:
     """LoRA SFT (:func:`sdk.train.sft.run_sft`) into ``sft/``; DPO after it when enabled."""
     from sdk.train.sft import run_sft, sft_items, sft_rows
 
+    from sdk.train.curriculum import Item
+    from sdk.train.self_distill import split_pool
+
     cfg = ctx.cfg
-    train = fit_and_validation(ctx)[0] if cfg.sft.include_train_references else []
+    fit, pool = split_pool(fit_and_validation(ctx)[0], cfg.sft.self_distill)
+    train = fit if cfg.sft.include_train_references else []
     examples = ctx.inputs.sft_examples() if cfg.sft.include_feedback else []
     rows = sft_rows(train, examples)
-    ctx.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples)")
     out = ctx.layout.stage_dir("sft")
+    distilled = _self_distill(ctx, pool, out) if pool else None
+    rows += distilled[0] if distilled else []
+    ctx.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples"
+                      + (f", {len(distilled[0])} base-model replay answers" if distilled else "") + ")")
+    items = sft_items(train, examples) + [Item("self_distill", None, sum(len(m["content"]) for m in r["prompt"]))
+                                          for r in (distilled[0] if distilled else [])]
     result = run_sft(ctx.model_path, rows, cfg.sft, out, cfg.seed, cfg.model.dtype, ctx.progress,
-                     items=sft_items(train, examples), load_in_4bit=cfg.model.load_in_4bit)
+                     items=items, load_in_4bit=cfg.model.load_in_4bit)
     record_lineage(ctx, "sft", ctx.layout.adapter("sft"), None, result)
     extra = result.summary()
+    if distilled:
+        extra["self_distill"] = distilled[1]
     if cfg.sft.dpo.enabled:
         extra["dpo"] = _dpo(ctx)
     return StageStats("sft", tokens_trained=result.tokens_trained, extra=extra)
+
+
+def _self_distill(ctx: StageContext, pool: list, out: Path) -> tuple[list[dict], dict]:
+    """The base model's verified answers on the replay pool (:mod:`sdk.train.self_distill`), scored in
+    the run's sandbox; samples logged to ``sft/self_distill.jsonl``."""
+    from sdk.rewards.tiered import score_batch
+    from sdk.train.self_distill import distill_rows
+
+    cfg, sandbox = ctx.cfg, ctx.need_sandbox()
+    rows, counts = distill_rows(ctx.model_path, pool, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward),
+                                cfg.sft.self_distill, out / "self_distill.jsonl", cfg.seed, cfg.model.dtype)
+    ctx.console.print(f"  self-distillation: the base model's answers verified on {counts['tasks_solved']}/"
+                      f"{counts['tasks']} replay tasks ({counts['verified']}/{counts['sampled']} samples), "
+                      f"{counts['kept']} rows")
+    return rows, counts
 
 
 def _dpo(ctx: StageContext) -> dict:

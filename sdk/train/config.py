@@ -126,6 +126,28 @@ class DpoConfig(_Cfg):
     max_length: int = Field(512, gt=0, description="tokens per prompt+completion")
 
 
+class SelfDistillConfig(_Cfg):
+    """Replay of the base model's own verified answers (:mod:`sdk.train.self_distill`): train tasks of
+    ``domains`` give no reference rows; the base model samples ``k`` answers per task, and the ones the
+    sandbox verifies become SFT rows, so tuning on house style does not overwrite what the base model
+    already did right on other prompts (its general Python)."""
+
+    enabled: bool = False
+    domains: list[str] = Field(default_factory=list, description="task domains (a domain or its prefix before '/') "
+                               "whose train tasks are the replay pool; their references are never trained on")
+    k: int = Field(4, ge=1, description="base-model samples per pool task")
+    temperature: float = Field(0.7, gt=0)
+    max_new_tokens: int = Field(128, gt=0, description="tokens per sample (generation stops at the closing fence)")
+    max_per_task: int = Field(2, ge=1, description="distinct verified answers kept per task")
+
+    @model_validator(mode="after")
+    def _domains(self) -> SelfDistillConfig:
+        if self.enabled and not self.domains:
+            raise ValueError("sft.self_distill.enabled needs sft.self_distill.domains (the train domains whose tasks "
+                             "the base model answers for replay), e.g. domains: [general]")
+        return self
+
+
 class SftConfig(_Cfg):
     """LoRA SFT through TRL's ``SFTTrainer``."""
 
@@ -160,6 +182,7 @@ class SftConfig(_Cfg):
                                   "ignored when `order` sets a curriculum or mixing")
     order: OrderConfig = Field(default_factory=OrderConfig)
     dpo: DpoConfig = Field(default_factory=DpoConfig)
+    self_distill: SelfDistillConfig = Field(default_factory=SelfDistillConfig)
 
     @model_validator(mode="after")
     def _budget(self) -> SftConfig:

@@ -315,3 +315,25 @@ def test_ide_style_feedback_prompts_match_the_task_prompt_format():
              ("dates", "add_days", "d: date, n: int", "The date n days after d; NEGATIVE if n < 0.")]
     for module, name, params, doc in cases:
         assert seed_feedback.ide_prompt(module, name, params, doc, by_name[name].reference) == by_name[name].prompt[-1].content
+
+
+def _jsonl(name: str) -> list[dict]:
+    return [json.loads(line) for line in (QS / name).read_text().splitlines() if line.strip()]
+
+
+def test_replay_pool_is_train_only_and_shares_nothing_with_the_ood_split():
+    """general.jsonl feeds self-distillation (the base model's own verified answers), so it must be a
+    train source and must not repeat an OOD task: no shared function name, description or test."""
+    sources = yaml.safe_load((QS / "config.yaml").read_text())["sources"]
+    pool = next(s for s in sources if s.get("options", {}).get("path") == "general.jsonl")
+    assert pool["split"] == "train"
+    general, basics = _jsonl("general.jsonl"), _jsonl("basics.jsonl")
+    name = lambda row: row["code"].split("(")[0].removeprefix("def ")  # noqa: E731
+    assert not {name(r) for r in general} & {name(r) for r in basics}
+    assert not {r["text"] for r in general} & {r["text"] for r in basics}
+    assert not {t for r in general for t in r["test_list"]} & {t for r in basics for t in r["test_list"]}
+    for row in general:  # every reference passes its own tests
+        scope: dict = {}
+        exec(row["code"], scope)  # noqa: S102 - our own fixture file
+        for test in row["test_list"]:
+            exec(test, scope)  # noqa: S102
