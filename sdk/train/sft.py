@@ -19,7 +19,7 @@ from transformers import TrainerCallback
 from sdk.train.config import SftConfig
 from sdk.errors import ConfigError
 from sdk.sources import SftExample
-from sdk.tasks.records import Task, UnitTestVerifier
+from sdk.tasks.records import ChangeVerifier, Task, UnitTestVerifier
 from sdk.train.common import (
     common_args,
     peft_config,
@@ -40,10 +40,13 @@ log = logging.getLogger(__name__)
 
 
 def answer_text(task: Task) -> str:
-    """The completion a task's reference stands for: a fenced code block for code tasks."""
+    """The completion a task's reference stands for: a fenced code block for code tasks, a
+    ```diff block for change tasks (the form their prompt asks for)."""
     ref = (task.reference or "").strip("\n")
     if isinstance(task.verifier, UnitTestVerifier):
         return f"```{task.verifier.language.value}\n{ref}\n```"
+    if isinstance(task.verifier, ChangeVerifier):
+        return f"```diff\n{ref}\n```"
     return ref
 
 

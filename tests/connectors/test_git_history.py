@@ -93,8 +93,11 @@ def test_time_honest_split_and_no_future_in_a_task(mined):
 
 def test_references_earn_full_marks_and_wrong_diffs_do_not(mined, sandbox):
     shas, _, tasks = mined
+    from sdk.train.sft import answer_text  # the SFT target is the form the prompt asks for
+
     task = tasks[shas["good"]]
-    ok = score_completion(task, f"```diff\n{task.reference}```", sandbox, RewardConfig())
+    assert answer_text(task).startswith("```diff\n")
+    ok = score_completion(task, answer_text(task), sandbox, RewardConfig())
     assert ok.score == pytest.approx(1.0) and ok.components["all_passed"] == 1.0
     half = task.reference.replace("+from calc.ops import add, mul", "+from calc.ops import add")
     res = score_completion(task, f"```diff\n{half}```", sandbox, RewardConfig())
