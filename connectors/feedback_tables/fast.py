@@ -10,40 +10,48 @@ How it differs from :meth:`SqlFeedbackSource.iter_records` with ``ingest: rows``
    (same filter, same ``ORDER BY`` the dedup relies on).
 2. **Chunks cut at group boundaries.** Batches are re-cut so that all rows of one dedup key sit in
    one chunk; each chunk is then independent (dedup, "latest wins", quarantine order).
-3. **Columnar pre-filter for redaction.** Per chunk, each text column is matched against the RE2
-   patterns of :data:`feedback.redact.PREFILTERS` (pyarrow compute, in C++): a text that can hold
-   no personal data skips redaction; a candidate goes to the exact validators (libphonenumber,
-   Luhn, mod-97) of only the detectors whose pattern matched.
+3. **Columnar lane** (:mod:`connectors.feedback_tables.lane`, when the mapping has no JSON paths
+   and the redactor is the built-in one): keys, ratings, timestamps, dedup and the JSON text of
+   SFT examples and preference pairs are computed with Arrow kernels and numpy; only texts the
+   RE2 pre-filter of :data:`feedback.redact.PREFILTERS` flags meet the exact validators
+   (libphonenumber, Luhn, mod-97), and only rows the lane cannot decide (quarantine reasons,
+   tasks, unusual timestamps...) take the row path, with their whole dedup group.
+   Other chunks take the row path with the columnar pre-filter's redaction hints.
 4. **Every core.** Chunks go to a pool of ``workers`` processes (forked on Linux; at most two chunks in
-   flight per worker, so memory stays bounded), each running the row path's own parsing,
-   dedup and record building (one implementation, so the output cannot drift), and results come
-   back in order. A read that fits one chunk runs inline.
+   flight per worker, so memory stays bounded; JSON lines come back as one string per chunk),
+   and results come back in order. A read that fits one chunk runs inline.
 
-What stays per row, and why: ISO timestamps with mixed offsets and naive values, scale checks
-with their quarantine reasons, and the pydantic records themselves — vectorising them would
-mean a second implementation of every rule, where the byte-for-byte promise lives.
+Memory is bounded by the chunk size (``max(batch_size, LANE_ROWS)`` rows in the lane) times the
+chunks in flight, whatever the table's size.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import multiprocessing
 import os
 import sys
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import make_url
 
+from connectors.feedback_tables import lane
 from connectors.feedback_tables.mapping import TEXT_FIELDS
 from feedback.redact import MAY_HOLD_PII, PREFILTERS
 
 Chunk = Any  # a pa.Table (ADBC) or a list of row dicts (SQLAlchemy)
 
 _WORKER: Any = None  # the source rebuilt in each worker process
+LANE_ROWS = 8192
+"""Rows per chunk of the columnar lane at least (each Arrow kernel call has a fixed cost; a
+chunk's working set stays a few MB)."""
 
 
 def _safe_type(t: pa.DataType) -> bool:
@@ -55,40 +63,51 @@ def _safe_type(t: pa.DataType) -> bool:
 def arrow_batches(url: str, sql: str, batch_bytes: int = 1 << 20) -> Iterator[pa.RecordBatch] | None:
     """Record batches of ``sql`` through ADBC, or ``None`` when ADBC does not fit (not PostgreSQL,
     driver not installed, a column type whose values would differ from psycopg2's, or the
-    connection or statement fails: the SQLAlchemy path then reads, or reports the error)."""
+    connection or statement fails: the SQLAlchemy path then reads, or reports the error).
+
+    Uses ADBC's low-level API (``adbc_driver_manager``): its DB-API module imports
+    ``pyarrow.dataset``, which imports pandas when installed (seconds and ~40 MB per process)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "postgresql":
         return None
     try:
-        import adbc_driver_postgresql.dbapi as adbc
+        import adbc_driver_manager as adbc
+        import adbc_driver_postgresql
     except ImportError:
         return None
+    handles: list[Any] = []
     try:
-        conn = adbc.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False))
-    except Exception:  # noqa: BLE001 - the SQLAlchemy path reports connection problems with a fix
-        return None
-    cur = conn.cursor()
-    try:
-        cur.adbc_statement.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(batch_bytes)})
-        cur.execute(sql)
-        reader = cur.fetch_record_batch()
-    except Exception:  # noqa: BLE001 - e.g. a failing filter: the SQLAlchemy path raises the SourceError
-        cur.close()
-        conn.close()
+        handles.append(adbc_driver_postgresql.connect(parsed.set(drivername="postgresql").render_as_string(
+            hide_password=False)))
+        handles.append(adbc.AdbcConnection(handles[0]))
+        handles.append(adbc.AdbcStatement(handles[1]))
+        handles[2].set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(batch_bytes)})
+        handles[2].set_sql_query(sql)
+        stream, _ = handles[2].execute_query()
+        reader = pa.RecordBatchReader._import_from_c(stream.address)
+    except Exception:  # noqa: BLE001 - a failing filter or connection: the SQLAlchemy path raises the SourceError
+        _close(handles)
         return None
     if not all(_safe_type(f.type) for f in reader.schema):
-        cur.close()
-        conn.close()
+        reader.close()
+        _close(handles)
         return None
 
     def batches() -> Iterator[pa.RecordBatch]:
         try:
             yield from reader
         finally:
-            cur.close()
-            conn.close()
+            reader.close()
+            _close(handles)
 
     return batches()
+
+
+def _close(handles: list[Any]) -> None:
+    """Close ADBC statement, connection and database, innermost first."""
+    for handle in reversed(handles):
+        with contextlib.suppress(Exception):  # closing after a failure
+            handle.close()
 
 
 def _key(chunk: Chunk, i: int, key_cols: list[str]) -> tuple:
@@ -155,22 +174,57 @@ def _text_arrays(chunk: Chunk, columns: list[str]) -> dict[str, pa.Array]:
     return out
 
 
-def process_chunk(source: Any, chunk: Chunk, start: int, key_fields: list[str], as_json: bool) -> tuple[list, dict]:
-    """Records of one chunk (JSON lines if ``as_json``) and the counts it added, using the source's
-    own row path with redaction hints. ``start``: index of the chunk's first row in the read."""
+def process_chunk(source: Any, chunk: Chunk, start: int, key_fields: list[str], as_json: bool,
+                  columnar: bool = False) -> tuple[list, dict]:
+    """Records of one chunk (JSON lines if ``as_json``) and the counts it added: through the
+    columnar lane (:mod:`connectors.feedback_tables.lane`) when ``columnar`` and the chunk's types
+    allow, else through the source's own row path with redaction hints. ``start``: index of the
+    chunk's first row in the read."""
     saved = source.counts
     source.reset_counts()
+    try:
+        table = (as_table(chunk) if isinstance(chunk, list) else chunk) if columnar else None
+        if table is not None:
+            try:
+                return lane.ChunkLane(source, table, start, key_fields).run(as_json), source.counts
+            except lane.Unsupported:
+                source.reset_counts()
+        return _row_path(source, chunk, start, key_fields, as_json), source.counts
+    finally:
+        source.counts = saved
+
+
+def _row_path(source: Any, chunk: Chunk, start: int, key_fields: list[str], as_json: bool) -> list:
     redactor = source._redactor
     if redactor is not None and redactor._builtin_only and "redact" not in vars(redactor):  # not patched
         source._hints = redaction_hints(_text_arrays(chunk, [source._cols[f] for f in TEXT_FIELDS if f in source._cols]))
     rows = chunk if isinstance(chunk, list) else chunk.to_pylist()
     try:
         records = source.records_from_rows(source._parse_all(rows, key_fields, start=start), grouped=True)
-        out = [r.model_dump_json() for r in records] if as_json else list(records)
+        return [r.model_dump_json() for r in records] if as_json else list(records)
     finally:
         source._hints = {}
-        part, source.counts = source.counts, saved
-    return out, part
+
+
+_PLAIN = (str, int, float, bool)
+
+
+def as_table(rows: list[dict[str, Any]]) -> pa.Table | None:
+    """Row dicts (SQLAlchemy) as an Arrow table, or ``None`` when a column mixes Python types or
+    holds other ones (Arrow would change them: ``[1, 2.5]`` becomes floats)."""
+    if not rows:
+        return None
+    columns = {}
+    for name in rows[0]:
+        values = [r[name] for r in rows]
+        kinds = {type(v) for v in values if v is not None}
+        if len(kinds) > 1 or not kinds <= set(_PLAIN):
+            return None
+        try:
+            columns[name] = pa.array(values, type=pa.string() if not kinds else None)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return None
+    return pa.table(columns)
 
 
 def _pack(chunk: Chunk) -> Chunk | bytes:
@@ -191,19 +245,25 @@ def _unpack(packed: Chunk | bytes) -> Chunk:
 
 
 def _init_worker(factory: Callable[[], Any], cols: dict[str, str]) -> None:
+    """Build this worker's source (its column mapping is the parent's)."""
     global _WORKER
     _WORKER = factory()
     _WORKER._cols = cols
 
 
-def _run_in_worker(packed: Chunk | bytes, start: int, key_fields: list[str], as_json: bool) -> tuple[list, dict]:
-    return process_chunk(_WORKER, _unpack(packed), start, key_fields, as_json)
+def _run_in_worker(packed: Chunk | bytes, start: int, key_fields: list[str], as_json: bool,
+                   columnar: bool) -> tuple[list | str | None, dict]:
+    """One chunk in a worker; JSON lines come back as one string (a single copy through the pipe,
+    not one pickled object per line; a JSON line holds no raw newline)."""
+    out, counts = process_chunk(_WORKER, _unpack(packed), start, key_fields, as_json, columnar)
+    return ("\n".join(out) if out else None) if as_json else out, counts
 
 
 def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk], key_fields: list[str],
-               as_json: bool, workers: int | None) -> Iterator[Any]:
+               as_json: bool, workers: int | None, columnar: bool = False) -> Iterator[list]:
     """Process ``chunks`` in order (inline for one chunk or one worker, else on a process pool),
-    adding each chunk's counts to ``source.counts`` and yielding its records."""
+    adding each chunk's counts to ``source.counts`` and yielding its records, one list per chunk
+    (one generator step per chunk, not per record)."""
     n = workers or os.cpu_count() or 1
     it, start = iter(chunks), 0
     first = next(it, None)
@@ -212,10 +272,10 @@ def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk],
         return
     if second is None or n == 1:
         for chunk in _chain(first, second, it):
-            out, counts = process_chunk(source, chunk, start, key_fields, as_json)
+            out, counts = process_chunk(source, chunk, start, key_fields, as_json, columnar)
             start += len(chunk)
             _add(source.counts, counts)
-            yield from out
+            yield out
         return
     # fork on Linux: no re-import of the caller's __main__ (a script without a main guard works),
     # and the workers share the parent's pages; spawn where fork is unsafe (macOS) or missing
@@ -223,12 +283,12 @@ def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk],
     inflight: deque[Future] = deque()
     with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(factory, source._cols)) as pool:
         for chunk in _chain(first, second, it):
-            inflight.append(pool.submit(_run_in_worker, _pack(chunk), start, key_fields, as_json))
+            inflight.append(pool.submit(_run_in_worker, _pack(chunk), start, key_fields, as_json, columnar))
             start += len(chunk)
             while len(inflight) >= 2 * n:
-                yield from _collect(source, inflight.popleft())
+                yield _collect(source, inflight.popleft())
         while inflight:
-            yield from _collect(source, inflight.popleft())
+            yield _collect(source, inflight.popleft())
 
 
 def _chain(first: Chunk, second: Chunk | None, rest: Iterator[Chunk]) -> Iterator[Chunk]:
@@ -238,10 +298,12 @@ def _chain(first: Chunk, second: Chunk | None, rest: Iterator[Chunk]) -> Iterato
         yield from rest
 
 
-def _collect(source: Any, future: Future) -> Iterator[Any]:
+def _collect(source: Any, future: Future) -> list:
     out, counts = future.result()
     _add(source.counts, counts)
-    yield from out
+    if out is None:
+        return []
+    return out.split("\n") if isinstance(out, str) else out
 
 
 def _add(total: dict[str, int], part: dict[str, int]) -> None:
@@ -259,3 +321,28 @@ class SourceFactory:
         source = self.cls(self.options, self.base_dir, self.domain)
         source.reset_counts()
         return source
+
+
+def read(source: Any, db: Any, key_fields: list[str], as_json: bool, columnar: bool) -> Iterator[list]:
+    """The fast read of ``source`` (an ``SqlFeedbackSource`` whose ``db`` is open): Arrow batches
+    (or SQLAlchemy rows), chunks cut at group boundaries, processed in order; one list of records
+    (JSON lines if ``as_json``) per chunk."""
+    cols, opts = source._cols, source.options
+    order = [cols[f] for f in key_fields]
+    then = [cols[f] for f in ("created_at", "row_id") if f in cols]
+    args = (opts.table, opts.query, source._columns(), opts.filter, order, then)
+    parts: Any = arrow_batches(opts.url, db.select_sql(*args))
+    if parts is None:
+        rows = db.stream(*args, after=None, batch_size=opts.batch_size)
+        parts = _batched(rows, opts.batch_size)
+    else:
+        parts = (pa.Table.from_batches([b]) for b in parts)
+    chunks = chunks_by_group(parts, order, max(opts.batch_size, LANE_ROWS) if columnar else opts.batch_size)
+    factory = SourceFactory(type(source), source._raw_options, source.base_dir, source.domain)
+    yield from run_chunks(source, factory, chunks, key_fields, as_json, opts.workers, columnar)
+
+
+def _batched(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    """Lists of up to ``size`` rows."""
+    while batch := list(itertools.islice(rows, size)):
+        yield batch

@@ -1,0 +1,259 @@
+"""Columnar value parsing for fast ingest (issue 19): keys, ratings, timestamps and text checks of
+a whole Arrow chunk at once (pyarrow compute and numpy), with the row path's exact semantics.
+
+Each function returns numpy arrays over the chunk's rows plus an ``unsure`` mask: rows whose
+value this module does not decide with certainty (an unusual timestamp form, a rating that is
+not on the scale, text whose ends are Unicode whitespace...). The caller sends the groups of
+those rows to the row path (:meth:`SqlFeedbackSource._parse`), which quarantines or accepts them
+with its own reasons; everything decided here is what the row path would decide.
+
+A column type this module does not handle raises :class:`Unsupported`; the whole chunk then
+takes the row path.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connectors.feedback_tables.mapping import RatingScale
+
+_ASCII_WS = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # str.isspace() over ASCII
+_UNI_WS = pa.array(["\x85", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)), "\u2028", "\u2029", "\u202f",
+                    "\u205f", "\u3000"])  # the other characters str.isspace() accepts (test_columnar checks the list)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+US = timedelta(microseconds=1)
+MIN_US = (datetime.min.replace(tzinfo=timezone.utc) - EPOCH) // US  # the row path's "no timestamp"
+_ISO = (r"^(?P<y>[12]\d{3})-(?P<mo>0[1-9]|1[0-2])-(?P<d>0[1-9]|[12]\d|3[01])[T ]"
+        r"(?P<h>[01]\d|2[0-3]):(?P<mi>[0-5]\d):(?P<s>[0-5]\d)(?P<f>\.\d{3}|\.\d{6}|)"
+        r"(?P<z>Z|[+-](?:[01]\d|2[0-3]):[0-5]\d|)$")
+_THUMBS = {"up": 1.0, "down": -1.0, "+1": 1.0, "-1": -1.0, "1": 1.0, "true": 1.0, "false": -1.0}
+_NUMBER = r"^[+-]?[0-9]+(\.[0-9]+)?$"
+_ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\x08", "\\b"),
+            ("\x0c", "\\f"))
+_OTHER_CONTROL = r"[\x00-\x07\x0b\x0e-\x1f]"
+
+
+class Unsupported(Exception):
+    """A column type the columnar lane does not handle; the chunk takes the row path."""
+
+
+def np_bool(arr: pa.Array | pa.ChunkedArray, null: bool = False) -> np.ndarray:
+    """A boolean Arrow array as numpy, nulls as ``null``."""
+    return np.asarray(pc.fill_null(arr, null).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def is_text(t: pa.DataType) -> bool:
+    """String columns (and all-NULL ones) are text."""
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+
+
+def as_text(arr: pa.Array) -> pa.Array:
+    """``arr`` as a string array (an all-NULL column becomes NULL strings)."""
+    return arr.cast(pa.string()) if pa.types.is_null(arr.type) else arr
+
+
+def key_strings(arr: pa.Array) -> pa.Array:
+    """``str(value)`` of each key value, as the row path compares them (NULL is ``'None'``).
+
+    Raises:
+        Unsupported: a type whose ``str()`` Arrow does not reproduce (floats, timestamps, ...).
+    """
+    if pa.types.is_integer(arr.type) or is_text(arr.type):
+        return pc.fill_null(arr.cast(pa.string()), "None")
+    raise Unsupported(f"key column of type {arr.type}")
+
+
+def group_ids(keys: list[pa.Array], n: int) -> np.ndarray:
+    """Group number of each row: a new group starts where any key differs from the row before."""
+    start = np.zeros(n, dtype=bool)
+    if n:
+        start[0] = True
+    for k in keys:
+        if n > 1:
+            start[1:] |= np_bool(pc.not_equal(k.slice(1), k.slice(0, n - 1)))
+    return np.cumsum(start) - 1
+
+
+def strip(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """``(str.strip() of each text, blank (NULL or empty after stripping), unsure)``; ``unsure``:
+    the text ends in Unicode whitespace, where ASCII trimming is not ``str.strip()``."""
+    arr = as_text(arr)
+    trimmed = pc.utf8_trim(arr, characters=_ASCII_WS)
+    blank = np_bool(pc.equal(pc.utf8_length(trimmed), 0), null=True)
+    first = pc.utf8_slice_codeunits(trimmed, 0, 1)
+    last = pc.utf8_slice_codeunits(trimmed, -1, 2**31 - 1)
+    unsure = np_bool(pc.is_in(first, value_set=_UNI_WS)) | np_bool(pc.is_in(last, value_set=_UNI_WS))
+    return trimmed, blank, unsure
+
+
+def truthy(arr: pa.Array) -> pa.Array:
+    """Python truthiness of text or integer values (NULL, ``''`` and ``0`` are false)."""
+    if pa.types.is_integer(arr.type):
+        return pc.fill_null(pc.not_equal(arr, 0), False)
+    return pc.fill_null(pc.greater(pc.utf8_length(as_text(arr)), 0), False)
+
+
+def ratings(arr: pa.Array | None, scale: RatingScale, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(raw rating, has rating, unsure)`` per row, as :func:`~connectors.feedback_tables.mapping.raw_rating`
+    reads them; ``unsure`` rows (not on the scale, not a plain number) go to the row path.
+
+    Raises:
+        Unsupported: a rating column that is neither numbers, booleans nor text.
+    """
+    if arr is None or pa.types.is_null(arr.type):
+        return np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    t = arr.type
+    if pa.types.is_boolean(t):
+        if scale.kind == "labels":
+            raise Unsupported("boolean ratings with labels")
+        raw = pc.if_else(arr, 1.0, -1.0 if scale.kind == "thumbs" else 0.0)
+        unsure = np.zeros(n, dtype=bool)
+    elif pa.types.is_integer(t) or pa.types.is_floating(t):
+        if scale.kind == "labels":
+            raise Unsupported("numeric ratings with labels")
+        raw, unsure = arr.cast(pa.float64()), np.zeros(n, dtype=bool)
+    elif is_text(t):
+        raw, unsure = _text_ratings(arr, scale)
+    else:
+        raise Unsupported(f"rating column of type {t}")
+    has = np_bool(pc.is_valid(raw))
+    values = np.asarray(pc.fill_null(raw, 0.0).to_numpy(zero_copy_only=False), dtype=float)
+    if scale.kind != "labels":
+        lo, hi = scale.bounds()
+        ok = np.isin(values, (-1.0, 1.0)) if scale.kind == "thumbs" else (values >= lo) & (values <= hi)
+        unsure |= has & ~ok  # NaN fails both checks
+    return values, has, unsure
+
+
+def _text_ratings(arr: pa.Array, scale: RatingScale) -> tuple[pa.Array, np.ndarray]:
+    """Ratings held as text: labels, thumbs words and plain decimal numbers; blank is unlabelled."""
+    trimmed, blank, edge = strip(arr)
+    nulls = pa.nulls(len(arr), pa.float64())
+    if scale.kind == "labels":
+        labels = list(scale.labels)
+        idx = pc.index_in(trimmed, value_set=pa.array(labels, pa.string()))
+        raw = pc.take(pa.array([scale.labels[k] for k in labels], pa.float64()), idx)
+    else:
+        number = pc.match_substring_regex(trimmed, _NUMBER)
+        raw = pc.if_else(number, pc.cast(pc.if_else(number, trimmed, "0"), pa.float64()), nulls)
+        if scale.kind == "thumbs":
+            words = list(_THUMBS)
+            idx = pc.index_in(pc.utf8_lower(trimmed), value_set=pa.array(words, pa.string()))
+            raw = pc.coalesce(pc.take(pa.array([_THUMBS[w] for w in words], pa.float64()), idx), raw)
+    raw = pc.if_else(pa.array(blank), nulls, raw)
+    unsure = edge | (~blank & ~np_bool(pc.is_valid(raw)))
+    return raw, unsure
+
+
+def instants(arr: pa.Array | None, naive_zone: tzinfo, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(UTC microseconds since the epoch, has timestamp, was naive, unsure)`` per row, as
+    :func:`~connectors.feedback_tables.mapping.parse_timestamp` reads them. Text is decided when it
+    is blank or ``YYYY-MM-DD[T ]HH:MM:SS[.fff|.ffffff][Z|±HH:MM]`` (years 1000-2999); other forms
+    are ``unsure``.
+
+    Raises:
+        Unsupported: epoch numbers or other non-text, non-timestamp columns.
+    """
+    zero = np.zeros(n, dtype=bool)
+    if arr is None or pa.types.is_null(arr.type):
+        return np.zeros(n, dtype=np.int64), zero, zero, zero
+    if pa.types.is_timestamp(arr.type):
+        has = np_bool(pc.is_valid(arr))
+        us = np.asarray(pc.fill_null(arr.cast(pa.timestamp("us", arr.type.tz)).cast(pa.int64()), 0), dtype=np.int64)
+        naive = has if arr.type.tz is None else zero
+        return _localise(us, naive, naive_zone), has, naive, zero
+    if not is_text(arr.type):
+        raise Unsupported(f"created_at column of type {arr.type}")
+    _, blank, edge = strip(arr)
+    parts = pc.extract_regex(as_text(arr), _ISO)
+    ok = np_bool(pc.is_valid(parts))
+    f = {k: np.asarray(pc.cast(pc.if_else(ok, parts.field(k), "0"), pa.int64()).to_numpy(), dtype=np.int64)
+         for k in ("y", "mo", "d", "h", "mi", "s")}
+    frac = pc.utf8_slice_codeunits(parts.field("f"), 1)
+    micro = np.asarray(pc.cast(pc.if_else(pc.equal(frac, ""), "0", frac), pa.int64()).to_numpy(), dtype=np.int64)
+    micro = np.where(np_bool(pc.equal(pc.utf8_length(frac), 3)), micro * 1000, micro)
+    zone_text = parts.field("z")
+    naive = ok & np_bool(pc.equal(zone_text, ""))
+    ok &= _day_exists(f["y"], f["mo"], f["d"])
+    offset = _offsets_us(zone_text)
+    local = ((_days(f["y"], f["mo"], f["d"]) * 86400 + f["h"] * 3600 + f["mi"] * 60 + f["s"]) * 1_000_000 + micro)
+    us = _localise(local - offset, naive & ok, naive_zone)
+    has = ok & ~blank
+    unsure = edge | (~blank & ~ok)
+    return us, has, naive & has, unsure
+
+
+def _offsets_us(zone_text: pa.Array) -> np.ndarray:
+    """``±HH:MM`` (``Z`` and ``''`` are 0) as microseconds."""
+    sign = np.where(np_bool(pc.starts_with(zone_text, "-")), -1, 1)
+    hh = pc.if_else(pc.greater(pc.utf8_length(zone_text), 1), pc.utf8_slice_codeunits(zone_text, 1, 3), "0")
+    mm = pc.if_else(pc.greater(pc.utf8_length(zone_text), 1), pc.utf8_slice_codeunits(zone_text, 4, 6), "0")
+    minutes = (np.asarray(pc.cast(hh, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64) * 60
+               + np.asarray(pc.cast(mm, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64))
+    return sign * minutes * 60_000_000
+
+
+def _days(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)."""
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _day_exists(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
+    month_days = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])[np.clip(m, 0, 12)]
+    return d <= month_days + ((m == 2) & leap)
+
+
+def _localise(us: np.ndarray, naive: np.ndarray, naive_zone: tzinfo) -> np.ndarray:
+    """Read naive local times (microseconds as if UTC) in ``naive_zone`` as ``datetime.replace`` +
+    ``astimezone`` do (fold 0), one Python conversion per distinct naive value."""
+    if naive_zone is timezone.utc or not naive.any():
+        return us
+    out = us.copy()
+    values, inverse = np.unique(us[naive], return_inverse=True)
+    utc = np.array([(datetime(1970, 1, 1) + int(v) * US).replace(tzinfo=naive_zone).astimezone(timezone.utc) - EPOCH
+                    for v in values], dtype=object)
+    out[naive] = np.array([u // US for u in utc], dtype=np.int64)[inverse]
+    return out
+
+
+def json_strings(arr: pa.Array) -> pa.Array:
+    """Each text as a JSON string literal's body, escaped as pydantic's ``model_dump_json`` does
+    (``"``, ``\\``, control characters; other characters as they are)."""
+    out = as_text(arr)
+    for old, new in _ESCAPES:
+        out = pc.replace_substring(out, old, new)
+    odd = pc.fill_null(pc.match_substring_regex(as_text(arr), _OTHER_CONTROL), False)
+    if pc.any(odd).as_py():
+        fixed = [json.dumps(s, ensure_ascii=False)[1:-1] for s in pc.filter(arr, odd).to_pylist()]
+        out = pc.replace_with_mask(out, odd, pa.array(fixed, pa.string()))
+    return out
+
+
+def json_literal(text: str) -> str:
+    """One constant as a JSON string literal (quotes included), as pydantic writes it."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def to_us(value: datetime) -> int:
+    """An aware datetime as UTC microseconds since the epoch."""
+    return (value - EPOCH) // US
+
+
+def column(table: pa.Table, name: str | None) -> pa.Array | None:
+    """One column of the chunk as a single array (``None`` when the field is not mapped)."""
+    if name is None:
+        return None
+    col: Any = table.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col

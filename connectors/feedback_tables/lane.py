@@ -1,0 +1,282 @@
+"""The columnar lane of fast ingest (issue 19): one Arrow chunk of feedback rows → JSON lines (or
+records), byte for byte what the row path gives, with per-row Python only where it is needed.
+
+For a chunk (rows of whole dedup groups, in the database's key order):
+
+1. **Values, columnar** (:mod:`connectors.feedback_tables.columnar`): group boundaries from the
+   keys, ratings on their scale, timestamps to UTC microseconds, the ``str.strip()`` checks.
+2. **Redaction**: the RE2 pre-filter picks candidate texts; only those meet the exact validators
+   (libphonenumber, Luhn, mod-97: :meth:`feedback.redact.Redactor.redact`), one call per text.
+3. **Unsure rows go to the row path, with their group**: a missing prompt, an off-scale rating, an
+   unusual timestamp, a failed redaction, a row that may become a task, a prompt over
+   ``max_prompt_chars``... The row path (:meth:`SqlFeedbackSource._parse_all` and
+   ``records_from_rows``) quarantines or builds those with its own reasons and counts.
+4. **Dedup, columnar**: per group, the latest row by (``created_at``, ``row_id`` or read index),
+   the first in read order on ties, as ``max`` picks it.
+5. **Records as JSON text**, built with Arrow string kernels in pydantic's field order and
+   escaping; both lanes' outputs are merged back in group order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connectors.feedback_tables import columnar as col
+from connectors.feedback_tables.mapping import TEXT_FIELDS
+from feedback.redact import PREFILTERS, RedactionError
+from sdk.sources import PreferencePair, SftExample
+
+Unsupported = col.Unsupported
+ANY_PREFILTER = "|".join(f"(?:{p})" for p in PREFILTERS)
+"""A text no detector's pre-filter matches comes out of redaction unchanged (the e-mail
+post-check needs an ``@`` or ``%40``, which the first pattern would have matched)."""
+
+
+def _cat(*parts: Any) -> pa.Array:
+    return pc.binary_join_element_wise(*parts, "")
+
+
+class ChunkLane:
+    """One chunk through the columnar lane: ``ChunkLane(source, table, start, key_fields).run(as_json)``.
+
+    Args:
+        source: the :class:`SqlFeedbackSource` (its mapping, options, redactor and counts).
+        table: the chunk (whole dedup groups); ``start``: read index of its first row.
+    Raises:
+        Unsupported: a column type the columnar lane does not handle (the caller uses the row path).
+    """
+
+    def __init__(self, source: Any, table: pa.Table, start: int, key_fields: list[str]) -> None:
+        self.src, self.table, self.start, self.key_fields = source, table, start, key_fields
+        self.n = n = len(table)
+        self.pos = np.arange(n, dtype=np.int64)
+        cols = source._cols
+        self.raw = {f: col.column(table, cols.get(f)) for f in ("conversation_id", "message_id", "user_id", "row_id",
+                                                                 "rating", "created_at", *TEXT_FIELDS)}
+        for f in ("conversation_id", "message_id", "user_id", "row_id", *TEXT_FIELDS):
+            a = self.raw[f]
+            if a is not None and not (col.is_text(a.type) or (f not in TEXT_FIELDS and pa.types.is_integer(a.type))):
+                raise Unsupported(f"{f} column of type {a.type}")
+        self.gid = col.group_ids([col.key_strings(col.column(table, cols[f])) for f in key_fields], n)
+        self.unsure = np.zeros(n, dtype=bool)
+
+    def run(self, as_json: bool) -> list:
+        """Records of the chunk (JSON lines if ``as_json``) in the row path's order; adds the
+        chunk's counts to ``source.counts``."""
+        self._parse()
+        self._redact()
+        self._check_lengths()
+        bad = np.isin(self.gid, np.unique(self.gid[self.unsure]))
+        keys, items = self._simple(np.flatnonzero(~bad), as_json)
+        more_keys, more = self._row_path(np.flatnonzero(bad), as_json)
+        if not more:
+            return items
+        keys = np.concatenate([keys, more_keys]) if len(keys) else more_keys
+        items += more
+        order = np.lexsort((keys[:, 1], keys[:, 0]))
+        return [items[i] for i in order]
+
+    # -- values ---------------------------------------------------------------------------
+
+    def _parse(self) -> None:
+        src, n, raw = self.src, self.n, self.raw
+        self.rating, self.has_rating, unsure = col.ratings(raw["rating"], src.options.rating, n)
+        self.us, self.has_ts, self.naive, ts_unsure = col.instants(raw["created_at"], src._zone, n)
+        self.unsure |= unsure | ts_unsure
+        self.trim: dict[str, pa.Array] = {}
+        self.blank: dict[str, np.ndarray] = {}
+        for f in TEXT_FIELDS:
+            if raw[f] is None:
+                continue
+            self.trim[f], self.blank[f], edge = col.strip(raw[f])
+            self.unsure |= edge
+            if f in ("prompt", "response"):
+                self.unsure |= self.blank[f]  # quarantined ("missing prompt")
+            elif f in ("tests", "expected"):
+                self.unsure |= ~self.blank[f]  # may become a task
+        row_id = raw["row_id"]
+        self.seq = self.pos + self.start
+        if row_id is not None and pa.types.is_integer(row_id.type):
+            ids = np.asarray(pc.fill_null(row_id, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+            self.seq = np.where(col.np_bool(pc.is_valid(row_id)), ids, self.seq)
+
+    def _scopes(self, idx: np.ndarray) -> list[str]:
+        """``str(conversation_id or message_id or seq)`` of rows ``idx`` (the redaction scope)."""
+        out = pa.array(self.seq[idx].astype(str).tolist(), pa.string())
+        for f in ("message_id", "conversation_id"):
+            a = self.raw[f]
+            if a is not None:
+                a = a.take(pa.array(idx))
+                out = pc.if_else(col.truthy(a), col.as_text(a.cast(pa.string())), out)
+        return out.to_pylist()
+
+    def _redact(self) -> None:
+        """Redact candidate texts in place (``self.text``) and count spans per row (``self.spans``)."""
+        src = self.src
+        self.text = {f: col.as_text(self.raw[f]) for f in TEXT_FIELDS if self.raw[f] is not None}
+        self.spans = np.zeros(self.n, dtype=np.int64)
+        if src._redactor is None:
+            return
+        seen: dict[tuple[str, str], tuple[str, int]] = {}
+        for f, arr in self.text.items():
+            # one pass with every detector's pattern; the few texts it hits get the per-detector flags
+            hit = col.np_bool(pc.match_substring_regex(arr, ANY_PREFILTER)) & ~self.unsure
+            idx = np.flatnonzero(hit)
+            if not len(idx):
+                continue
+            texts = arr.take(pa.array(idx))
+            flags = np.stack([col.np_bool(pc.match_substring_regex(texts, p)) for p in PREFILTERS], axis=1)
+            new: list[str | None] = []
+            for i, text, scope, only in zip(idx, texts.to_pylist(), self._scopes(idx),
+                                            map(tuple, flags.tolist())):
+                try:
+                    out, count = seen.get((text, scope)) or seen.setdefault(
+                        (text, scope), src._redactor.redact(text, scope, only=only))  # double clicks repeat
+                except RedactionError:
+                    self.unsure[i] = True  # quarantined by the row path, with its reason
+                    out, count = text, 0
+                new.append(out)
+                self.spans[i] += count
+            mask = np.zeros(self.n, dtype=bool)
+            mask[idx] = True
+            self.text[f] = pc.replace_with_mask(arr, pa.array(mask), pa.array(new, pa.string()))
+
+    def _check_lengths(self) -> None:
+        """Prompts over ``max_prompt_chars`` (after redaction) are cut by the row path."""
+        limit = self.src.options.max_prompt_chars
+        if limit is None:
+            return
+        total = np.asarray(pc.fill_null(pc.utf8_length(self.text["prompt"]), 0).to_numpy(zero_copy_only=False))
+        if "system_prompt" in self.text:
+            sys_len = pc.fill_null(pc.utf8_length(self.text["system_prompt"]), 0).to_numpy(zero_copy_only=False)
+            total = total + np.where(self.blank["system_prompt"], 0, sys_len)
+        self.unsure |= total > limit
+
+    # -- the columnar rows ----------------------------------------------------------------
+
+    def _winners(self, idx: np.ndarray) -> np.ndarray:
+        """The row kept per group among rows ``idx``: latest (timestamp or none, seq), first on ties."""
+        created = np.where(self.has_ts, self.us, col.MIN_US)[idx]
+        order = np.lexsort((idx, ~self.seq[idx], ~created, self.gid[idx]))
+        g = self.gid[idx][order]
+        first = np.ones(len(g), dtype=bool)
+        first[1:] = g[1:] != g[:-1]
+        return idx[order[first]]
+
+    def _simple(self, idx: np.ndarray, as_json: bool) -> tuple[np.ndarray, list]:
+        counts = self.src.counts
+        counts["rows_read"] += len(idx)
+        counts["naive_timestamps"] += int(self.naive[idx].sum())
+        counts["redactions"] += int(self.spans[idx].sum())
+        if not len(idx):
+            return np.zeros((0, 2), dtype=np.int64), []
+        win = self._winners(idx)
+        counts["duplicates_dropped"] += len(idx) - len(win)
+        since = self.src.options.since
+        if since is not None:
+            no_ts = ~self.has_ts[win]
+            before = self.has_ts[win] & (self.us[win] < col.to_us(since))
+            counts["no_timestamp_with_since"] += int(no_ts.sum())
+            counts["before_since"] += int(before.sum())
+            win = win[~no_ts & ~before]
+        return self._records(win, as_json)
+
+    def _records(self, win: np.ndarray, as_json: bool) -> tuple[np.ndarray, list]:
+        """SFT examples and preference pairs of the winning rows ``win``, with their sort keys."""
+        counts, take = self.src.counts, pa.array(win)
+        corr = ~self.blank["correction"][win] if "correction" in self.text else np.zeros(len(win), dtype=bool)
+        good = self.has_rating[win] & (self.rating[win] >= self.src._threshold)
+        failed = self.has_rating[win] & ~good
+        sft = corr | good
+        pair = corr & col.np_bool(pc.not_equal(self.trim["correction"].take(take), self.trim["response"].take(take))) \
+            if "correction" in self.text else corr
+        counts["sft_examples"] += int(sft.sum())
+        counts["preference_pairs"] += int(pair.sum())
+        counts["unlabelled"] += int((~self.has_rating[win] & ~corr).sum())
+        counts["negative_unused"] += int((failed & ~corr).sum())
+        esc = {f: col.json_strings(a.take(take)) for f, a in self.text.items() if f in
+               ("prompt", "response", "correction", "system_prompt")}
+        prompt, tail = self._prompt_json(win, esc), self._source_json(win)
+        lines_sft = _cat('{"messages":[', prompt, ',{"role":"assistant","content":"',
+                         pc.if_else(corr, esc.get("correction", esc["response"]), esc["response"]), '"}]', tail,
+                         ',"weight":1.0}')
+        lines_pair = _cat('{"prompt":[', prompt, '],"chosen":"', esc.get("correction", esc["response"]),
+                          '","rejected":"', esc["response"], '"', tail, "}") if pair.any() else None
+        which = [(0, sft, lines_sft, SftExample), (1, pair, lines_pair, PreferencePair)]
+        keys, items = [], []
+        for sub, mask, lines, model in which:
+            if not mask.any():
+                continue
+            texts = pc.filter(lines, pa.array(mask)).to_pylist()
+            items += texts if as_json else [model.model_validate_json(t) for t in texts]
+            keys.append(np.stack([self.gid[win][mask], np.full(int(mask.sum()), sub)], axis=1))
+        if not keys:
+            return np.zeros((0, 2), dtype=np.int64), []
+        keys_all = np.concatenate(keys)
+        order = np.lexsort((keys_all[:, 1], keys_all[:, 0]))
+        return keys_all[order], [items[i] for i in order]
+
+    def _prompt_json(self, win: np.ndarray, esc: dict[str, pa.Array]) -> pa.Array:
+        user = _cat('{"role":"user","content":"', esc["prompt"], '"}')
+        if "system_prompt" not in esc:
+            return user
+        system = _cat('{"role":"system","content":"', esc["system_prompt"], '"},')
+        return _cat(pc.if_else(pa.array(~self.blank["system_prompt"][win]), system, ""), user)
+
+    def _source_json(self, win: np.ndarray) -> pa.Array:
+        """``,"source":{...},"domain":...`` of the winning rows: ids as stored, the user pseudonymised."""
+        src, take = self.src, pa.array(win)
+        parts = []
+        for f, label in (("row_id", "row_id="), ("message_id", "message_id=")):
+            if self.raw[f] is not None:
+                parts.append(_cat(label, self.raw[f].take(take).cast(pa.string())))
+        user = self.raw["user_id"]
+        if user is not None:
+            users = user.take(take).cast(pa.string())
+            distinct = pc.unique(pc.drop_null(users))
+            names = pa.array([src._pseudonym(u) for u in distinct.to_pylist()], pa.string())
+            parts.append(_cat("user=", names.take(pc.index_in(users, value_set=distinct))))
+        locator = pc.binary_join_element_wise(*parts, ";", null_handling="skip") if parts else \
+            pa.array([""] * len(win), pa.string())
+        head = (f',"source":{{"connector":{col.json_literal(src.name)},"uri":{col.json_literal(src._uri())},'
+                '"locator":"')
+        return _cat(head, col.json_strings(pc.fill_null(locator, "")),
+                    f'","commit":""}},"domain":{col.json_literal(src.domain)}')
+
+    # -- the row path ---------------------------------------------------------------------
+
+    def _row_path(self, idx: np.ndarray, as_json: bool) -> tuple[np.ndarray, list]:
+        """Records of the unsure groups (rows ``idx``), built by the source's row path."""
+        if not len(idx):
+            return np.zeros((0, 2), dtype=np.int64), []
+        src = self.src
+        rows = self.table.take(pa.array(idx)).to_pylist()
+        gids = self.gid[idx]
+        cuts = np.flatnonzero(np.diff(gids)) + 1
+        keys, items = [], []
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(idx)]):
+            parsed = src._parse_all(rows[lo:hi], self.key_fields, indexes=(idx[lo:hi] + self.start).tolist())
+            records = list(src.records_from_rows(parsed, grouped=True))
+            items += [r.model_dump_json() for r in records] if as_json else records
+            keys += [(gids[lo], k) for k in range(len(records))]
+        return np.array(keys, dtype=np.int64).reshape(-1, 2), items
+
+
+_OWN = ("_parse", "_extract", "_redact", "_parse_all", "records_from_rows", "_build", "_prompt", "_cut", "_source",
+        "_task", "_pseudonym", "_uri", "_quarantine", "_key_fields")
+
+
+def fits(source: Any, base: type) -> bool:
+    """Whether the columnar lane reproduces ``source``'s row path: no JSON paths, the built-in
+    redactor (or none, not patched), and none of the row path's methods of ``base`` (the
+    ``SqlFeedbackSource`` class) overridden by a subclass."""
+    if source.options.json_paths:
+        return False
+    r = source._redactor
+    if r is not None and not (r._builtin_only and "redact" not in vars(r)):
+        return False
+    return all(getattr(type(source), m) is getattr(base, m) for m in _OWN)
