@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from connectors.history.source import GitHistorySource  # noqa: E402
-from sdk.config import SandboxConfig  # noqa: E402
-from sdk.sandbox import make_sandbox  # noqa: E402
-from sdk.tasks.records import Split  # noqa: E402
+from connectors.history.source import GitHistorySource
+from sdk.config import SandboxConfig
+from sdk.sandbox import make_sandbox
+from sdk.tasks.records import Split
 
 
 def bare_pytest(repo: Path, sha: str, test_files: list[str]) -> float:
@@ -38,7 +38,7 @@ def bare_pytest(repo: Path, sha: str, test_files: list[str]) -> float:
         subprocess.run(["git", "-C", tmp + "/w", "checkout", "-q", sha], check=True)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *test_files], cwd=tmp + "/w",
-                       capture_output=True, timeout=600)
+                       capture_output=True, timeout=600, check=False)
         return time.perf_counter() - start
 
 

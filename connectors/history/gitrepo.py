@@ -62,7 +62,7 @@ class GitRepo:
                "GIT_CONFIG_NOSYSTEM": "1", "GIT_PAGER": "cat", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
         try:
             proc = subprocess.run(["git", "-C", str(self.path), "-c", "core.quotepath=off", *args], input=input,
-                                  capture_output=True, env=env, timeout=600)
+                                  capture_output=True, env=env, timeout=600, check=False)
         except FileNotFoundError as exc:
             raise SourceError("git is not installed", "install git (Debian: apt-get install git)") from exc
         if proc.returncode != 0:

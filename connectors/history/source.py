@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -34,7 +35,13 @@ from connectors.history.gitrepo import Commit, GitRepo
 from connectors.history.mine import changed_tests, discover, run_states
 from sdk.sandbox.contract import Limits, Sandbox
 from sdk.sources import SourceOptions, SourceResult, TaskSource
-from sdk.tasks.change import RUNNER_GLOBS, TEST_GLOBS, ChangeVerifier, is_test_module, matches
+from sdk.tasks.change import (
+    RUNNER_GLOBS,
+    TEST_GLOBS,
+    ChangeVerifier,
+    is_test_module,
+    matches,
+)
 from sdk.tasks.records import Message, Quarantined, Source, Split, Task
 
 log = logging.getLogger("tuneloop.connectors.git_history")
@@ -89,7 +96,7 @@ class GitHistoryOptions(SourceOptions):
     memory_mb: int = Field(2048, ge=256)
     requirements: list[str] = Field(default_factory=list)
     validate_references: bool = True
-    backend: str = "auto"
+    backend: Literal["auto", "bubblewrap", "process", "ray"] = "auto"
     allow_unisolated: bool = False
     concurrency: int = Field(0, ge=0)
 
@@ -270,6 +277,8 @@ def _no_task_reason(found, touched: set[str]) -> str | None:
     """Why a commit makes no task, or None."""
     if found.commit.failure:
         return f"tests_cannot_run: at the commit: {found.commit.failure}"
+    if found.parent.failure:  # a timeout or sandbox fault at the parent says nothing about the tests
+        return f"tests_cannot_run: at the parent: {found.parent.failure}"
     ran = {i.split("::")[0] for r in found.commit.runs for i in r}
     if not ran & touched:
         errors = "; ".join(f"{p}: {_last_error(e)}" for p, e in sorted(found.commit.uncollected.items()) if p in touched)

@@ -79,7 +79,7 @@ class ChangeVerifier(Frozen):
     requirements: tuple[str, ...] = ()
 
     @model_validator(mode="after")
-    def _check(self) -> "ChangeVerifier":
+    def _check(self) -> ChangeVerifier:
         if not self.fail_to_pass:
             raise ValueError("a change verifier needs at least one fail-to-pass test")
         if set(self.fail_to_pass) & set(self.pass_to_pass):

@@ -14,18 +14,18 @@ from sdk.rewards.tiered import score_completion
 from sdk.sources import resolve_source
 from sdk.tasks.change import ChangeVerifier
 from sdk.tasks.records import Split
-
 from tests.connectors import history_repo
 
 
 @pytest.fixture(scope="module")
 def sandbox():
     from sdk.config import SandboxConfig
+    from sdk.errors import SandboxError
     from sdk.sandbox import make_sandbox
 
     try:
         sb = make_sandbox(SandboxConfig(allow_unisolated=True, cache=False, concurrency=2))
-    except Exception as exc:  # pragma: no cover - depends on the machine
+    except SandboxError as exc:  # pragma: no cover - depends on the machine
         pytest.skip(f"no sandbox here: {exc}")
     yield sb
     sb.close()
@@ -93,7 +93,9 @@ def test_time_honest_split_and_no_future_in_a_task(mined):
 
 def test_references_earn_full_marks_and_wrong_diffs_do_not(mined, sandbox):
     shas, _, tasks = mined
-    from sdk.train.sft import answer_text  # the SFT target is the form the prompt asks for
+    from sdk.train.sft import (
+        answer_text,  # the SFT target is the form the prompt asks for
+    )
 
     task = tasks[shas["good"]]
     assert answer_text(task).startswith("```diff\n")
@@ -104,8 +106,7 @@ def test_references_earn_full_marks_and_wrong_diffs_do_not(mined, sandbox):
     assert res.components["f2p_frac"] == 0.0 and res.components["regressions"] == 0.0
 
 
-def test_commits_are_the_first_parent_line_oldest_first(mined, tmp_path):
-    shas, _, _ = mined
+def test_commits_are_the_first_parent_line_oldest_first(tmp_path):
     repo = history_repo.build(tmp_path / "r")
     commits = GitRepo(tmp_path / "r").commits()
     assert [c.sha for c in commits] == [repo[k] for k in ("good", "flaky", "broken", "docs", "newer")]
