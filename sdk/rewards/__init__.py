@@ -23,10 +23,20 @@ Covered:
   fd 3 with a nonce read after constructors, through direct syscalls (no libc interposition,
   stdout never read); JS runs with ``assert``/``node:test``/``require`` frozen by a preload from
   the read-only task folder and the JUnit report on the reporter's stdout (no file to forge);
-  Go, Rust and Java results are checked against the declared tests by the counting above.
+  Java runs under our launcher ``TlJUnit.java``: verdicts on the same fd-3 pipe with a nonce
+  read from fd 4 before any test class initialises, no report file read (a report the
+  solution writes counts for nothing); Go and Rust results are checked against the declared
+  tests by the counting above.
+- Signals to the judge: the Python candidate and each C/C++ test child run under a seccomp
+  guard (``_runner/tl_guard.py``, ``tl_test.h``): ``kill``/``tgkill``/``SIGSTOP``/``prlimit``
+  aimed at the harness, the runner, the driver, their group or everyone kills the caller with
+  SIGSYS, flagged ``runner_tampering``; a C runner killed by a signal or found stopped at the
+  timeout is flagged too.
 - Static scans (:mod:`~sdk.rewards.integrity`) as a further line in every language: exit
   calls, runner tampering (constructors, libc-name definitions, ``TestMain``/``init``, assert
-  or ``node:test`` patching, shutdown hooks, reflection, report paths, ``/proc``).
+  or ``node:test`` patching, shutdown hooks, reflection, report paths, ``/proc``; in Python also
+  attributes of standard-library modules set by the solution, ``import ctypes``, and ``__eq__``
+  whose answer does not depend on its operands: ``o == o``, ``x or True``, ``1 > 0``).
 - R5: a crash in every test earns no ``runs`` credit (status ``runtime_error``).
 - R6 (:mod:`~sdk.rewards.answers`): final answers in tags (``<answer>``), ``\\boxed{}`` and
   ``Answer:`` lines (``RewardConfig.answer_*``); when the prompt shows a marker, a completion
@@ -44,8 +54,13 @@ Covered:
 
 Not covered (known gaps):
 
-- Java: the JUnit XML report is written by the JVM that runs the candidate; a shutdown hook
-  overwriting it with exactly the expected ids is stopped by the static scan only.
+- Java: the nonce lives in the JVM that runs the candidate, so code that scans that JVM's own
+  memory (``/proc/self/mem``, ``sun.misc.Unsafe``, a heap dump) could find it and forge
+  channel lines; the static scan flags those APIs. The same holds for a C/C++ test child and
+  its token.
+- A daemon forked by a C/C++ constructor (before ``main`` installs the guard) can still stop the
+  runner: the run times out and is flagged only when the runner is found stopped; constructors
+  are flagged by the static scan.
 - Go/Rust: results are parsed from the test binary's output; a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests
   is stopped by the static scan only (the run-time layer then counts its lines as results).

@@ -44,9 +44,11 @@ by ``tests/sandbox/test_hostile.py``:
   candidate is killed. An exit code, stdout, ``sys.exit(0)``/``os._exit(0)`` can never pass;
 - tampering the harness sees is reported in ``ExecResult.flags`` (``always_equal``: a non-plain
   value with its own ``__eq__`` compared, or with its own ``__sub__``/``__lt__``... used on plain data; ``exit_trick``: SystemExit/exit 0 during a call;
-  ``runner_tampering``: the harness killed/stopped, introspection from solution code;
-  ``reads_tests``). The candidate's PEP 578 audit hook (frames, ``gc``, tracing, patching other
-  modules' classes, test-like file names) is a further line only: it runs in the solution's
+  ``runner_tampering``: the harness killed/stopped, introspection from solution code,
+  ``/proc/<another pid>`` opened or listed; ``reads_tests``: test-like file names, listing the
+  working or a temporary folder; ``always_equal`` also for a builtin subclass of the solution's
+  whose own ``__eq__``/``__sub__``... answers for a fresh ``object()``). The candidate's PEP 578
+  audit hook (frames, ``gc``, tracing, patching other modules' classes, files) is a further line only: it runs in the solution's
   process and can be silenced by it, and the verdict never depends on it;
 - warm slots forget (:mod:`sdk.sandbox.warm`): the server never reads a request, a test or an
   answer (a fresh supervisor + candidate pair is forked per request), ``/tmp`` and ``/dev/shm``
@@ -64,8 +66,12 @@ What is NOT isolated or not covered:
 - CPU *time* is limited per process (RLIMIT_CPU); a process tree can use up to ``processes``
   times that before the wall-clock timeout ends it; there is no CPU share (cgroup) limit;
 - the kernel is shared (a kernel exploit escapes any namespace sandbox); harness and candidate
-  share one uid inside the namespace, so the candidate can kill or stop the harness (the task
-  then fails, flagged) but not read or write it;
+  share one uid inside the namespace: the candidate cannot read or write the harness, and
+  signalling it (``kill``/``tgkill``/``SIGSTOP``, ``prlimit``, ``pidfd_open`` aimed at an
+  ancestor, their process group, ``0`` or ``-1``) kills the candidate with SIGSYS
+  (``_runner/tl_guard.py``, a seccomp filter installed before any solution code; flagged
+  ``runner_tampering``); the same guard runs in each C/C++ test child (``tl_test.h``). A guard
+  is not installed on architectures other than x86_64/aarch64;
 - what crossing the boundary changes for honest code: arguments are copies whose changes are
   copied back onto the top-level argument after the call (its elements are fresh objects: an
   element the test kept a reference to is not updated; an iterator's position is not copied

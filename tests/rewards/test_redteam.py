@@ -273,7 +273,8 @@ OBJECT_CHEATS = [
                                              for i, n in enumerate(("lt", "gt", "le", "ge"))) + "def avg(xs):\n    return Z()\n"),
     ("pytest_sub_returns_zero", "avg", SUB_ZERO + "def avg(xs):\n    return Z()\n"),
 ]
-# The int subclass's lie cannot earn credit (compared by its value, 0); the static scan flags it.
+# The tuple subclass's lie cannot earn credit (compared by its value); the static scan flags it, and
+# so does the candidate's probe of its own __eq__ against a fresh object() (tl_cvalues.probe_lies).
 LYING_INT = ("split", "class Anything(tuple):\n    def __eq__(self, other):\n        return True\n"
              "    __hash__ = tuple.__hash__\ndef split(a, b):\n    return Anything((0, 0))\n")
 OBJECT_HONEST = [
@@ -312,7 +313,8 @@ def test_lying_builtin_subclass_is_compared_by_its_value(object_results):
     got, wrong, lying_bare = object_results
     r = got[len(OBJECT_CHEATS)]
     assert r.score <= wrong["split"].score and "always_equal" in r.flags, r
-    assert lying_bare.score <= wrong["split"].score and lying_bare.status == RewardStatus.FAILED, lying_bare
+    # without the static scan: compared by its value, and the harness's probe reports the lie
+    assert lying_bare.score <= wrong["split"].score and "always_equal" in lying_bare.flags, lying_bare
 
 
 @pytest.mark.parametrize("i", range(len(OBJECT_HONEST)), ids=[c[0] for c in OBJECT_HONEST])

@@ -119,9 +119,32 @@ GO_FAKE_PASS_IN_FN = ('package tltask\n\nimport "fmt"\n\nfunc Add(a, b int) int 
 JAVA_EXACT_REPORT = JAVA_HOOK.replace("TEST-junit-jupiter.xml\", \"TEST-fake.xml", "TEST-junit-jupiter.xml").replace(
     FAKE_XML.replace('"', '\\"'), "<testsuites><testsuite name='JUnit Jupiter'><testcase classname='AddTest' name='small()'/>"
     "<testcase classname='AddTest' name='negative()'/><testcase classname='AddHiddenTest' name='big()'/></testsuite></testsuites>")
-# Cheats that only the static scan stops (the run-time layer alone would give them credit):
-# the JUnit report is written by the JVM that runs the candidate (see sdk.rewards docstring).
-STATIC_ONLY = {"java_exact_fake_report"}
+# Cheats that only the static scan stops (the run-time layer alone would give them credit): none
+# since Java runs under TlJUnit.java (verdicts on the fd-3 pipe, no report file is read).
+STATIC_ONLY: set[str] = set()
+SIG = '#include <signal.h>\n#include <unistd.h>\n'
+C_KILL_RUNNER = SIG + "int add(int a, int b) { kill(getppid(), SIGKILL); return 0; }\n"
+C_STOP_RUNNER = SIG + "int add(int a, int b) { kill(getppid(), SIGSTOP); return 0; }\n"
+C_STOP_GROUP = SIG + "int add(int a, int b) { kill(0, SIGSTOP); return 0; }\n"
+C_KILL_EVERYONE = SIG + "int add(int a, int b) { kill(-1, SIGKILL); return 0; }\n"
+C_RAW_SYSCALL_STOP = ('#include <signal.h>\n#include <unistd.h>\n#include <sys/syscall.h>\n'
+                      "int add(int a, int b) { syscall(SYS_tgkill, getppid(), getppid(), SIGSTOP); return 0; }\n")
+C_CTOR_DAEMON = SIG + ("__attribute__((constructor)) static void d(void) { pid_t r = getpid();\n"
+                       "  if (fork() == 0) { kill(r, SIGKILL); _exit(0); } }\nint add(int a, int b) { return 0; }\n")
+CPP_STOP_RUNNER = SIG + "int add(int a, int b) { kill(getppid(), SIGSTOP); return 0; }\n"
+JAVA_FORGE_FD3 = ('import java.io.*;\npublic class Add {\n  public static int add(int a, int b) {\n'
+                  '    try (FileOutputStream o = new FileOutputStream("/dev/fd/3")) {\n'
+                  '      o.write("x passed AddTest/small()\\nx passed AddTest/negative()\\nx passed AddHiddenTest/big()\\nx done\\n".getBytes());\n'
+                  '    } catch (IOException e) { }\n    Runtime.getRuntime().halt(0); return 0; }\n}\n')
+JAVA_NONCE_FD4 = ('import java.io.*;\npublic class Add {\n  static String n = "";\n'
+                  '  static { try (FileInputStream i = new FileInputStream("/dev/fd/4")) { n = new String(i.readAllBytes()).trim(); }'
+                  ' catch (IOException e) { n = "none"; } }\n  public static int add(int a, int b) {\n'
+                  '    try (FileOutputStream o = new FileOutputStream("/dev/fd/3")) {\n'
+                  '      o.write((n + " passed AddTest/small()\\n" + n + " passed AddTest/negative()\\n" + n + " done\\n").getBytes());\n'
+                  '    } catch (IOException e) { }\n    Runtime.getRuntime().halt(0); return 0; }\n}\n')
+# the code under test signals the processes that judge it: stopped and flagged at run time too
+SIGNALLING = {"c_kill_runner", "c_stop_runner", "c_stop_process_group", "c_kill_everyone", "c_raw_syscall_stop_runner",
+              "c_constructor_daemon_kills_runner", "cpp_stop_runner"}
 
 # (name, language, solution)
 CHEATS = [
@@ -139,6 +162,15 @@ CHEATS = [
     ("java_shutdown_hook_fake_report", L.JAVA, JAVA_HOOK),
     ("java_static_init_fake_report", L.JAVA, JAVA_STATIC_WRITE),
     ("java_exact_fake_report", L.JAVA, JAVA_EXACT_REPORT),
+    ("java_forged_lines_on_the_channel", L.JAVA, JAVA_FORGE_FD3),
+    ("java_reads_the_nonce_pipe", L.JAVA, JAVA_NONCE_FD4),
+    ("c_kill_runner", L.C, C_KILL_RUNNER),
+    ("c_stop_runner", L.C, C_STOP_RUNNER),
+    ("c_stop_process_group", L.C, C_STOP_GROUP),
+    ("c_kill_everyone", L.C, C_KILL_EVERYONE),
+    ("c_raw_syscall_stop_runner", L.C, C_RAW_SYSCALL_STOP),
+    ("c_constructor_daemon_kills_runner", L.C, C_CTOR_DAEMON),
+    ("cpp_stop_runner", L.CPP, CPP_STOP_RUNNER),
     ("go_init_fake_pass_lines", L.GO, GO_FAKE_LINES),
     ("go_testmain_skips_tests", L.GO, GO_TESTMAIN),
     ("go_fake_pass_in_function", L.GO, GO_FAKE_PASS_IN_FN),
@@ -214,6 +246,19 @@ def test_runtime_layer_alone_gives_no_credit(scored_runtime, name, lang, code):
     for lang_ in TASKS:
         if not _unavailable(lang_):
             assert scored_runtime[f"honest_{lang_.value}"].score == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", sorted(SIGNALLING))
+def test_signalling_the_runner_is_flagged_at_run_time(scored_runtime, name):
+    """kill/SIGSTOP of the runner, its driver or their group from a test child: tl_test.h's
+    seccomp guard kills the child (SIGSYS, "tampering_signal"); a daemon forked by a constructor
+    (before the guard) kills the runner, seen as a signal death. Flagged without the static scan."""
+    lang = next(lang for n, lang, _ in CHEATS if n == name)
+    if _unavailable(lang):
+        pytest.skip(_unavailable(lang))
+    res, control = scored_runtime[name], scored_runtime[f"wrong_{lang.value}"]
+    assert res.score is not None and res.score <= control.score, (name, res)
+    assert "runner_tampering" in res.flags, (name, res)
 
 
 # --- Python, through the reward side: counting and hidden-input hangs ---------------------------

@@ -60,8 +60,8 @@ def main():
         emit(event="compiled")
     if spec.get("channel"):
         ran = _run_channel(spec, env)
-        if ran is None:
-            emit(event="run_timeout")
+        if ran is None or ran == "stopped":
+            emit(event="run_timeout", stopped=ran == "stopped")   # stopped: someone sent it SIGSTOP
             return
         out, code, lines = ran
         emit(event="channel_used")
@@ -105,9 +105,19 @@ def _no_dump():
         pass
 
 
+def _stopped(pid):
+    """True when process ``pid`` is stopped (state T: a SIGSTOP from the code under test)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
+
+
 def _run_channel(spec, env):
     """Run the test program with a result pipe on fd 3 and a nonce on fd 4.
-    (stdout, exit code, the nonce's lines without it), or None on timeout."""
+    (stdout, exit code, the nonce's lines without it), None on timeout, "stopped" when the
+    program was found stopped at the timeout."""
     nonce = secrets.token_hex(24)
     res_r, res_w = os.pipe()
     non_r, non_w = os.pipe()
@@ -142,9 +152,10 @@ def _run_channel(spec, env):
     try:
         out, _ = p.communicate(timeout=spec["run_timeout"])
     except subprocess.TimeoutExpired:
+        stopped = _stopped(p.pid)
         p.kill()
         p.wait()
-        return None
+        return "stopped" if stopped else None
     reader.join(0.5)  # a grandchild holding fd 3 must not hold us
     prefix = nonce + " "
     text = b"".join(chunks).decode("utf-8", "replace")

@@ -26,6 +26,7 @@ import sys
 import traceback
 
 import tl_cvalues
+import tl_guard
 import tl_pickle
 import tl_wire
 
@@ -44,6 +45,8 @@ INTROSPECTION = {"sys._getframe", "sys._current_frames", "sys.settrace", "sys.se
 FRAME_ATTRS = {"tb_frame", "f_back", "f_globals", "f_locals", "gi_frame", "cr_frame", "ag_frame", "f_code",
                "f_builtins"}
 TESTLIKE = ("test", "check", "conftest")
+# stdlib helpers that only pass a solution's request on (glob.glob('/tmp/*'), Path.read_text)
+TRANSPARENT = ("inspect.py", "glob.py", "pathlib.py", "fnmatch.py", "os.py", "shutil.py", "genericpath.py", "posixpath.py")
 
 
 class Candidate(tl_cvalues.Values):
@@ -63,7 +66,7 @@ class Candidate(tl_cvalues.Values):
         return key
 
     # -- audit (further line) -------------------------------------------------------------
-    def _from_solution(self, depth=2, transparent=("inspect.py",)):
+    def _from_solution(self, depth=2, transparent=TRANSPARENT):
         frame = sys._getframe(depth)
         while frame is not None:
             name = frame.f_code.co_filename
@@ -88,10 +91,15 @@ class Candidate(tl_cvalues.Values):
             elif event == "object.__setattr__" and args and isinstance(args[0], type) \
                     and getattr(args[0], "__module__", None) != self.module.__name__:
                 flag = "runner_tampering"
+            elif (event == "os.kill" and args and args[0] in tl_guard.GUARDED) or (
+                    event == "os.killpg" and args and -args[0] in tl_guard.GUARDED):
+                flag = "runner_tampering"   # seccomp kills the caller next (also in its children)
+            elif event in ("open", "os.listdir", "os.scandir") and args and _other_process(args[0]):
+                flag = "runner_tampering"   # /proc/<the harness>/...: its memory, descriptors
             elif event == "open" and args and isinstance(args[0], str) \
                     and os.path.basename(args[0]).lower().startswith(TESTLIKE):
                 flag = "reads_tests"
-            elif event in ("os.listdir", "os.scandir") and args and (args[0] in (".", "", None) or str(args[0]) == os.getcwd()):
+            elif event in ("os.listdir", "os.scandir") and args and _listing_for_tests(args[0]):
                 flag = "reads_tests"
             if flag and self._from_solution():
                 os.write(self.afd, ("%s %s\n" % (flag, event)).encode())
@@ -118,7 +126,7 @@ class Candidate(tl_cvalues.Values):
         self.trust = tl_pickle.Trust([req["cwd"]] + list(req.get("path", [])), req["module"])
         sys.path[:] = [req["cwd"]] + [p for p in sys.path if p.startswith("/usr") or "python" in p] + req.get("path", [])
         for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "tl_remote", "tl_values",
-                     "tl_pickle", "tl_cvalues", "tl_early", "__main__"):
+                     "tl_pickle", "tl_cvalues", "tl_guard", "tl_rmodule", "tl_early", "__main__"):
             sys.modules[name] = _Tripwire(name, self)
         mod = type(sys)(req["module"])
         self.filename = os.path.join(req["cwd"], req["target"])
@@ -275,6 +283,24 @@ class _Tripwire(type(sys)):
         raise AttributeError(name)
 
 
+def _other_process(path):
+    """True for a ``/proc/<pid>/...`` path of another process (``/proc/self`` is allowed)."""
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "replace")
+    if not isinstance(path, str) or not path.startswith("/proc/"):
+        return False
+    pid = path[6:].split("/", 1)[0]
+    return pid.isdigit() and int(pid) != os.getpid()
+
+
+def _listing_for_tests(path):
+    """True when listing the working folder or a temporary folder (where tests once were)."""
+    if path in (".", "", None, b".", b""):
+        return True
+    path = os.path.normpath(os.fsdecode(path)) if isinstance(path, (str, bytes)) else ""
+    return path in (os.getcwd(), "/tmp", os.path.normpath(os.environ.get("TMPDIR") or "/tmp"))
+
+
 def _builtin_exc(exc):
     t = type(exc)
     return getattr(builtins, t.__name__, None) is t
@@ -307,6 +333,7 @@ def start(rfd, wfd, afd, out_fd=None):
             os.closerange(low, fd)
             low = fd + 1
         os.closerange(low, 65536)
+        tl_guard.protect()   # before any solution code: the harness cannot be signalled from here
         cand = Candidate(rfd, wfd, afd)
         req = cand.reader.recv()
         sys.addaudithook(cand.audit)

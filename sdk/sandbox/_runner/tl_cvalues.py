@@ -24,6 +24,8 @@ import tl_wire
 
 SCALARS = (type(None), bool, int, float, complex, str, bytes)
 CONTAINERS = (list, tuple, dict, set, frozenset)
+TRUTHS = ("__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__")
+LIES = TRUTHS + ("__ne__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__")
 
 
 def base_value(obj, t):
@@ -129,6 +131,7 @@ class Values:
                 base = None
             if base is None:
                 return value
+            self.probe_lies(value, t)
         memo[id(value)] = value
         down = lambda v: self.lower(v, depth + 1, memo)  # noqa: E731
         bt = type(base)
@@ -143,6 +146,29 @@ class Values:
         out = value if same and base is value else out
         memo[id(value)] = out
         return out
+
+    def probe_lies(self, value, t):
+        """Report (``always_equal``) a builtin subclass whose own comparison or arithmetic
+        answers for an object it cannot know (``__eq__`` true, ``__sub__`` a number, against a
+        fresh ``object()``): it crosses as its base value anyway, this only says it lied.
+        Methods of standard-library classes (``IntEnum``...) are not probed; each type once."""
+        probed = self.__dict__.setdefault("_tl_probed", set())
+        if t in probed:
+            return
+        probed.add(t)
+        stranger = object()
+        for name in LIES:
+            owner = next((k for k in t.__mro__ if name in k.__dict__), None)
+            if owner is None or owner.__module__ in ("builtins", None) or tl_pickle.is_stdlib_module(owner.__module__):
+                continue
+            try:
+                got = getattr(value, name)(stranger)
+                lied = got is not NotImplemented and (not got if name == "__ne__" else bool(got) if name in TRUTHS else True)
+            except BaseException:  # noqa: BLE001 - an honest method refuses a stranger
+                continue
+            if lied:
+                os.write(self.afd, ("always_equal %s.%s answered for an unknown object\n" % (t.__name__[:80], name)).encode())
+                return
 
     def encode(self, value):
         """A value for the harness: plain JSON, a handle, or a pickle (see the module doc)."""

@@ -31,6 +31,7 @@ import traceback
 
 import tl_early
 import tl_remote
+import tl_rmodule
 
 MSG = 2000
 PR_SET_DUMPABLE = 4
@@ -71,7 +72,7 @@ def module_name(target):
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """``import <target module>`` in the tests gives the :class:`tl_remote.RemoteModule`."""
+    """``import <target module>`` in the tests gives the :class:`tl_rmodule.RemoteModule`."""
 
     def __init__(self, name, module, package=None):
         self.name, self.module, self.package = name, module, package
@@ -295,7 +296,7 @@ def run_pytest(chan, payload, remote, cwd):
 
     name = module_name(payload["target"])
     package = os.path.dirname(os.path.join(cwd, payload["target"])) if payload["target"].endswith("__init__.py") else None
-    module = tl_remote.RemoteModule(name, remote, public_names(_source(payload, cwd)))
+    module = tl_rmodule.RemoteModule(name, remote, public_names(_source(payload, cwd)))
     sys.meta_path.insert(0, _Finder(name, module, package))
     remote.echo = True
     early = tl_early.wanted(payload)

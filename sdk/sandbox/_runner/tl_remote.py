@@ -76,7 +76,7 @@ class Remote:
             return
         for line in data.decode("utf-8", "replace").splitlines()[:1000]:
             name, _, detail = line.partition(" ")
-            if name in ("runner_tampering", "reads_tests"):
+            if name in ("runner_tampering", "reads_tests", "always_equal"):
                 self.flag(name, "the solution used " + detail)
 
     def ask(self, req):
@@ -130,6 +130,8 @@ class Remote:
         if code == 0:
             self.flag("exit_trick", "the solution's process exited with status 0 during a call")
             return "the solution's process exited (status 0) instead of answering"
+        if code == -signal.SIGSYS:   # tl_guard: it aimed a signal or prlimit at the harness
+            self.flag("runner_tampering", "the solution tried to signal or limit a process of the test harness")
         if code is not None and code < 0:
             return "the solution's process was killed by signal %s" % _signame(-code)
         return "the solution's process ended (%s, status %s)" % (exc, code)
@@ -355,41 +357,6 @@ class RemoteObject:
     def __abs__(self):
         kind, x = self._tl_target()
         return abs(x) if kind == "v" else self._tl_remote.op("abs", self)
-
-
-class RemoteName(RemoteObject):
-    """A name of the solution's module, looked up in the candidate on first use."""
-
-    def __init__(self, remote, name):
-        super().__init__(remote, None, name)
-
-    def _tl_target(self):
-        ref = object.__getattribute__(self, "_tl_ref")
-        if ref is None:
-            got = self._tl_remote.result(self._tl_remote.ask({"op": "get", "name": self._tl_type}))
-            ref = got._tl_target() if isinstance(got, RemoteObject) else ("v", got)
-            object.__setattr__(self, "_tl_ref", ref)
-        return ref
-
-
-class RemoteModule(type(os)):
-    """What ``import solution`` gives the tests: every attribute a :class:`RemoteName`."""
-
-    def __init__(self, name, remote, public=()):
-        super().__init__(name)
-        object.__setattr__(self, "_tl_remote", remote)
-        object.__setattr__(self, "_tl_names", {})
-        object.__setattr__(self, "_tl_all", list(public))
-
-    def __getattr__(self, name):
-        if name == "__all__":   # ``from <solution> import *``: the names read from its source
-            return list(object.__getattribute__(self, "_tl_all"))
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        names = object.__getattribute__(self, "_tl_names")
-        if name not in names:
-            names[name] = RemoteName(object.__getattribute__(self, "_tl_remote"), name)
-        return names[name]
 
 
 def _signame(num):

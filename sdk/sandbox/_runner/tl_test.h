@@ -19,7 +19,9 @@
  *   function returns (a per-test token on a private pipe), so exit(0) inside the code under
  *   test is "exited_early"; the parent is made non-dumpable, so /proc/<pid>/fd and /proc/<pid>/mem
  *   of the runner are closed to the tests; the runner leaves through exit_group, so atexit
- *   handlers and destructors of the solution never run after the verdicts.
+ *   handlers and destructors of the solution never run after the verdicts;
+ * - the child cannot signal, stop or prlimit the runner, the driver or their group (tl_guard:
+ *   seccomp kills it with SIGSYS, reported "tampering_signal" and flagged by the sandbox).
  * Not covered: code inside a test's own child shares its address space and could find that
  * test's token; the static scan flags constructors, inline asm and raw syscalls. */
 #ifndef TL_TEST_H
@@ -79,6 +81,44 @@ static void tl_utoa(unsigned v, char *out) { char b[16]; int i = 0; do { b[i++] 
 #define TL_ASSERT(cond) do { if (!(cond)) { tl_puts(1, "TLFAIL " __FILE__ ":" TL_STR(__LINE__) ": " #cond "\n"); tl_exit(1); } } while (0)
 
 static char tl_nonce[80];
+static long tl_ids[3];   /* the runner, its parent (tl_build.py), the runner's process group */
+
+/* The test child may not signal (or prlimit) the runner, the build driver or their group: a
+ * classic-BPF seccomp filter kills the child with SIGSYS instead (reported as
+ * "tampering_signal"); the same program as _runner/tl_guard.py for Python. */
+struct tl_bpf { unsigned short code; unsigned char jt, jf; unsigned int k; };
+struct tl_fprog { unsigned short len; struct tl_bpf *filter; };
+static void tl_guard(void) {
+#if defined(__x86_64__) || defined(__aarch64__)
+#if defined(__x86_64__)
+  const unsigned arch = 0xC000003Eu; const int x86 = 1;
+#else
+  const unsigned arch = 0xC00000B7u; const int x86 = 0;
+#endif
+  const unsigned sig_nr[5] = {SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo};
+  const unsigned pid_nr[2] = {434 /* pidfd_open */, SYS_prlimit64};
+  unsigned sig_ids[6] = {(unsigned)tl_ids[0], (unsigned)tl_ids[1], 1u, 0u, 0xFFFFFFFFu, (unsigned)-tl_ids[2]};
+  unsigned pid_ids[3] = {(unsigned)tl_ids[0], (unsigned)tl_ids[1], 1u};
+  struct tl_bpf p[40];
+  int n = 0, hdr = 4 + x86 + 1 + 5 + 2 + 1, sig_at = hdr, pid_at = sig_at + 1 + 6 + 1, kill_at = pid_at + 1 + 3 + 1;
+#define TL_OP(c, t, f, kk) do { p[n].code = (c); p[n].jt = (unsigned char)(t); p[n].jf = (unsigned char)(f); p[n].k = (kk); n++; } while (0)
+#define TL_TO(label) ((label) - n - 1)
+  TL_OP(0x20, 0, 0, 4); TL_OP(0x15, 1, 0, arch); TL_OP(0x06, 0, 0, 0x80000000u); TL_OP(0x20, 0, 0, 0);
+  if (x86) TL_OP(0x35, TL_TO(kill_at), 0, 0x40000000u);
+  TL_OP(0x15, TL_TO(kill_at), 0, 424 /* pidfd_send_signal */);
+  for (int i = 0; i < 5; i++) TL_OP(0x15, TL_TO(sig_at), 0, sig_nr[i]);
+  for (int i = 0; i < 2; i++) TL_OP(0x15, TL_TO(pid_at), 0, pid_nr[i]);
+  TL_OP(0x06, 0, 0, 0x7FFF0000u);
+  TL_OP(0x20, 0, 0, 16); for (int i = 0; i < 6; i++) TL_OP(0x15, TL_TO(kill_at), 0, sig_ids[i]); TL_OP(0x06, 0, 0, 0x7FFF0000u);
+  TL_OP(0x20, 0, 0, 16); for (int i = 0; i < 3; i++) TL_OP(0x15, TL_TO(kill_at), 0, pid_ids[i]); TL_OP(0x06, 0, 0, 0x7FFF0000u);
+  TL_OP(0x06, 0, 0, 0x80000000u);
+#undef TL_OP
+#undef TL_TO
+  struct tl_fprog prog = {(unsigned short)n, p};
+  tl_sys(SYS_prctl, 38 /* PR_SET_NO_NEW_PRIVS */, 1, 0, 0, 0);
+  tl_sys(SYS_prctl, 22 /* PR_SET_SECCOMP */, 2 /* SECCOMP_MODE_FILTER */, (long)&prog, 0, 0);
+#endif
+}
 
 static void tl_report(const char *verdict, const char *name, const char *reason) {
   tl_puts(3, tl_nonce); tl_puts(3, " "); tl_puts(3, verdict); tl_puts(3, " "); tl_puts(3, name);
@@ -99,6 +139,7 @@ static void tl_run_one(int i) {
     tl_sys(SYS_close, fds[0], 0, 0, 0, 0);
     tl_sys(SYS_close, 3, 0, 0, 0, 0);
     for (volatile char *p = tl_nonce; p < tl_nonce + sizeof tl_nonce; p++) *p = 0;
+    tl_guard();
     tl_tests[i].fn();
     tl_write(fds[1], (const char *)&token, sizeof token);
     tl_exit(0);
@@ -112,6 +153,7 @@ static void tl_run_one(int i) {
   char why[32] = "exit_", num[16];
   if (exited && code == 0 && n == (long)sizeof got && got == token) tl_report("passed", tl_tests[i].name, 0);
   else if (exited && code == 0) tl_report("failed", tl_tests[i].name, "exited_early");
+  else if (!exited && sig == 31) tl_report("failed", tl_tests[i].name, "tampering_signal");
   else {
     tl_utoa((unsigned)(exited ? code : sig), num);
     if (!exited) { why[0] = 's'; why[1] = 'i'; why[2] = 'g'; why[3] = '_'; why[4] = 0; }
@@ -124,6 +166,8 @@ static void tl_run_one(int i) {
 
 TL_EXTERN int main(void) {
   tl_sys(SYS_prctl, 4 /* PR_SET_DUMPABLE */, 0, 0, 0, 0);
+  tl_ids[0] = tl_sys(SYS_getpid, 0, 0, 0, 0, 0); tl_ids[1] = tl_sys(SYS_getppid, 0, 0, 0, 0, 0);
+  tl_ids[2] = tl_sys(SYS_getpgid, 0, 0, 0, 0, 0);
   size_t got = 0;
   for (;;) {
     long r = tl_sys(SYS_read, 4, (long)(tl_nonce + got), (long)(sizeof tl_nonce - 1 - got), 0, 0);

@@ -5,7 +5,7 @@
 | javascript | node      | node (>= 20)                              | ``node --test`` JUnit reporter      |
 | typescript | node      | tsc + node (untested here: no tsc)        | ``node --test`` JUnit reporter      |
 | c / cpp    | tltest    | gcc / g++                                 | ``tl_test.h`` (forks per test)      |
-| java       | junit     | javac, java, Debian ``junit5`` jars       | JUnit console launcher XML report   |
+| java       | junit     | javac, java, Debian ``junit5`` jars       | ``TlJUnit.java`` on the fd-3 pipe   |
 | go         | go        | go                                        | ``go test -json``                   |
 | rust       | rust      | rustc                                     | libtest output of ``rustc --test``  |
 
@@ -23,8 +23,10 @@ Verdict channels (issue 14): C/C++ results come only from ``tl_test.h``'s fd-3 p
 nonce the program reads after its constructors ran, through direct syscalls (stdout is never
 read for verdicts); node tests run with ``tl_node_guard.cjs`` preloaded from the read-only task
 folder (``assert``, ``node:test`` and ``require`` frozen) and the JUnit report on the reporter's
-stdout. Go, Rust and Java results still come from output or a report the candidate's process
-could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
+stdout. Java tests run under our launcher ``TlJUnit.java`` (JUnit Platform API), which reads the
+nonce from fd 4 before any test class initialises and reports each test once on fd 3 (the same
+channel as C; no report file is read, so a report the solution writes counts for nothing). Go and
+Rust results still come from output the candidate's process could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
 imitated line next to the real one is a duplicate.
 """
 
@@ -53,6 +55,7 @@ MEMORY_SIGNS = ("OutOfMemoryError", "std::bad_alloc", "memory allocation of", "h
                 "runtime: out of memory", "cannot allocate memory", "MemoryError")
 SPEC_FILE = ".tl_spec.json"
 GUARD_FILE = ".tl_node_guard.cjs"
+LAUNCHER_FILE = "TlJUnit.java"
 
 
 @dataclass(frozen=True)
@@ -155,11 +158,11 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
         cp = ":".join(JARS[1:])
         jvm = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ActiveProcessorCount=1", "-Xss1m",
                f"-Xmx{max(64, req.limits.memory_mb // 2)}m"]
+        files[LAUNCHER_FILE] = (Path(__file__).parent / LAUNCHER_FILE).read_text()  # ours: verdicts on fd 3
         b |= {"compile": [which("javac"), "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-XX:ActiveProcessorCount=1",
-                          "-nowarn", "-d", "classes", "-cp", JARS[0] + ":" + cp, *srcs],
-              "run": [which("java"), *jvm, "-jar", JARS[0], "--class-path", "classes:" + cp, "--scan-class-path",
-                      "--disable-banner", "--details=none", "--reports-dir={tmp}/tl-reports"],
-              "artifacts": ["{tmp}/tl-reports/*.xml"]}
+                          "-nowarn", "-d", "classes", "-cp", JARS[0] + ":" + cp, *srcs, LAUNCHER_FILE],
+              "run": [which("java"), *jvm, "-cp", JARS[0] + ":" + cp + ":classes", "TlJUnit", "classes"],
+              "channel": True}
     elif lang == Language.GO:
         files.setdefault("go.mod", "module tltask\n\ngo 1.19\n")
         b |= {"run": [which("go"), "test", "-json", "-count=1", "-p=1", "./..."], "mkdirs": ["{tmp}/gocache", "{tmp}/gopath"],
@@ -179,9 +182,6 @@ def _parse(spec: LangSpec, events: list[dict]) -> tuple[TestOutcome, ...]:
     lang = spec.language
     if lang in (Language.JAVASCRIPT, Language.TYPESCRIPT):  # the reporter's stdout: the tests' own goes elsewhere
         return reports.parse_junit(stdout)
-    if lang == Language.JAVA:
-        arts = [str(e.get("content", "")) for e in events if e.get("event") == "artifact"]
-        return tuple(t for a in arts for t in reports.parse_junit(a))
     if lang == Language.GO:
         return reports.parse_go_json(stdout)
     if lang == Language.RUST:
@@ -201,10 +201,28 @@ def _verdict(spec: LangSpec, req: ExecRequest, raw, events: list[dict]) -> ExecR
     status, detail = _status(req, raw, kinds, tests, run, text)
     if status == ExecStatus.COMPILE_ERROR:
         detail = next((str(e.get("message", "")) for e in events if e.get("event") == "compile_error"), detail)[-2000:]
-    return ExecResult(status=status, tests=tests, exit_code=run.get("exit", raw.exit_code),
+    return ExecResult(status=status, tests=tests, exit_code=run.get("exit", raw.exit_code), flags=_flags(events, tests, spec.language),
                       stdout=raw.stdout.decode("utf-8", "replace"), stderr=raw.stderr.decode("utf-8", "replace"),
                       stdout_truncated=raw.stdout_truncated, stderr_truncated=raw.stderr_truncated,
                       wall_s=round(raw.wall_s, 4), cpu_s=round(raw.cpu_s, 4), detail=detail)
+
+
+# the runner of a channel run (tl_test.h) killed by one of these came to it from the code under test
+_SENT = {-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, -signal.SIGQUIT, -signal.SIGHUP, -signal.SIGSTOP,
+         -signal.SIGUSR1, -signal.SIGUSR2, -signal.SIGALRM}
+
+
+def _flags(events: list[dict], tests: tuple[TestOutcome, ...], lang: Language) -> tuple[str, ...]:
+    """``runner_tampering`` when the code under test tried to signal the runner or the driver
+    (tl_test.h's seccomp guard stopped a test child: ``tampering_signal``), stopped the runner
+    (found stopped at the timeout), or killed the C/C++ channel runner with a signal (a JVM may
+    also meet the memory cgroup's SIGKILL)."""
+    run = next((e for e in events if e.get("event") == "run"), {})
+    channel = any(e.get("event") == "channel_used" for e in events) and lang in (Language.C, Language.CPP)
+    if any(t.message == "tampering_signal" for t in tests) or any(
+            e.get("event") == "run_timeout" and e.get("stopped") for e in events) or (channel and run.get("exit") in _SENT):
+        return ("runner_tampering",)
+    return ()
 
 
 def _status(req, raw, kinds, tests, run, text) -> tuple[ExecStatus, str]:

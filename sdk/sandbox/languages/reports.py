@@ -4,7 +4,8 @@
   ``TEST-junit-jupiter.xml``): every ``testcase`` anywhere, named by its enclosing suites.
 - ``go test -json``: the final ``pass``/``fail``/``skip`` action of each named test.
 - Rust libtest: ``test path::name ... ok|FAILED|ignored`` lines.
-- ``tltest`` (our C/C++ header): ``TLTEST passed|failed name [reason]`` lines (from its fd-3 channel).
+- ``tltest`` (our C/C++ header, and the Java launcher ``TlJUnit.java``): ``TLTEST passed|failed|skipped
+  name [reason]`` lines (from the fd-3 channel).
 
 Each returns an empty tuple when it finds nothing; the caller then reports "no tests".
 """
@@ -77,7 +78,7 @@ def parse_libtest(text: str) -> tuple[TestOutcome, ...]:
     return tuple(TestOutcome(name=m.group(1), outcome=mapping[m.group(2)]) for m in _LIBTEST.finditer(text))
 
 
-_TLTEST = re.compile(r"^TLTEST (passed|failed) (\S+)(?: (.*))?$", re.M)
+_TLTEST = re.compile(r"^TLTEST (passed|failed|skipped) (\S+)(?: (.*))?$", re.M)
 
 
 def parse_tltest(text: str, output: str | None = None) -> tuple[TestOutcome, ...]:

@@ -1,0 +1,98 @@
+"""A seccomp filter that keeps the code under test from signalling the processes that judge it
+(stdlib only, installed through ``ctypes``; issue 14).
+
+The candidate process (Python) and the forked test child of ``tl_test.h`` (C/C++, which builds
+the same program in C) run as the same uid as the harness, so ``kill(getppid(), SIGSTOP)`` or
+``SIGKILL`` would stop or end the process that computes the verdict. :func:`protect` installs,
+on top of the sandbox's own filter, a classic-BPF program that *kills the calling process with
+SIGSYS* when it aims ``kill``, ``tkill``, ``tgkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo``,
+``pidfd_open`` or ``prlimit64`` at one of the protected ids: its ancestors (walked through
+``/proc/<pid>/stat`` when the filter is installed, before any solution code ran), their process
+groups (as ``-pgid``), ``0`` (its own group, which holds the harness) and ``-1`` (everyone);
+``pidfd_send_signal`` (a ``/proc/<pid>`` directory is a pidfd too) always kills. The harness
+reads a candidate that died of SIGSYS as tampering (flag ``runner_tampering``), so the attempt
+is both stopped and reported. Signals to itself and to its own children work as before.
+
+A syscall from another ABI (i386 ``int 0x80``, x32) is killed outright: no honest program
+here uses one, and their numbers differ. On an architecture other than x86_64 and aarch64,
+nothing is installed (:func:`protect` returns False).
+"""
+
+import ctypes
+import os
+import struct
+
+# (AUDIT_ARCH, {name: number}) per machine
+ARCH = {
+    "x86_64": (0xC000003E, {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+                            "pidfd_open": 434, "prlimit64": 302, "pidfd_send_signal": 424}),
+    "aarch64": (0xC00000B7, {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+                             "pidfd_open": 434, "prlimit64": 261, "pidfd_send_signal": 424}),
+}
+ALLOW, KILL = 0x7FFF0000, 0x80000000
+LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+GUARDED = set()   # the kill() targets the filter refuses (the candidate's audit hook reports an attempt first)
+
+
+def ancestors(pid=None, limit=16):
+    """``[(pid, pgid)]`` of the caller's parent, its parent... up to the sandbox's init."""
+    out, pid = [], os.getppid() if pid is None else pid
+    while pid > 0 and len(out) < limit:
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            break
+        out.append((pid, int(fields[2])))
+        pid = int(fields[1])
+    return out
+
+
+def program(arch, numbers, signalled, pids):
+    """The BPF program as bytes (``struct sock_filter`` array) and its length: the signal
+    syscalls may not aim at ``signalled``, ``pidfd_open``/``prlimit64`` not at ``pids``."""
+    ops = [(LD, 0, 0, 4), (JEQ, 1, 0, arch), (RET, 0, 0, KILL), (LD, 0, 0, 0)]
+    if arch == ARCH["x86_64"][0]:
+        ops.append((JGE, "kill", 0, 0x40000000))
+    ops.append((JEQ, "kill", 0, numbers["pidfd_send_signal"]))
+    ops += [(JEQ, "sig", 0, numbers[n]) for n in ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")]
+    ops += [(JEQ, "pid", 0, numbers[n]) for n in ("pidfd_open", "prlimit64")]
+    ops.append((RET, 0, 0, ALLOW))
+    labels = {}
+    for label, ids in (("sig", signalled), ("pid", pids)):
+        labels[label] = len(ops)
+        ops.append((LD, 0, 0, 16))   # args[0], low 32 bits (the ids are C ints)
+        ops += [(JEQ, "kill", 0, v) for v in sorted({v & 0xFFFFFFFF for v in ids})]
+        ops.append((RET, 0, 0, ALLOW))
+    labels["kill"] = len(ops)
+    ops.append((RET, 0, 0, KILL))
+    code = b""
+    for i, (c, jt, jf, k) in enumerate(ops):
+        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
+        code += struct.pack("=HBBI", c, jt, jf, k)
+    return code, len(ops)
+
+
+def protect(extra=()):
+    """Install the filter in the calling process (inherited by its children); True when it is
+    in place. ``extra``: more ids to protect (e.g. a process that is no ancestor)."""
+    spec = ARCH.get(os.uname().machine)
+    if spec is None:
+        return False
+    chain = ancestors()
+    pids = [p for p, _ in chain] + list(extra)
+    signalled = [0, -1] + pids + [-g for _, g in chain if g > 0]
+    GUARDED.update(signalled)
+    code, count = program(spec[0], spec[1], signalled, pids)
+    buf = ctypes.create_string_buffer(code, len(code))
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = Prog(count, ctypes.addressof(buf))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
+        return False
+    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0
