@@ -113,7 +113,14 @@ class Database:
             yield session
 
     def relation(self, conn: sa.Connection, table: str | None, query: str | None) -> sa.FromClause:
-        """A selectable for the table (reflected) or the query (wrapped as a subquery)."""
+        """A selectable for the table (reflected) or the query (wrapped as a subquery); built once
+        per :class:`Database` (pages of a keyset read reuse it)."""
+        cache = self.__dict__.setdefault("_relations", {})
+        if (table, query) not in cache:
+            cache[(table, query)] = self._relation(conn, table, query)
+        return cache[(table, query)]
+
+    def _relation(self, conn: sa.Connection, table: str | None, query: str | None) -> sa.FromClause:
         if table is not None:
             schema, _, name = table.rpartition(".")
             try:
@@ -171,6 +178,38 @@ class Database:
             except sa_exc.DBAPIError as exc:
                 raise SourceError(f"reading {self.display} failed: {str(exc.orig).strip().splitlines()[0]}",
                                   "check `filter:` and the mapped columns of the sql_feedback source") from None
+
+    def pages(self, table: str | None, query: str | None, columns: list[str], where: str | None, key: str,
+              after: Any, batch_size: int) -> Iterator[list[dict[str, Any]]]:
+        """Rows of ``columns`` in ``key`` order, one list per page, by keyset pagination (field case L3).
+
+        Each page is its own short statement, ``WHERE key > :last ORDER BY key LIMIT :n``, on its own
+        connection checkout and transaction: no server-side cursor or transaction stays open between
+        pages, so a pooler in transaction mode (PgBouncer) and a watermark committed after each page
+        in the same database cannot end the read, and memory holds one page on any driver. ``key``
+        must be unique (a primary key); rows whose key is NULL cannot be paged and are not read.
+
+        Args:
+            after: start after this key value (``None``: from the first row).
+        Raises:
+            SourceError: connection, table, column or filter problems.
+        """
+        last = after
+        while True:
+            with self._connect() as conn:
+                rel = self.relation(conn, table, query)
+                stmt = self.select(conn, table, query, columns, where, [key], [],
+                                   (key, last) if last is not None else None).where(rel.c[key].is_not(None))
+                try:
+                    page = [dict(r) for r in conn.execute(stmt.limit(batch_size)).mappings()]
+                except sa_exc.DBAPIError as exc:
+                    raise SourceError(f"reading {self.display} failed: {str(exc.orig).strip().splitlines()[0]}",
+                                      "check `filter:` and the mapped columns of the sql_feedback source") from None
+            if page:
+                yield page
+            if len(page) < batch_size:
+                return
+            last = page[-1][key]
 
     def select_sql(self, table: str | None, query: str | None, columns: list[str], where: str | None,
                    order_by: list[str], then_by: list[str]) -> str:

@@ -86,6 +86,9 @@ class SqlFeedbackOptions(SourceOptions):
         state_dir: when set, reads are incremental: only rows above the persisted watermark
             are read and appended to an event log there (see
             :mod:`connectors.feedback_tables.incremental`); records come from the whole log.
+        cursor_url: with ``state_dir``, keep the committed watermark in the ``ingestion_cursors``
+            table of the tuneloop feedback store at this URL (migrated if needed; often the same
+            database as ``url`` when the store is the source) instead of ``state_dir/state.json``.
     """
 
     url: str = "sqlite:///feedback.db"
@@ -106,6 +109,7 @@ class SqlFeedbackOptions(SourceOptions):
     batch_size: int = Field(1000, gt=0)
     auto_columns: bool = True
     state_dir: str | None = None
+    cursor_url: str | None = None
     ingest: Literal["fast", "rows"] = "fast"
     workers: int | None = Field(None, gt=0)
     max_prompt_chars: int | None = Field(None, gt=0)
@@ -151,6 +155,9 @@ class SqlFeedbackOptions(SourceOptions):
         for path in self.json_paths.values():
             path.steps()
         zone(self.timezone)
+        if self.cursor_url and not self.state_dir:
+            raise ValueError("`cursor_url` keeps the watermark of an incremental read: set `state_dir` too "
+                             "(the event log lives there)")
         if self.filter is not None:
             check_filter(self.filter, self.url)
         if self.since is not None and self.since.tzinfo is None:

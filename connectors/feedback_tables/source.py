@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.feedback_tables.database import Database
-from connectors.feedback_tables.incremental import IncrementalIngest
+from connectors.feedback_tables.incremental import IncrementalIngest, StoreCursor
 from connectors.feedback_tables.mapping import (
     FIELDS,
     TEXT_FIELDS,
@@ -122,7 +122,8 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
 
     def _load(self) -> SourceResult:
         if self.options.state_dir:
-            ingest = IncrementalIngest(self, self.resolve(self.options.state_dir))
+            cursor = StoreCursor(self.options.cursor_url, self.origin) if self.options.cursor_url else None
+            ingest = IncrementalIngest(self, self.resolve(self.options.state_dir), cursor)
             new = ingest.run()
             result = ingest.records()
             result.counts["new_rows"] = new["new_rows"]
@@ -179,7 +180,9 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
     def iter_rows(self, after: Any = None) -> Iterator[ParsedRow]:
         """Parsed, redacted rows in ``row_id`` order, not deduplicated: ``(dedup key, Row or Quarantined)``.
 
-        The primitive of incremental ingestion (:mod:`connectors.feedback_tables.incremental`).
+        The primitive of incremental ingestion (:mod:`connectors.feedback_tables.incremental`). Read by
+        keyset pagination (:meth:`Database.pages`, one short statement per ``batch_size`` rows), so the
+        per-batch watermark commits survive poolers (field case L3); ``row_id`` must be unique.
         Args:
             after: only rows whose ``row_id`` is greater than this value.
         Raises:
@@ -190,10 +193,9 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
             db.close()
             raise SourceError("incremental reads need an increasing key", "map `row_id` in `columns:` "
                               "(the table's integer primary key, or any column that only grows)")
-        rows = db.stream(self.options.table, self.options.query, self._columns(), self.options.filter,
-                         order_by=[self._cols["row_id"]], then_by=[],
-                         after=(self._cols["row_id"], after) if after is not None else None,
-                         batch_size=self.options.batch_size)
+        pages = db.pages(self.options.table, self.options.query, self._columns(), self.options.filter,
+                         key=self._cols["row_id"], after=after, batch_size=self.options.batch_size)
+        rows = (raw for page in pages for raw in page)
         try:
             yield from self._parse_all(rows, self._key_fields())
         finally:
