@@ -9,7 +9,8 @@ name; a second one is refused with who holds it and since when):
    ``min_new_feedback`` the pass ends (``idle``);
 3. the run config is trained in a fresh run folder from the production adapter
    (``sft.init_adapter``), evaluated and gated (the pipeline's report stage writes the verdict
-   into the adapter's ``lineage.json``);
+   into the adapter's ``lineage.json``); a candidate whose held-out pass@1 is below production's
+   recorded one by more than ``max_heldout_drop`` fails the gate too (:func:`against_production`);
 4. the adapter is registered as a candidate with the new watermark and production as parent;
 5. a passing candidate starts its canary (or becomes production when there is none yet);
    a failing one stays a candidate with its reasons, never promoted.
@@ -25,7 +26,7 @@ import getpass
 import json
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -38,7 +39,8 @@ from sqlalchemy.orm import Session
 
 from feedback.canary import CanaryRule, decide_and_apply
 from feedback.registration import registration_from_folder
-from feedback.registry import RegistryError, app_id, get_head, get_version, register
+from feedback.registry import (Registration, RegistryError, VersionRecord, app_id, get_head, get_version,
+                               register)
 from feedback.registry_models import LoopLock
 from feedback.store import FeedbackEvent, sessions, utcnow
 from feedback.transitions import end_canary, promote, start_canary
@@ -71,6 +73,8 @@ class LoopConfig(BaseModel):
     set: dict[str, Any] = Field(default_factory=dict, description="overrides of the run config (dotted keys)")
     canary: CanaryConfig = Field(default_factory=CanaryConfig)
     lock_ttl_s: float = Field(6 * 3600, gt=0, description="a lock older than this is taken over (crashed loop)")
+    max_heldout_drop: float = Field(0.0, ge=0, le=1, description="a candidate whose held-out pass@1 is below "
+                                    "production's recorded one by more than this fails the gate (reason listed)")
     serve_url: str | None = Field(None, description="a tuneloop server to refresh and check (V3) after a publish; "
                                   "a canary that fails the check is rolled back")
     base_dir: Path = Field(Path("."), exclude=True)
@@ -218,9 +222,27 @@ def _steps(s: Session, cfg: LoopConfig, trainer: Trainer, state: dict[str, Any])
     return _publish(s, cfg, state, production.number if production else None)
 
 
+def against_production(reg: Registration, production: VersionRecord | None, max_drop: float) -> Registration:
+    """``reg`` with its gate failed when its held-out pass@1 (``eval["heldout_pass_at_1"]["tuned"]``)
+    is below production's recorded one by more than ``max_drop``; unchanged when either is missing.
+
+    The pipeline's own gate compares the candidate with the base model; this compares the figures
+    the two versions' reports recorded (same held-out split when the task set is unchanged).
+    """
+    mine = (reg.eval.get("heldout_pass_at_1") or {}).get("tuned")
+    theirs = ((production.eval if production else {}).get("heldout_pass_at_1") or {}).get("tuned")
+    if mine is None or theirs is None or mine >= theirs - max_drop:
+        return reg
+    reason = (f"held-out pass@1 {mine:.3f} is below production {production.label}'s {theirs:.3f} "
+              f"(max_heldout_drop {max_drop})")
+    return replace(reg, gate_passed=False, gate_reasons=(*reg.gate_reasons, reason))
+
+
 def _publish(s: Session, cfg: LoopConfig, state: dict[str, Any], parent: int | None) -> PassResult:
     reg = registration_from_folder(state["adapter"], feedback_watermark=state["watermark"], parent=parent,
                                    config={"loop": cfg.model_dump(mode="json")}, probe=True)
+    if parent is not None and reg.gate_passed:
+        reg = against_production(reg, get_version(s, cfg.application, cfg.adapter, parent), cfg.max_heldout_drop)
     v = register(s, cfg.application, cfg.adapter, reg, actor="tuneloop loop", reason=f"retrained to {state['watermark']}")
     state.clear()
     if v.gate_passed is not True:

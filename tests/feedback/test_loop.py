@@ -20,8 +20,9 @@ from tests.serve.lora_fixtures import make_adapter
 class FakeTrainer:
     """Writes a real adapter (tiny model) with a gate verdict; records its calls; can crash once."""
 
-    def __init__(self, base: str, verdicts: list[bool]) -> None:
+    def __init__(self, base: str, verdicts: list[bool], heldout: list[float] | None = None) -> None:
         self.base, self.verdicts, self.calls, self.crash = base, list(verdicts), [], False
+        self.heldout = list(heldout or [])  # tuned held-out pass@1 written per call (none: not recorded)
 
     def __call__(self, run_config: Path, overrides: dict, run_dir: Path) -> Path:
         self.calls.append((run_dir, dict(overrides)))
@@ -30,7 +31,8 @@ class FakeTrainer:
             raise RuntimeError("killed mid-training")
         out = make_adapter(self.base, run_dir / "sft" / "adapter", seed=len(self.calls))
         ok = self.verdicts.pop(0)
-        write_lineage(out, Lineage(stage="sft", base_model=self.base, promotable=ok,
+        scores = {"base": 0.1, "tuned": self.heldout.pop(0)} if self.heldout else {}
+        write_lineage(out, Lineage(stage="sft", base_model=self.base, promotable=ok, heldout_pass_at_1=scores,
                                    gate_reasons=() if ok else ("held-out pass@1 fell by 0.2",)))
         return out
 
@@ -84,6 +86,23 @@ def test_passes_idle_promote_first_then_canary_then_gate_failure(setup, tiny_mod
     with sessions(url, upgrade=False)() as s:
         assert get_head(s, "bot", "support").production == 2
         assert [v.state for v in list_versions(s, "bot", "support")] == ["retired", "production", "candidate"]
+
+
+def test_a_candidate_below_production_on_held_out_fails_the_gate(setup, tiny_model_dir):
+    url, path = setup
+    cfg = load_loop_config(path)
+    trainer = FakeTrainer(tiny_model_dir, [True, True, True], heldout=[0.5, 0.45, 0.5])
+    add_feedback(url, 3)
+    assert run_pass(cfg, trainer).action == "promoted-first"
+    add_feedback(url, 3)  # passes the pipeline's gate (better than base) but is below production
+    second = run_pass(cfg, trainer)
+    assert second.action == "gate-failed"
+    assert "held-out pass@1 0.450 is below production support@1's 0.500 (max_heldout_drop 0.0)" in second.detail
+    with sessions(url, upgrade=False)() as s:
+        v2 = list_versions(s, "bot", "support")[1]
+        assert (v2.state, v2.gate_passed) == ("candidate", False)
+    add_feedback(url, 3)  # equal to production: allowed
+    assert run_pass(cfg.model_copy(update={"max_heldout_drop": 0.1}), trainer).action == "canary-started"
 
 
 def test_second_loop_is_refused_naming_the_holder(setup, tiny_model_dir):
