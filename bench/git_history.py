@@ -8,12 +8,13 @@ more-itertools/more-itertools); it is never committed. Prints commits scanned, c
 quarantined by reason, the split (older train, newer held out), fail-to-pass / pass-to-pass
 sizes and the time taken: the whole mining run, and per scanned commit. The baseline is one
 bare ``pytest`` run of the newest task's test modules at its commit, in a subprocess outside
-the sandbox (what a developer would time), printed next to the mining cost per candidate commit.
+the sandbox with plugin autoloading off (what a developer would time), printed next to the mining cost per candidate commit.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -38,7 +39,8 @@ def bare_pytest(repo: Path, sha: str, test_files: list[str]) -> float:
         subprocess.run(["git", "-C", tmp + "/w", "checkout", "-q", sha], check=True)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *test_files], cwd=tmp + "/w",
-                       capture_output=True, timeout=600, check=False)
+                       capture_output=True, timeout=600, check=False,
+                       env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
         return time.perf_counter() - start
 
 
@@ -68,7 +70,8 @@ def main() -> None:
     print(f"tasks built (references validated): {counts['tasks']}  quarantined: {counts['quarantined']}")
     for reason, n in Counter(q.reason.split(":")[0] for q in result.quarantined).most_common():
         example = next(q.reason for q in result.quarantined if q.reason.startswith(reason))
-        print(f"  {reason}: {n}   e.g. {example[:160]!r}")
+        shas = [q.source.commit[:10] for q in result.quarantined if q.reason.startswith(reason) and q.source][:4]
+        print(f"  {reason}: {n}   e.g. {example[:160]!r}  commits {' '.join(shas)}")
     splits = Counter(t.split for t in result.tasks)
     print(f"split: train {splits[Split.TRAIN]}, held-out {splits[Split.HELDOUT]} (held-out commits are the newest)")
     if result.tasks:

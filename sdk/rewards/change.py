@@ -27,7 +27,7 @@ process. A change task's candidate module is an empty file and the patched repos
 support files, so model-written code shares the harness's process (the sandbox's OS isolation
 still holds; the verdict's process boundary does not). A harness mode for whole-repository
 candidates is the fix; until then change-task rewards are not hardened against a diff that
-attacks pytest itself.
+attacks pytest itself. The static scans of :mod:`sdk.rewards.integrity` do not read diffs yet.
 """
 
 from __future__ import annotations
