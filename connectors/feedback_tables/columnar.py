@@ -37,6 +37,7 @@ _NUMBER = r"^[+-]?[0-9]+(\.[0-9]+)?$"
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\x08", "\\b"),
             ("\x0c", "\\f"))
 _OTHER_CONTROL = r"[\x00-\x07\x0b\x0e-\x1f]"
+_NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
 
 
 class Unsupported(Exception):
@@ -230,15 +231,22 @@ def _localise(us: np.ndarray, naive: np.ndarray, naive_zone: tzinfo) -> np.ndarr
 
 def json_strings(arr: pa.Array) -> pa.Array:
     """Each text as a JSON string literal's body, escaped as pydantic's ``model_dump_json`` does
-    (``"``, ``\\``, control characters; other characters as they are)."""
-    out = as_text(arr)
+    (``"``, ``\\``, control characters; other characters as they are). Only texts holding one of
+    those characters are rewritten."""
+    arr = as_text(arr)
+    need = np_bool(pc.match_substring_regex(arr, _NEEDS_ESCAPE))
+    if not need.any():
+        return arr
+    some = not need.all()
+    out = pc.filter(arr, pa.array(need)) if some else arr
+    original = out
     for old, new in _ESCAPES:
         out = pc.replace_substring(out, old, new)
-    odd = pc.fill_null(pc.match_substring_regex(as_text(arr), _OTHER_CONTROL), False)
-    if pc.any(odd).as_py():
-        fixed = [json.dumps(s, ensure_ascii=False)[1:-1] for s in pc.filter(arr, odd).to_pylist()]
-        out = pc.replace_with_mask(out, odd, pa.array(fixed, pa.string()))
-    return out
+    odd = np_bool(pc.match_substring_regex(original, _OTHER_CONTROL))
+    if odd.any():
+        fixed = [json.dumps(s, ensure_ascii=False)[1:-1] for s in pc.filter(original, pa.array(odd)).to_pylist()]
+        out = pc.replace_with_mask(out, pa.array(odd), pa.array(fixed, pa.string()))
+    return pc.replace_with_mask(arr, pa.array(need), out) if some else out
 
 
 def json_literal(text: str) -> str:

@@ -117,3 +117,16 @@ def test_json_strings_escape_as_pydantic_does():
     for text, body in zip(texts, escaped):
         assert '{"role":"user","content":"' + body + '"}' == Message(role="user", content=text).model_dump_json()
         assert json.loads('"' + body + '"') == text
+
+
+def test_ascii_prefilters_match_where_the_unicode_ones_do_on_ascii_text():
+    import pyarrow.compute as pc
+
+    from connectors.feedback_tables.lane import _ASCII_PREFILTERS, _any
+    from feedback.redact import PREFILTERS
+
+    rnd = random.Random(4)
+    texts = pa.array(["".join(rnd.choice("0123456789 -.:@%4AZQDEbcf#+()x") for _ in range(rnd.randrange(1, 40)))
+                      for _ in range(3000)])
+    for ascii_pattern, pattern in zip((*_ASCII_PREFILTERS, _any(_ASCII_PREFILTERS)), (*PREFILTERS, _any(PREFILTERS))):
+        assert pc.match_substring_regex(texts, ascii_pattern).equals(pc.match_substring_regex(texts, pattern))
