@@ -64,7 +64,8 @@ def distill_rows(model_path: str, pool: Sequence[Task], score: Callable[[list[Ta
         make_generator: ``(model_path, seed) -> generate`` with ``.close()``; default
             :class:`sdk.generate.HFGenerator` at ``cfg.temperature`` (tests pass a fake).
     Returns:
-        ``(rows, counts)``: prompt-completion rows (at most ``cfg.max_per_task`` distinct per task) and
+        ``(rows, counts)``: prompt-completion rows (at most ``cfg.max_per_task`` distinct per task, each
+        in the answer format, :func:`answer_format`) and
         ``sampled``, ``verified``, ``kept``, ``tasks_solved``, ``tasks``.
     """
     from sdk.train.expert_iteration import sample_round
@@ -81,4 +82,23 @@ def distill_rows(model_path: str, pool: Sequence[Task], score: Callable[[list[Ta
 
     log.unlink(missing_ok=True)
     rows, counts, _ = sample_round(pool, make_generator(model_path, seed), score, cfg.k, cfg.max_per_task, log, 0)
-    return rows, {**counts, "tasks": len(pool)}
+    by_prompt = {t.prompt[-1].content: t for t in pool}
+    return [answer_format(r, by_prompt[r["prompt"][-1]["content"]]) for r in rows], {**counts, "tasks": len(pool)}
+
+
+def answer_format(row: dict, task: Task) -> dict:
+    """``row`` with its completion rewritten as the code the reward ran, in one fenced block (the
+    format SFT's reference rows teach, :func:`sdk.train.sft.answer_text`): a verified answer that
+    opened with prose ("Here's a function...") or trailed a note after the fence teaches only its code.
+    The code itself is the model's, as extracted by :func:`sdk.rewards.extract.extract_code`."""
+    from sdk.rewards.extract import extract_code
+    from sdk.tasks.records import UnitTestVerifier
+
+    ver = task.verifier
+    if not isinstance(ver, UnitTestVerifier):
+        return row
+    code = extract_code(row["completion"][0]["content"], ver.entry_point, ver.language).code
+    if code is None:
+        return row
+    fenced = f"```{ver.language.value}\n{code.strip(chr(10))}\n```"
+    return {**row, "completion": [{"role": "assistant", "content": fenced}]}

@@ -9,7 +9,7 @@ from sdk.errors import ConfigError
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.tasks.records import Message, Source, Split, Task, UnitTestVerifier
 from sdk.train.config import SelfDistillConfig, SftConfig
-from sdk.train.self_distill import distill_rows, in_domains, split_pool
+from sdk.train.self_distill import answer_format, distill_rows, in_domains, split_pool
 
 GOOD, BAD = "```python\ndef f():\n    return 1\n```", "```python\ndef f():\n    return 2\n```"
 
@@ -70,3 +70,11 @@ def test_rows_are_the_base_models_verified_answers(tmp_path):
     assert [r["completion"][0]["content"] for r in rows] == [GOOD, GOOD], "only verified answers, never references"
     assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 6
     assert all(json.loads(line)["step"] == 0 for line in (tmp_path / "log.jsonl").read_text().splitlines())
+
+
+def test_a_verified_answer_with_prose_around_it_is_trained_as_its_code_only():
+    row = {"prompt": [{"role": "user", "content": "write f (0)"}],
+           "completion": [{"role": "assistant", "content": "Here's f:\n\n" + GOOD + "\n\nIt returns 1."}]}
+    out = answer_format(row, task(0).model_copy(update={"verifier": UnitTestVerifier(
+        tests={"test_f.py": "def test_f():\n    assert True\n"}, entry_point="f")}))
+    assert out["completion"][0]["content"] == GOOD and out["prompt"] == row["prompt"]
