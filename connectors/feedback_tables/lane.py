@@ -245,15 +245,29 @@ class ChunkLane:
         user = self.raw["user_id"]
         if user is not None:
             users = user.take(take).cast(pa.string())
-            distinct = pc.unique(pc.drop_null(users))
-            names = pa.array([src._pseudonym(u) for u in distinct.to_pylist()], pa.string())
-            parts.append(_cat("user=", names.take(pc.index_in(users, value_set=distinct))))
+            known, names = self._pseudonyms(users)
+            parts.append(_cat("user=", names.take(pc.index_in(users, value_set=known))))
         locator = pc.binary_join_element_wise(*parts, ";", null_handling="skip") if parts else \
             pa.array([""] * len(win), pa.string())
         head = (f',"source":{{"connector":{col.json_literal(src.name)},"uri":{col.json_literal(src._uri())},'
                 '"locator":"')
         return _cat(head, col.json_strings(pc.fill_null(locator, "")),
                     f'","commit":""}},"domain":{col.json_literal(src.domain)}')
+
+    def _pseudonyms(self, users: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """``(user ids, their pseudonyms)`` covering ``users``: kept on the source as two Arrow
+        arrays across chunks (users rate many rows), so only new users are hashed in Python."""
+        known, names = self.src.__dict__.get("_pseudonym_arrays") or (pa.array([], pa.string()),) * 2
+        distinct = pc.unique(pc.drop_null(users))
+        new = pc.filter(distinct, pc.invert(pc.is_in(distinct, value_set=known)))
+        if len(new):
+            if len(known) > 200_000:  # bounded: start over
+                known, names = pa.array([], pa.string()), pa.array([], pa.string())
+                new = distinct
+            known = pa.concat_arrays([known, new])
+            names = pa.concat_arrays([names, pa.array([self.src._pseudonym(u) for u in new.to_pylist()], pa.string())])
+            self.src.__dict__["_pseudonym_arrays"] = (known, names)
+        return known, names
 
     # -- the row path ---------------------------------------------------------------------
 
