@@ -204,8 +204,9 @@ def main() -> None:
         for _ in range(args.repeat):  # alternating, so a burst of load on a shared machine hits both
             for mode, extra in runs:
                 cmd = [sys.executable, __file__, "--child", mode.split("-")[0], "--url", args.url, "--table", table, *extra]
-                out = subprocess.run(cmd, capture_output=True, text=True, check=True,
-                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+                out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                if out.returncode:
+                    raise SystemExit(f"{mode} failed:\n{out.stderr[-4000:]}")
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 if mode not in results or r["seconds"] < results[mode]["seconds"]:
                     results[mode] = r

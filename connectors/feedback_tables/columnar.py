@@ -29,9 +29,8 @@ _UNI_WS = pa.array(["\x85", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)), 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 US = timedelta(microseconds=1)
 MIN_US = (datetime.min.replace(tzinfo=timezone.utc) - EPOCH) // US  # the row path's "no timestamp"
-_ISO = (r"^(?P<y>[12]\d{3})-(?P<mo>0[1-9]|1[0-2])-(?P<d>0[1-9]|[12]\d|3[01])[T ]"
-        r"(?P<h>[01]\d|2[0-3]):(?P<mi>[0-5]\d):(?P<s>[0-5]\d)(?P<f>\.\d{3}|\.\d{6}|)"
-        r"(?P<z>Z|[+-](?:[01]\d|2[0-3]):[0-5]\d|)$")
+_ISO = (r"^[12][0-9]{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[T ](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+        r"(?:\.[0-9]{3}|\.[0-9]{6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?$")  # ASCII only: fixed byte positions
 _THUMBS = {"up": 1.0, "down": -1.0, "+1": 1.0, "-1": -1.0, "1": 1.0, "true": 1.0, "false": -1.0}
 _NUMBER = r"^[+-]?[0-9]+(\.[0-9]+)?$"
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\x08", "\\b"),
@@ -172,32 +171,48 @@ def instants(arr: pa.Array | None, naive_zone: tzinfo, n: int) -> tuple[np.ndarr
     if not is_text(arr.type):
         raise Unsupported(f"created_at column of type {arr.type}")
     _, blank, edge = strip(arr)
-    parts = pc.extract_regex(as_text(arr), _ISO)
-    ok = np_bool(pc.is_valid(parts))
-    f = {k: np.asarray(pc.cast(pc.if_else(ok, parts.field(k), "0"), pa.int64()).to_numpy(), dtype=np.int64)
-         for k in ("y", "mo", "d", "h", "mi", "s")}
-    frac = pc.utf8_slice_codeunits(parts.field("f"), 1)
-    micro = np.asarray(pc.cast(pc.if_else(pc.equal(frac, ""), "0", frac), pa.int64()).to_numpy(), dtype=np.int64)
-    micro = np.where(np_bool(pc.equal(pc.utf8_length(frac), 3)), micro * 1000, micro)
-    zone_text = parts.field("z")
-    naive = ok & np_bool(pc.equal(zone_text, ""))
-    ok &= _day_exists(f["y"], f["mo"], f["d"])
-    offset = _offsets_us(zone_text)
-    local = ((_days(f["y"], f["mo"], f["d"]) * 86400 + f["h"] * 3600 + f["mi"] * 60 + f["s"]) * 1_000_000 + micro)
+    arr = as_text(arr)
+    ok = np_bool(pc.match_substring_regex(arr, _ISO))
+    y, mo, d, h, mi, sec, micro, offset, naive = _iso_fields(arr, ok)
+    ok &= _day_exists(y, mo, d)
+    local = ((_days(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec) * 1_000_000 + micro)
     us = _localise(local - offset, naive & ok, naive_zone)
     has = ok & ~blank
     unsure = edge | (~blank & ~ok)
     return us, has, naive & has, unsure
 
 
-def _offsets_us(zone_text: pa.Array) -> np.ndarray:
-    """``±HH:MM`` (``Z`` and ``''`` are 0) as microseconds."""
-    sign = np.where(np_bool(pc.starts_with(zone_text, "-")), -1, 1)
-    hh = pc.if_else(pc.greater(pc.utf8_length(zone_text), 1), pc.utf8_slice_codeunits(zone_text, 1, 3), "0")
-    mm = pc.if_else(pc.greater(pc.utf8_length(zone_text), 1), pc.utf8_slice_codeunits(zone_text, 4, 6), "0")
-    minutes = (np.asarray(pc.cast(hh, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64) * 60
-               + np.asarray(pc.cast(mm, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64))
-    return sign * minutes * 60_000_000
+def _iso_fields(arr: pa.Array, ok: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Year, month, day, hour, minute, second, microseconds, UTC offset (microseconds) and
+    naive flag of the texts where ``ok`` (they match :data:`_ISO`: ASCII, fixed positions), read
+    from the string buffers with numpy (0 elsewhere)."""
+    n = len(arr)
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], dtype=width)[arr.offset:arr.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if ok.any() else np.zeros(1, dtype=np.uint8)
+    start = np.where(ok, offsets[:-1], 0)
+    length = np.where(ok, offsets[1:] - offsets[:-1], 19)
+
+    last = len(data) - 1
+
+    def at(pos: np.ndarray) -> np.ndarray:  # byte at pos of each ok text (0 elsewhere; past the end: unused)
+        return np.where(ok, data[np.clip(np.where(ok, pos, 0), 0, last)], 0).astype(np.int64)
+
+    def number(first: int | np.ndarray, width: int) -> np.ndarray:
+        out = np.zeros(n, dtype=np.int64)
+        for k in range(width):
+            out = out * 10 + np.where(ok, at(start + first + k) - 48, 0)
+        return out
+
+    zone_len = np.where(at(start + length - 1) == ord("Z"), 1,
+                        np.where(np.isin(at(start + length - 6), (ord("+"), ord("-"))), 6, 0))
+    digits = np.maximum(length - 19 - zone_len - 1, 0)  # 0, 3 or 6 fraction digits
+    micro = np.where(digits == 3, number(20, 3) * 1000, np.where(digits == 6, number(20, 6), 0))
+    sign = np.where(at(start + length - 6) == ord("-"), -1, 1)
+    tail = length - 5
+    offset = np.where(zone_len == 6, sign * (number(tail, 2) * 60 + number(tail + 3, 2)) * 60_000_000, 0)
+    return (number(0, 4), number(5, 2), number(8, 2), number(11, 2), number(14, 2), number(17, 2), micro, offset,
+            ok & (zone_len == 0))
 
 
 def _days(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:

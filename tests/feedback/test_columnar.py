@@ -130,3 +130,13 @@ def test_ascii_prefilters_match_where_the_unicode_ones_do_on_ascii_text():
                       for _ in range(3000)])
     for ascii_pattern, pattern in zip((*_ASCII_PREFILTERS, _any(_ASCII_PREFILTERS)), (*PREFILTERS, _any(PREFILTERS))):
         assert pc.match_substring_regex(texts, ascii_pattern).equals(pc.match_substring_regex(texts, pattern))
+
+
+def test_instants_of_sliced_and_large_string_arrays():
+    values = _stamps(200)
+    tz = zone("UTC")
+    whole = col.instants(pa.array(["x", *values], pa.string()).slice(1), tz, len(values))
+    large = col.instants(pa.array(values, pa.large_string()), tz, len(values))
+    plain = col.instants(pa.array(values, pa.string()), tz, len(values))
+    for a, b, c in zip(whole, large, plain):
+        assert (a == c).all() and (b == c).all()
