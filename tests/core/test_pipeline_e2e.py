@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from sdk.config import load_config
@@ -20,14 +21,19 @@ from sdk.run.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "config.yaml"
+_SOURCES = [s["type"] + ":" + s.get("options", {}).get("path", "")
+            for s in yaml.safe_load(QUICKSTART.read_text())["sources"]]
+FB = next(i for i, s in enumerate(_SOURCES) if s.startswith("sql_feedback"))  # the feedback table's source index
+POOL = next(i for i, s in enumerate(_SOURCES) if s == "jsonl:general.jsonl")  # self-distillation's replay pool
+FB_URL = f"sources.{FB}.options.url"
 
 
 def small_overrides(tmp_path: Path, model: str) -> dict:
     return {
         "run_dir": str(tmp_path / "run"), "model.name": model,
         "sources.0.limit": 10, "sources.1.limit": 3,
-        "sources.2.options.url": f"sqlite:///{tmp_path / 'feedback.db'}",
-        "sft.max_steps": 3, "sft.batch_size": 2,
+        FB_URL: f"sqlite:///{tmp_path / 'feedback.db'}", f"sources.{POOL}.limit": 3,
+        "sft.max_steps": 3, "sft.batch_size": 2, "sft.self_distill.max_new_tokens": 12,
         "rl.expert.k": 2, "rl.expert.max_tasks": 3,  # quickstart: expert iteration
         "rl.max_steps": 1, "rl.num_generations": 2, "rl.batch_size": 2, "rl.max_completion_length": 12,
         "eval.max_new_tokens": 12, "eval.limit_per_split": 3,
@@ -92,7 +98,7 @@ def test_rerun_skips_complete_stages(finished_run, capsys):
 @pytest.mark.parametrize("edit, expect", [
     ({"model.name": "/nonexistent/model"}, "has no config.json"),
     ({"sft.epocs": 1}, "did you mean `epochs`"),
-    ({"sources.2.options.url": "postgresql://nobody@127.0.0.1:1/none"}, "fix:"),
+    ({FB_URL: "postgresql://nobody@127.0.0.1:1/none"}, "fix:"),
 ])
 def test_cli_bad_input_is_one_clear_message(tmp_path, tiny_model_dir, edit, expect):
     from sdk.run.cli import app
@@ -175,9 +181,9 @@ def _copy_run(cfg, tmp_path: Path):
     run = tmp_path / "copy"
     shutil.copytree(cfg.run_path, run)
     sets = [f"--set=run_dir={run}", f"--set=model.name={cfg.model.name}",
-            f"--set=sources.2.options.url={cfg.sources[2].options['url']}"]
+            f"--set={FB_URL}={cfg.sources[FB].options['url']}"]
     for key, value in small_overrides(tmp_path, cfg.model.name).items():
-        if key not in ("run_dir", "model.name", "sources.2.options.url"):
+        if key not in ("run_dir", "model.name", FB_URL):
             sets.append(f"--set={key}={value}")
     return run, sets
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sdk.config import load_config
 from sdk.errors import ConfigError
@@ -22,13 +23,18 @@ from sdk.run.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "config.yaml"
+_SOURCES = [s["type"] + ":" + s.get("options", {}).get("path", "")
+            for s in yaml.safe_load(QUICKSTART.read_text())["sources"]]
+FB = next(i for i, s in enumerate(_SOURCES) if s.startswith("sql_feedback"))  # the feedback table's source index
+POOL = next(i for i, s in enumerate(_SOURCES) if s == "jsonl:general.jsonl")  # self-distillation's replay pool
 
 
 def overrides(tmp_path: Path, model: str) -> dict:
     return {
         "run_dir": str(tmp_path / "run"), "model.name": model,
         "sources.0.limit": 10, "sources.1.limit": 2,
-        "sources.2.options.url": f"sqlite:///{tmp_path / 'feedback.db'}",
+        f"sources.{FB}.options.url": f"sqlite:///{tmp_path / 'feedback.db'}",
+        f"sources.{POOL}.limit": 1, "sft.self_distill.enabled": False,  # the replay pool is not under test here
         "sft.max_steps": 2, "sft.batch_size": 2, "rl.algorithm": "grpo",
         "tasks.heldout_fraction": 0.4, "tasks.validation_fraction": 0.0,  # the split this test was written for
         "rl.max_steps": 2, "rl.num_generations": 2, "rl.batch_size": 2, "rl.max_completion_length": 8,
