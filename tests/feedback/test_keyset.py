@@ -155,30 +155,48 @@ def test_sigkill_then_resume_with_the_watermark_in_the_store(feedback_db, tmp_pa
     assert sorted(e["seq"] for e in events) == list(range(1, 301))
 
 
-@pytest.mark.postgres
-def test_l3_fifty_thousand_rows_batches_of_1000_watermark_in_the_same_database(tmp_path):
-    """L3 on PostgreSQL: the feedback table and the store's ingestion_cursors in one database; read
-    in keyset pages of 1,000 with the watermark committed after each; SIGKILL mid-way, resume:
-    exactly 50,000 rows, no duplicates, every read a LIMIT 1000 statement (no server-side cursor)."""
-    admin = sa.create_engine("postgresql+psycopg2://postgres@127.0.0.1:5432/test")
-    schema = f"l3_{uuid.uuid4().hex[:8]}"
-    with admin.begin() as conn:
-        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-        conn.execute(sa.text(f"CREATE TABLE {schema}.chat_feedback (id BIGSERIAL PRIMARY KEY, message_id TEXT, "
-                             "user_id TEXT, created_at TEXT, prompt TEXT, response TEXT, rating INTEGER)"))
-        conn.execute(sa.text(f"INSERT INTO {schema}.chat_feedback (message_id, user_id, created_at, prompt, response, "
-                             "rating) SELECT 'm' || g, 'u' || (g % 50), '2026-01-01T10:00:00Z', 'question ' || g, "
-                             "'answer ' || g, CASE WHEN g % 3 = 0 THEN -1 ELSE 1 END FROM generate_series(1, 50000) g"))
-    url = f"postgresql+psycopg2://postgres@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
+SERVERS = [pytest.param("postgresql+psycopg2://postgres@127.0.0.1:5432/test", id="postgres", marks=pytest.mark.postgres),
+           pytest.param("mysql+pymysql://root@127.0.0.1:3306/test", id="mysql", marks=pytest.mark.mysql)]
+
+
+@pytest.fixture(params=SERVERS)
+def server_db(request):
+    """A fresh schema (PostgreSQL) or database (MariaDB) holding ``chat_feedback`` with 50,000 rows."""
+    admin = sa.create_engine(request.param, isolation_level="AUTOCOMMIT")
     try:
-        with Statements() as st:
-            events = _kill_and_resume(url, url, 50_000, 1000, tmp_path, "chat_feedback")
-        assert len(events) == 50_000 and len({e["seq"] for e in events}) == 50_000
-        assert all("LIMIT" in s and not o.get("stream_results") for s, o in st.reads("chat_feedback"))
-    finally:
-        with admin.begin() as conn:
-            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+        admin.connect().close()
+    except sa.exc.OperationalError as exc:
+        pytest.skip(f"server not reachable: {exc.orig}")
+    name, postgres = f"l3_{uuid.uuid4().hex[:8]}", request.param.startswith("postgresql")
+    url = (f"{request.param}?options=-csearch_path%3D{name}" if postgres else request.param.rsplit("/", 1)[0] + f"/{name}")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE SCHEMA {name}" if postgres else f"CREATE DATABASE {name}"))
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE TABLE chat_feedback (id {'BIGSERIAL' if postgres else 'BIGINT AUTO_INCREMENT'} "
+                             "PRIMARY KEY, message_id TEXT, user_id TEXT, created_at TEXT, prompt TEXT, response TEXT, "
+                             "rating INTEGER)"))
+        conn.execute(sa.text("INSERT INTO chat_feedback (message_id, user_id, created_at, prompt, response, rating) "
+                             "VALUES (:m, :u, '2026-01-01T10:00:00Z', :p, :r, :g)"),
+                     [{"m": f"m{g}", "u": f"u{g % 50}", "p": f"question {g}", "r": f"answer {g}",
+                       "g": -1 if g % 3 == 0 else 1} for g in range(1, 50_001)])
+    engine.dispose()
+    yield url
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"DROP SCHEMA {name} CASCADE" if postgres else f"DROP DATABASE {name}"))
+    admin.dispose()
+
+
+def test_l3_fifty_thousand_rows_batches_of_1000_watermark_in_the_same_database(server_db, tmp_path):
+    """L3 on PostgreSQL and MariaDB: the feedback table and the store's ingestion_cursors in one
+    database; read in keyset pages of 1,000 with the watermark committed after each; SIGKILL mid-way,
+    resume: exactly 50,000 rows, no duplicates, every read a LIMIT 1000 statement (no server-side
+    cursor, so a pooler in transaction mode has nothing to break)."""
+    with Statements() as st:
+        events = _kill_and_resume(server_db, server_db, 50_000, 1000, tmp_path, "chat_feedback")
+    assert len(events) == 50_000 and len({e["seq"] for e in events}) == 50_000
+    reads = st.reads("chat_feedback")
+    assert reads and all("LIMIT" in s and not o.get("stream_results") for s, o in reads)
 
 
 def test_keyset_pages_skip_null_keys_and_stop_on_a_short_page(tmp_path):
