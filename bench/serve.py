@@ -2,29 +2,37 @@
 merged model (and one unmerged adapter), on the same prompts.
 
 Every request generates exactly ``--tokens`` new tokens (greedy, min = max), batch 1, as the CPU
-server does. Settings are interleaved per round so load drift on a shared machine hits all alike.
-Prints completion tokens/s per setting and the ratio to the merged model.
+server does. Measured as pairs: each prompt is answered by every setting back to back (the order
+rotated per prompt), and each setting's tokens/s is divided by the merged model's from the same few
+seconds, so load drift on a shared machine cancels; ``--rounds`` repeats the prompts. Prints the
+median tokens/s per setting and the median (and quartiles) of the per-prompt ratios to the merged
+model. The 4-adapter setting answers request i with adapter i mod 4 (a switch on every request).
+Under heavy shared load run it with ``BENCH_THREADS=1`` (two torch threads that wait on each
+other at every parallel region are many times slower than one when the cores are oversubscribed).
 
     .venv/bin/python bench/serve.py [--model smollm2-135m] [--prompts 8] [--tokens 32] [--rounds 2]
 
 ``--model tiny`` builds the tiny random model (seconds; for a smoke run). Adapters are r=16 LoRA on
 all attention projections with random B matrices (the weights do not matter for speed).
 
-Measured 2026-12-01 on the 2-core development machine under heavy shared load (load average 9.5;
-a quiet machine generates about 28 tok/s at batch 1), SmolLM2-135M, 4 prompts x 16 tokens x 2 rounds:
+Measured 2026-12-01 on the 2-core development machine under heavy shared load (load average 11-12),
+``BENCH_THREADS=1 bench/serve.py --prompts 6 --tokens 16 --rounds 3`` (SmolLM2-135M, 18 pairs, 9 min):
 
-    merged model (1 adapter folded in)            1.3 tok/s  ratio 1.00
-    1 adapter loaded (PEFT, unmerged)             0.9 tok/s  ratio 0.71
-    4 adapters loaded, switched per request       0.8 tok/s  ratio 0.65
+    setting                                    tok/s (median)  ratio to merged: median [25%, 75%]
+    merged model (1 adapter folded in)                    2.3  1.00
+    1 adapter loaded (PEFT, unmerged)                     2.6  1.10 [0.88, 1.28]
+    4 adapters loaded, switched per request               2.7  0.99 [0.88, 1.12]
 
-(round 2 alone: 0.9 / 1.0 / 0.9 tok/s): under this load the ratio is noise-bound; re-measure on
-a quiet machine. Switching costs little beyond the unmerged LoRA's extra matmuls.
+Serving 4 adapters switched per request costs nothing measurable against one merged model at batch
+1 on CPU (median 0.99; the quartiles show the load's noise, about ±12 %). The earlier figure (0.65,
+summed totals of unpaired rounds under load average 9.5) was load drift, not adapter cost.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -59,12 +67,43 @@ def make_adapters(base: str, root: Path, n: int, r: int) -> list[Path]:
     return out
 
 
-def timed(generate, prompts: list[str], labels: list[str], tokens: int) -> tuple[int, float]:
-    """(completion tokens, seconds) of one pass over ``prompts``, request i on ``labels[i % len]``."""
-    start, done = time.perf_counter(), 0
-    for i, prompt in enumerate(prompts):
-        done += generate(labels[i % len(labels)], [{"role": "user", "content": prompt}], tokens).completion_tokens
-    return done, time.perf_counter() - start
+def one_request(model, label: str, prompt: str, tokens: int) -> float:
+    """Completion tokens/s of one request (exactly ``tokens`` new tokens, greedy)."""
+    t0 = time.perf_counter()
+    n = model.generate(label, [{"role": "user", "content": prompt}], tokens, min_tokens=tokens).completion_tokens
+    return n / (time.perf_counter() - t0)
+
+
+def paired_rounds(settings: dict, prompts: list[str], tokens: int, rounds: int) -> tuple[dict, dict]:
+    """Each prompt is answered by every setting back to back (order rotated per prompt), so each
+    setting's tokens/s is divided by the merged model's from the same few seconds.
+
+    Returns ({setting: [tok/s per request]}, {setting: [ratio to the merged model per prompt]}).
+    """
+    names = list(settings)
+    speeds: dict[str, list[float]] = {k: [] for k in names}
+    ratios: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(rounds):
+        for i, prompt in enumerate(prompts):
+            k = r * len(prompts) + i
+            order = names[k % len(names):] + names[:k % len(names)]
+            got = {}
+            for name in order:
+                model, labels = settings[name]
+                got[name] = one_request(model, labels[k % len(labels)], prompt, tokens)
+            for name in names:
+                speeds[name].append(got[name])
+                ratios[name].append(got[name] / got[names[0]])
+        print(f"  round {r + 1}/{rounds}: " + ", ".join(
+            f"{statistics.median(ratios[n][-len(prompts):]):.2f}" for n in names[1:]) + " (median ratios so far)",
+            flush=True)
+    return speeds, ratios
+
+
+def quartiles(xs: list[float]) -> tuple[float, float, float]:
+    """(25th, 50th, 75th percentile) of ``xs``."""
+    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
+    return q[0], q[1], q[2]
 
 
 def main() -> None:
@@ -100,21 +139,17 @@ def main() -> None:
                 "1 adapter loaded (PEFT, unmerged)": (one, ["bench@1"]),
                 "4 adapters loaded, switched per request": (four, [a.label for a in routed])}
     prompts = (PROMPTS * (args.prompts // len(PROMPTS) + 1))[:args.prompts]
-    for model, labels in settings.values():  # warm-up
-        timed(lambda lb, m, t: model.generate(lb, m, t, min_tokens=t), prompts[:1], labels, 4)
-    totals = {k: [0, 0.0] for k in settings}
-    for _ in range(args.rounds):
-        for name, (model, labels) in settings.items():
-            n, s = timed(lambda lb, m, t, model=model: model.generate(lb, m, t, min_tokens=t), prompts, labels, args.tokens)
-            totals[name][0] += n
-            totals[name][1] += s
-            print(f"  round: {name:<42} {n / s:7.1f} tok/s", flush=True)
-    ref = totals["merged model (1 adapter folded in)"][0] / totals["merged model (1 adapter folded in)"][1]
+    for model, labels in settings.values():  # warm-up: every adapter once
+        for label in labels:
+            one_request(model, label, prompts[0], 4)
+    load_before = os.getloadavg()[0]
+    speeds, ratios = paired_rounds(settings, prompts, args.tokens, args.rounds)
     print(f"model {args.model}, {args.prompts} prompts x {args.tokens} tokens x {args.rounds} rounds, batch 1, "
-          f"{torch.get_num_threads()} threads, load average {os.getloadavg()[0]:.2f}")
-    for name, (n, s) in totals.items():
-        print(f"  {name:<42} {n / s:7.1f} tok/s  ratio {n / s / ref:.2f}")
-
+          f"{torch.get_num_threads()} threads, load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}")
+    print(f"  {'setting':<42} {'tok/s (median)':>14}  ratio to merged: median [25%, 75%] of {len(prompts) * args.rounds} pairs")
+    for name in settings:
+        lo, med, hi = quartiles(ratios[name])
+        print(f"  {name:<42} {statistics.median(speeds[name]):14.1f}  {med:.2f} [{lo:.2f}, {hi:.2f}]")
 
 if __name__ == "__main__":
     main()
