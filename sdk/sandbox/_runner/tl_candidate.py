@@ -31,12 +31,32 @@ import tl_pickle
 import tl_wire
 
 MSG = 2000
+
+
+class _Steps:
+    """An iterator the harness steps one element per call (``iterh``, then ``step``): lazy, so
+    infinite iterators and ``groupby``-style shared ones behave as they do in one process."""
+
+    __slots__ = ("it",)
+
+    def __init__(self, it):
+        self.it = it
+
+
+def _step(obj):
+    """``[next element]``, or ``[]`` once the iterator is exhausted."""
+    it = obj.it if type(obj) is _Steps else obj
+    for value in it:
+        return [value]
+    return []
+
+
 OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
        "ge": operator.ge, "add": operator.add, "sub": operator.sub, "mul": operator.mul,
        "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
        "getitem": operator.getitem, "contains": operator.contains, "len": len, "bool": bool, "str": str,
        "repr": repr, "hash": hash, "list": list, "neg": operator.neg, "abs": abs, "int": int, "float": float,
-       "iter": lambda o: list(iter(o)), "next": next,
+       "iter": lambda o: list(iter(o)), "next": next, "iterh": lambda o: _Steps(iter(o)), "step": _step,
        "suspect": lambda o: isinstance(o, (int, float, str, bytes, list, tuple, dict, set, frozenset, complex))
        or type(o).__eq__ is not object.__eq__,
        "defines": lambda o, names: any(getattr(type(o), n, None) not in (None, getattr(object, n, None)) for n in names)}

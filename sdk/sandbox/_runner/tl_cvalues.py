@@ -15,7 +15,9 @@ an overridden ``__eq__`` never decides anything there.
 """
 
 import builtins
+import collections.abc
 import copyreg
+import inspect
 import os
 import pickle
 
@@ -67,7 +69,7 @@ class Values:
         if pid[0] == "h":
             return self.handles[pid[1]]
         if pid[0] == "r":
-            return HarnessProxy(self, pid[1], pid[2])
+            return (HarnessMapping if pid[3:] == ("mapping",) else HarnessProxy)(self, pid[1], pid[2])
         return self.value(pid[1])
 
     def persistent_id(self, obj):
@@ -75,8 +77,10 @@ class Values:
         t = type(obj)
         if t in tl_pickle.EXACT or t is bytearray:
             return None
-        if t is HarnessProxy:
+        if t in HARNESS_TYPES:
             return ("r", obj._tl_rid, obj._tl_type)
+        if tl_pickle.std_iterator(t):   # stepped where it lives (``iter(xs)``, a generator, ``count()``)
+            return ("h", self.handle(obj), t.__name__[:80])
         if isinstance(obj, type) and self.trust.allowed_class(obj):
             return None
         if not isinstance(obj, type) and self.trust.allowed_class(t):
@@ -123,7 +127,7 @@ class Values:
             return memo[id(value)]
         base = value
         if t not in CONTAINERS:
-            if t is HarnessProxy or self.trust.allowed_class(t):
+            if t in HARNESS_TYPES or self.trust.allowed_class(t):
                 return value
             try:
                 base = base_value(value, t)
@@ -194,7 +198,7 @@ class Values:
         t = type(value)
         if t in (list, dict, set, bytearray):
             return True
-        if t in tl_pickle.EXACT or t is HarnessProxy or isinstance(value, type) or self.handles.get(id(value)) is value:
+        if t in tl_pickle.EXACT or t in HARNESS_TYPES or isinstance(value, type) or self.handles.get(id(value)) is value:
             return False
         return self.trust.allowed_class(t) and (hasattr(value, "__dict__") or hasattr(t, "__slots__"))
 
@@ -250,3 +254,46 @@ class HarnessProxy:
 
     def __str__(self):
         return self._tl_cand.call_back(self._tl_rid, "str", (), {})
+
+    def __bool__(self):
+        return self._tl_cand.call_back(self._tl_rid, "bool", (), {})
+
+    def __getattr__(self, name):   # a public attribute or method of the test's own object
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._tl_cand.call_back(self._tl_rid, "getattr", (name,), {})
+
+    def __getitem__(self, key):
+        return self._tl_cand.call_back(self._tl_rid, "getitem", (key,), {})
+
+    def __setitem__(self, key, value):
+        self._tl_cand.call_back(self._tl_rid, "setitem", (key, value), {})
+
+    def __delitem__(self, key):
+        self._tl_cand.call_back(self._tl_rid, "delitem", (key,), {})
+
+    def __contains__(self, key):
+        return self._tl_cand.call_back(self._tl_rid, "contains", (key,), {})
+
+    @property
+    def __name__(self):
+        return self._tl_cand.call_back(self._tl_rid, "meta", ("__name__",), {})
+
+    @property
+    def __signature__(self):
+        """The test callable's signature, rebuilt here from names and kinds (defaults are
+        placeholders: their values stay in the harness)."""
+        spec = self._tl_cand.call_back(self._tl_rid, "signature", (), {})
+        return inspect.Signature([inspect.Parameter(str(n), inspect.Parameter.POSITIONAL_OR_KEYWORD.__class__(int(k)),
+                                                    default=_DEFAULT if d else inspect.Parameter.empty) for n, k, d in spec])
+
+
+class HarnessMapping(HarnessProxy):
+    """A test's own mapping (``isinstance(x, Mapping)`` holds; methods are called back)."""
+
+    __slots__ = ()
+
+
+collections.abc.MutableMapping.register(HarnessMapping)
+HARNESS_TYPES = (HarnessProxy, HarnessMapping)
+_DEFAULT = type("default", (), {"__repr__": lambda self: "<default of the test's callable>"})()

@@ -67,6 +67,12 @@ def is_stdlib_module(name):
     return path.startswith(STDLIB_DIR + os.sep) and "-packages" not in path
 
 
+def std_iterator(t):
+    """True for an iterator type of the standard library (``iter(xs)``, generators, ``itertools``):
+    such a value crosses by reference, never as a copy, so its position is shared."""
+    return hasattr(t, "__next__") and is_stdlib_module(str(getattr(t, "__module__", None) or ""))
+
+
 class Trust:
     """Which modules are the repository's own (see the module docstring).
 

@@ -254,6 +254,23 @@ def _strict(name, want):
     return method
 
 
+class RemoteIterator:
+    """Iteration over an object of the candidate, one element per call (``step``), as lazy as
+    in one process: ``take(3, count())`` ends, ``groupby``'s groups see their elements."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        got = self.handle._tl_remote.op("step", self.handle)
+        if type(got) is not list or not got:
+            raise StopIteration
+        return got[0]
+
+
 class RemoteObject:
     """A value living in the candidate process (see the module docstring)."""
 
@@ -323,7 +340,11 @@ class RemoteObject:
 
     def __iter__(self):
         kind, x = self._tl_target()
-        return iter(x if kind == "v" else self._tl_remote.op("iter", self))
+        return iter(x) if kind == "v" else RemoteIterator(self._tl_remote.op("iterh", self))
+
+    def __next__(self):
+        kind, x = self._tl_target()
+        return next(x) if kind == "v" else RemoteIterator(self).__next__()
 
     def __repr__(self):
         kind, x = self._tl_target()

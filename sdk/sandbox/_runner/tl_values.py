@@ -20,6 +20,8 @@ their contents are fresh objects (an element the test kept a reference to is not
 """
 
 import builtins
+import collections.abc
+import operator
 import pickle
 import types
 
@@ -59,7 +61,7 @@ class Codec:
         try:
             return {"p": tl_pickle.dumps(value, self.persistent_id)}
         except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
-            top = ("r", self._reverse(value), type(value).__name__[:80])
+            top = self._rpid(value)
             return {"p": tl_pickle.dumps(value, lambda o: top if o is value else self.persistent_id(o))}
 
     def persistent_id(self, obj):
@@ -67,6 +69,8 @@ class Codec:
         t = type(obj)
         if t in tl_pickle.EXACT:
             return None
+        if tl_pickle.std_iterator(t):   # the candidate steps the test's own iterator (its position)
+            return self._rpid(obj)
         if isinstance(obj, self.proxy):
             kind, x = obj._tl_target()
             return ("h", x) if kind == "h" else ("v", self.to_wire(x))
@@ -77,7 +81,7 @@ class Codec:
                 return None
         elif t is not types.MethodType and self._importable(t.__module__):
             return None
-        return ("r", self._reverse(obj), t.__name__[:80])
+        return self._rpid(obj)
 
     def _importable(self, module):
         """True when the candidate imports ``module`` as the same code (stdlib or repository)."""
@@ -89,6 +93,11 @@ class Codec:
     def _reverse(self, obj):
         self.reverse[id(obj)] = obj
         return id(obj)
+
+    def _rpid(self, obj):
+        """The reverse handle of ``obj``: ``("r", id, type name[, "mapping"])``."""
+        pid = ("r", self._reverse(obj), type(obj).__name__[:80])
+        return pid + ("mapping",) if isinstance(obj, collections.abc.Mapping) else pid
 
     # -- candidate -> harness --------------------------------------------------------------
     def load_id(self, pid):
@@ -171,6 +180,10 @@ class Codec:
                 value = iter(obj)
             elif op in ("repr", "str", "len", "hash", "bool"):
                 value = getattr(builtins, op)(obj)
+            elif op in ("getitem", "setitem", "delitem", "contains"):
+                value = getattr(operator, op)(obj, *args)
+            elif op in ("getattr", "meta", "signature"):
+                value = reflect(obj, op, args)
             else:
                 raise TypeError("unsupported operation on a test's object: %r" % (op,))
             return {"cbr": 1, "v": self.to_wire(value)}
@@ -187,3 +200,31 @@ def _safe(exc):
         return str(exc)
     except BaseException:  # noqa: BLE001
         return type(exc).__name__
+
+
+HARNESS_LIBS = frozenset({"_pytest", "pytest", "pluggy", "iniconfig", "py", "_py"})   # and tl_*
+
+
+def reflect(obj, op, args):
+    """What a call back may read of the harness's object ``obj``: ``getattr`` a public
+    attribute of a test's or the repository's own instance (never of a module, class, function
+    or standard-library object, never a module as the value: nothing leads to the harness's
+    internals); ``meta`` its ``__name__``/``__qualname__`` (a string); ``signature`` its
+    parameters as ``[name, kind, has default]`` (plain data)."""
+    name = args[0] if args else None
+    if op == "signature":
+        import inspect
+        return [[p.name, int(p.kind), p.default is not p.empty] for p in inspect.signature(obj).parameters.values()]
+    if op == "meta":
+        value = getattr(obj, name) if name in ("__name__", "__qualname__") else None
+        if type(value) is not str:
+            raise AttributeError(name)
+        return value
+    owner = str(getattr(type(obj), "__module__", "") or "")
+    if type(name) is not str or name.startswith("_") or isinstance(obj, (types.ModuleType, type)) \
+            or tl_pickle.is_stdlib_module(owner) or owner.split(".")[0] in HARNESS_LIBS or owner.startswith("tl_"):
+        raise AttributeError("%r: only public attributes of a test's own objects are read from the harness" % (name,))
+    value = getattr(obj, name)
+    if isinstance(value, types.ModuleType):
+        raise AttributeError("%r is a module: not read from the harness" % (name,))
+    return value
