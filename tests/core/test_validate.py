@@ -4,7 +4,7 @@ import pytest
 
 from sdk.config import SandboxConfig
 from sdk.sandbox import make_sandbox
-from sdk.sandbox.contract import ExecResult, ExecStatus, Sandbox
+from sdk.sandbox.contract import ExecResult, ExecStatus, Sandbox, TestOutcome
 from sdk.tasks import Language, Message, Source, Task, UnitTestVerifier
 from sdk.tasks.validate import request_for, stub_for, validate_tasks
 
@@ -57,3 +57,40 @@ def test_stub_keeps_signature_and_request_merges_tests():
     both = request_for(t, "x", hidden=None)
     assert set(both.tests) == {"test_add.py", "test_add_hidden.py"}
     assert set(request_for(t, "x", hidden=True).tests) == {"test_add_hidden.py"}
+
+
+class _SlowHarness(Sandbox):
+    """The reference passes only with a limit of at least ``need`` seconds (a call-dense suite
+    under the harness); stubs fail at once."""
+
+    def __init__(self, need):
+        self.need, self.limits = need, []
+
+    def run(self, requests):
+        out = []
+        for r in requests:
+            self.limits.append(r.limits.timeout_s)
+            if "NotImplementedError" in r.solution:
+                out.append(ExecResult(status=ExecStatus.FAILED))
+            else:
+                ok = r.limits.timeout_s >= self.need
+                out.append(ExecResult(status=ExecStatus.OK if ok else ExecStatus.TIMEOUT,
+                                      tests=(TestOutcome(name="t", outcome="passed" if ok else "failed"),)))
+        return out
+
+    def close(self):
+        pass
+
+
+def test_a_reference_that_only_timed_out_gets_one_longer_try_and_keeps_its_limit():
+    slow = task("def add(a, b):\n    return a + b\n")
+    valid, bad = validate_tasks([slow], _SlowHarness(need=30))
+    assert not bad and valid[0].verifier.timeout_s == 4 * slow.verifier.timeout_s
+    valid, bad = validate_tasks([slow], _SlowHarness(need=10_000))
+    assert not valid and bad[0].reason.startswith("reference_fails: visible and hidden tests gave timeout")
+
+
+def test_a_test_module_calling_the_solution_at_import_is_a_named_harness_limit(sandbox):
+    at_import = {"test_add.py": "from solution import add\n\nSUM = add(1, 1)\n\ndef test_add():\n    assert SUM == 2\n"}
+    valid, bad = validate_tasks([task("def add(a, b):\n    return a + b\n", tests=at_import)], sandbox)
+    assert not valid and bad[0].reason.startswith("harness_limit: a test module calls the function while it is imported")
