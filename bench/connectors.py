@@ -68,7 +68,9 @@ def fetch_sdist(name: str, version: str, cache: Path) -> Path | None:
     if folder.is_dir():
         return folder
     cache.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+    # --no-binary for this package only: its build backend (hatchling, setuptools-scm...) comes as
+    # wheels; with ``:all:`` pip builds every build dependency from source first (minutes)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name,
                            f"{name}=={version}", "-d", str(cache)], capture_output=True, text=True)
     archive = next(iter(cache.glob(f"{stem}.tar.gz")), None)
     if proc.returncode != 0 or archive is None:
