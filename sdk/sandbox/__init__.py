@@ -74,13 +74,23 @@ What is NOT isolated or not covered:
   is not installed on architectures other than x86_64/aarch64;
 - what crossing the boundary changes for honest code: arguments are copies whose changes are
   copied back onto the top-level argument after the call (its elements are fresh objects: an
-  element the test kept a reference to is not updated; an iterator's position is not copied
-  back); a test's callable or own object works through calls back (call, iteration, ``len``,
-  ``repr`` only); a repository class is rebuilt by value only when its module was imported by
+  element the test kept a reference to is not updated); standard-library iterators, generators
+  and ``itertools`` objects cross by reference both ways and are stepped one element per call
+  (their position is shared, infinite and ``groupby`` iterators work, but a call-dense test is
+  far slower than in one process: validation gives a reference that only timed out one try with
+  4x its limit); a test's callable or own object works through calls back (call, iteration,
+  ``len``, ``repr``, ``bool``, items, ``in``, ``__name__``, its signature, and *public* attributes
+  of a test's or the repository's own instances, never of a module, class, function or
+  standard-library object; a test's ``Mapping`` is a ``Mapping`` there); a repository class is rebuilt by value only when its module was imported by
   the tests or by the solution's file and it pickles through classes (a ``__reduce__`` naming a
   function keeps it behind a handle); a remote object compared with plain data is unequal,
-  ``isinstance`` against the solution's own classes, ``monkeypatch`` of the solution module and
-  calling the solution at test-module import time do not work (nor is one ordered against or
+  ``isinstance`` against the solution's own classes (its exception classes in ``pytest.raises``
+  included), ``monkeypatch`` of the solution module and calling the solution at test-module
+  import time do not work (validation quarantines the latter as ``harness_limit``, naming the
+  file; a solution inside a package is loaded before collection, so the *package's* own
+  import-time calls into it work: ``_runner/tl_early.py``, which stops the candidate with
+  SIGSTOP while the test files exist and refuses the run if it left another process; what it
+  can learn is that a folder with a random name was created in ``$TMPDIR``) (nor is one ordered against or
   computed with plain data: ``<``, ``-``... raise TypeError; a builtin subclass of the
   solution's, a ``namedtuple``, an ``IntEnum`` member, arrives as its base value) (``from solution import *`` gives
   the names read from its source); after a timed-out call the remaining tests of the run fail
