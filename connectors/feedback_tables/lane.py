@@ -206,6 +206,10 @@ class ChunkLane:
         counts["preference_pairs"] += int(pair.sum())
         counts["unlabelled"] += int((~self.has_rating[win] & ~corr).sum())
         counts["negative_unused"] += int((failed & ~corr).sum())
+        win, corr, pair, sft = win[sft], corr[sft], pair[sft], sft[sft]  # only rows that give a record
+        if not len(win):
+            return np.zeros((0, 2), dtype=np.int64), []
+        take = pa.array(win)
         esc = {f: col.json_strings(a.take(take)) for f, a in self.text.items() if f in
                ("prompt", "response", "correction", "system_prompt")}
         prompt, tail = self._prompt_json(win, esc), self._source_json(win)
