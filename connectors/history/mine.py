@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
+from sdk.tasks.change import module_groups
 from sdk.types import Framework, Language
 
 _BROKEN = (ExecStatus.TIMEOUT, ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT, ExecStatus.SANDBOX_ERROR,
@@ -93,24 +94,37 @@ def _collect_failed(result: ExecResult) -> bool:
 def run_states(sandbox: Sandbox, states: list[dict[str, str]], tests: dict[str, str], runs: int, limits: Limits,
                requirements: tuple[str, ...] = (), target: str = CANDIDATE) -> list[StateRuns]:
     """Run ``tests`` against each source snapshot in ``states`` ``runs`` times (one batch, so the
-    sandbox runs them concurrently); a state whose run fails at collection is re-run one module
-    per request."""
-    first = _run(sandbox, [request(s, tests, limits, requirements, target) for s in states for _ in range(runs)])
-    out = []
+    sandbox runs them concurrently; modules sharing a file name in separate runs, as the reward
+    does: :func:`~sdk.tasks.change.module_groups`); a run that fails at collection is re-run one
+    module per request."""
+    groups = module_groups(sorted(tests))
+    first = _run(sandbox, [request(s, {p: tests[p] for p in g}, limits, requirements, target)
+                           for s in states for _ in range(runs) for g in groups])
+    per, out = runs * len(groups), []
     for k, state in enumerate(states):
-        got = first[k * runs:(k + 1) * runs]
-        runs_k = StateRuns()
-        if any(_collect_failed(r) for r in got) and len(tests) > 1:
-            runs_k = _per_module(sandbox, state, tests, runs, limits, requirements, target)
-        else:
-            for r in got:
+        got = first[k * per:(k + 1) * per]
+        runs_k = StateRuns(runs=[{} for _ in range(runs)])
+        for gi, group in enumerate(groups):
+            results = [got[n * len(groups) + gi] for n in range(runs)]
+            if any(_collect_failed(r) for r in results) and len(group) > 1:
+                _merge(runs_k, _per_module(sandbox, state, {p: tests[p] for p in group}, runs, limits,
+                                           requirements, target))
+                continue
+            for n, r in enumerate(results):
                 if r.status in _BROKEN:
                     runs_k.failure = f"{r.status.value}: {r.detail[:300]}"
                 elif _collect_failed(r):
-                    runs_k.uncollected.update({p: r.detail[-1500:] for p in tests})
-                runs_k.runs.append({t.name: t.outcome for t in r.tests})
+                    runs_k.uncollected.update({p: r.detail[-1500:] for p in group})
+                runs_k.runs[n].update({t.name: t.outcome for t in r.tests})
         out.append(runs_k)
     return out
+
+
+def _merge(into: StateRuns, part: StateRuns) -> None:
+    for mine, theirs in zip(into.runs, part.runs):
+        mine.update(theirs)
+    into.uncollected.update(part.uncollected)
+    into.failure = into.failure or part.failure
 
 
 def _per_module(sandbox: Sandbox, state: dict[str, str], tests: dict[str, str], runs: int, limits: Limits,

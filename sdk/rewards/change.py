@@ -17,9 +17,9 @@ Sections of the diff that edit test-side files (``edits_tests``) or CI / runner 
 (``edits_ci``) are dropped before applying and flagged (component ``flag_<name>``, and in
 ``flags``); they never score. A diff with nothing else left earns nothing (status ``no_code``).
 
-Two sandbox runs per completion: the test modules holding fail-to-pass tests, and the modules
-holding only pass-to-pass tests, so a module the diff breaks at collection costs only its own
-tests. The harness's tampering flags force 0 (``suspected_hacking``), as for every task.
+Sandbox runs per completion: the test modules holding fail-to-pass tests, then the modules
+holding only pass-to-pass tests (each split further where two modules share a file name), so a
+module the diff breaks at collection costs only the tests of its run. The harness's tampering flags force 0 (``suspected_hacking``), as for every task.
 
 What is *not* covered yet (said here, the one place): the sandbox's harness keeps one module in
 its candidate process; the rest of the working folder is imported by the tests in the harness
@@ -39,7 +39,7 @@ from sdk.rewards.config import RewardConfig
 from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits
-from sdk.tasks.change import ChangeVerifier
+from sdk.tasks.change import ChangeVerifier, module_groups
 from sdk.tasks.records import Task
 
 _NOT_REACHED = (ExecStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT,
@@ -67,11 +67,13 @@ def run_request(verifier: ChangeVerifier, files: dict[str, str], test_files: lis
                        target_path=verifier.target_path, limits=base, requirements=verifier.requirements)
 
 
-def test_groups(verifier: ChangeVerifier) -> tuple[list[str], list[str]]:
-    """(test modules holding fail-to-pass tests, modules holding only pass-to-pass tests)."""
+def test_groups(verifier: ChangeVerifier) -> list[tuple[list[str], bool]]:
+    """The runs of one completion: ``(test modules, holds fail-to-pass tests)``; modules holding
+    fail-to-pass tests first, then those holding only pass-to-pass tests, each split so that no
+    run has two modules of one file name (:func:`~sdk.tasks.change.module_groups`)."""
     f2p = sorted({t.split("::")[0] for t in verifier.fail_to_pass})
     p2p = sorted({t.split("::")[0] for t in verifier.pass_to_pass} - set(f2p))
-    return f2p, p2p
+    return [(g, True) for g in module_groups(f2p)] + [(g, False) for g in module_groups(p2p)]
 
 
 def prepare(task: Task, completion: str, limits: Limits | None = None) -> ChangePlan:
@@ -106,10 +108,8 @@ def prepare(task: Task, completion: str, limits: Limits | None = None) -> Change
                                  detail=f"the diff does not apply: {exc}")
         return plan
     plan.components.update(applies=1.0, files_changed=float(len(applied.changed) + len(applied.deleted)))
-    f2p_files, p2p_files = test_groups(verifier)
-    plan.requests.append(run_request(verifier, applied.files, f2p_files, limits))
-    if p2p_files:
-        plan.requests.append(run_request(verifier, applied.files, p2p_files, limits))
+    for group, _ in test_groups(verifier):
+        plan.requests.append(run_request(verifier, applied.files, group, limits))
     return plan
 
 
@@ -136,14 +136,17 @@ def finish(task: Task, plan: ChangePlan, results: list[ExecResult], weights: Rew
     if hacks:
         return RewardResult(score=0.0, components=comp, status=RewardStatus.SUSPECTED_HACKING,
                             flags=tuple(dict.fromkeys(plan.flags + hacks)), exec_status=main.status, detail=main.detail)
-    f2p = outcomes(main, verifier.fail_to_pass)
+    f2p: dict[str, bool] = {}
     p2p: dict[str, bool] = {}
-    f2p_files, _ = test_groups(verifier)
-    for r, group in zip(results, [f2p_files, None]):
-        ids = tuple(t for t in verifier.pass_to_pass if (t.split("::")[0] in f2p_files) == (group is not None))
-        p2p.update(outcomes(r, ids))
-    collected = main.status not in _NOT_REACHED and not main.detail.startswith("test collection failed")
-    comp["collects"] = 1.0 if collected and main.tests else 0.0
+    collected = True
+    for r, (group, has_f2p) in zip(results, test_groups(verifier)):
+        mine = set(group)
+        f2p.update(outcomes(r, tuple(t for t in verifier.fail_to_pass if t.split("::")[0] in mine)))
+        p2p.update(outcomes(r, tuple(t for t in verifier.pass_to_pass if t.split("::")[0] in mine)))
+        if has_f2p:
+            collected = collected and r.status not in _NOT_REACHED and bool(r.tests) \
+                and not r.detail.startswith("test collection failed")
+    comp["collects"] = 1.0 if collected else 0.0
     comp["f2p_total"], comp["f2p_passed"] = float(len(f2p)), float(sum(f2p.values()))
     comp["f2p_frac"] = comp["f2p_passed"] / comp["f2p_total"]
     broken = [t for t, ok in p2p.items() if not ok]

@@ -46,6 +46,23 @@ def is_test_module(path: str, test_globs: tuple[str, ...] = TEST_GLOBS) -> bool:
     return matches(path, test_globs) and name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
+def module_groups(paths: list[str]) -> list[list[str]]:
+    """``paths`` (test modules) in the fewest groups whose file names are unique: the sandbox runs
+    tests from a folder without the repository's ``__init__.py`` files, where pytest cannot import
+    two ``test_core.py`` in one session ("import file mismatch"). The k-th module of a name goes to
+    group k; order is kept."""
+    groups: list[list[str]] = []
+    seen: dict[str, int] = {}
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        if k == len(groups):
+            groups.append([])
+        groups[k].append(path)
+    return groups
+
+
 class ChangeVerifier(Frozen):
     """Judge a unified diff against the repository at the parent commit (see the module docstring).
 

@@ -9,7 +9,7 @@ from sdk.rewards.config import RewardConfig
 from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
 from sdk.rewards.result import RewardStatus
 from sdk.rewards.tiered import score_completion
-from sdk.tasks.change import ChangeVerifier
+from sdk.tasks.change import ChangeVerifier, module_groups
 from sdk.tasks.records import Message, Source, Task
 from tests.connectors.history_repo import OPS, TEST_MUL, TEST_TEXT
 
@@ -127,3 +127,16 @@ def test_apply_adds_deletes_and_refuses_escapes():
     with pytest.raises(PatchError, match="symlink"):
         apply_diff(files, split_diff("diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n"
                                      "@@ -0,0 +1 @@\n+/etc/passwd\n"))
+
+
+def test_test_modules_sharing_a_file_name_run_apart(real_sandbox):
+    assert module_groups(["a/test_core.py", "b/test_core.py", "c/test_x.py"]) == [
+        ["a/test_core.py", "c/test_x.py"], ["b/test_core.py"]]
+    verifier = ChangeVerifier(files={"calc/__init__.py": INIT, "calc/ops.py": OPS},
+                              tests={"tests/a/test_core.py": TEST_MUL, "tests/b/test_core.py": TEST_TEXT},
+                              fail_to_pass=("tests/a/test_core.py::test_mul",),
+                              pass_to_pass=("tests/a/test_core.py::test_add", "tests/b/test_core.py::test_concat"))
+    task = Task(domain="python/calc", prompt=(Message(role="user", content="Add mul"),), verifier=verifier,
+                reference=SOURCE, source=Source(connector="git_history"))
+    res = _score(task, real_sandbox, SOURCE)  # one pytest session cannot import two test_core.py
+    assert res.score == pytest.approx(1.0) and res.components["p2p_total"] == 2.0
