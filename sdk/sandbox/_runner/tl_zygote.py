@@ -26,6 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tl_candidate  # noqa: E402,F401  (preloaded: each forked candidate starts without reading a module file)
 import tl_harness  # noqa: E402
 import tl_remote  # noqa: E402
 import tl_wire  # noqa: E402
