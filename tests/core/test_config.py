@@ -43,13 +43,28 @@ def test_overrides_and_relative_paths(tmp_path):
 
 
 def test_shipped_configs_validate():
-    """Every YAML under examples/ is a RunConfig (the accelerate configs under configs/ are checked by
+    """Every YAML under examples/ is a RunConfig, a LoopConfig where it names a ``store_url``, or the
+    production-loop example trainer's settings (the accelerate configs under configs/ are checked by
     tests/train/test_accelerate_configs.py)."""
     from pathlib import Path
+
+    import yaml
+
+    from feedback.loop import load_loop_config
 
     root = Path(__file__).resolve().parents[2]
     configs = sorted(p for ext in ("*.yaml", "*.yml") for p in (root / "examples").rglob(ext))
     names = {str(p.relative_to(root)) for p in configs}
     assert {"examples/quickstart/config.yaml", "examples/tool_agent/agent.yaml"} <= names, names
+    kinds = []
     for path in configs:
-        load_config(path)  # raises ConfigError naming the bad key
+        data = yaml.safe_load(path.read_text()) or {}
+        if "store_url" in data:
+            kinds.append(type(load_loop_config(path)).__name__)  # raises naming the bad key
+        elif path.parent.name == "production_loop" and path.name.startswith("trainer"):
+            # the example trainer's own settings (examples/production_loop/trainer.py reads these keys)
+            assert set(data) <= {"max_steps", "learning_rate", "lora_r", "gate_tokens"}, (path, data)
+            kinds.append("LoopConfig")
+        else:
+            kinds.append(type(load_config(path)).__name__)
+    assert set(kinds) <= {"RunConfig", "LoopConfig"} and kinds.count("RunConfig") >= 2, kinds
