@@ -48,6 +48,12 @@ def plain_iterator(xs):
     return iter(xs)
 
 
+def count(seq):
+    if hasattr(seq, "__len__"):
+        return len(seq)
+    return sum(1 for _ in seq)
+
+
 def probe(obj):
     got = []
     for reach in (lambda: obj.mod, lambda: obj._secret, lambda: obj.mod.system,
@@ -65,7 +71,7 @@ import os
 from collections.abc import Mapping
 from functools import partial
 
-from pkg.tools import arity, count_from, merge, plain_iterator, probe, runs, take
+from pkg.tools import arity, count, count_from, merge, plain_iterator, probe, runs, take
 
 
 def test_position_of_the_tests_iterator_is_shared():
@@ -73,6 +79,10 @@ def test_position_of_the_tests_iterator_is_shared():
     assert take(2, it) == ["A", "B"]
     assert next(it) == "C"
     assert list(iter(partial(take, 2, it), [])) == [["D", "E"], ["F", "G"]]
+
+
+def test_a_tests_iterator_has_no_length():
+    assert count(iter((1, 2, 3))) == 3 and count(x for x in "ab") == 2 and count([1]) == 1
 
 
 def test_infinite_generator_is_consumed_lazily():
@@ -145,7 +155,7 @@ def test_iterators_mappings_and_callables_cross_as_in_one_process(sandbox):
     res = sandbox.run_one(ExecRequest(solution=SOLUTION, tests={"tests/test_tools.py": TESTS}, limits=FAST,
                                       files={"pkg/__init__.py": ""}, target_path="pkg/tools.py"))
     assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests if t.outcome != "passed"])
-    assert len(res.tests) == 7 and not res.flags
+    assert len(res.tests) == 8 and not res.flags
 
 
 FROZEN_TESTS = '''

@@ -69,7 +69,8 @@ class Values:
         if pid[0] == "h":
             return self.handles[pid[1]]
         if pid[0] == "r":
-            return (HarnessMapping if pid[3:] == ("mapping",) else HarnessProxy)(self, pid[1], pid[2])
+            kind = {("mapping",): HarnessMapping, ("iterator",): HarnessIterator}.get(tuple(pid[3:]), HarnessProxy)
+            return kind(self, pid[1], pid[2])
         return self.value(pid[1])
 
     def persistent_id(self, obj):
@@ -294,6 +295,25 @@ class HarnessMapping(HarnessProxy):
     __slots__ = ()
 
 
+class HarnessIterator:
+    """A test's iterator (``iter(xs)``, a generator): stepped in the harness, one element per
+    call back; only the iterator protocol (no ``len``: ``hasattr(it, "__len__")`` is False)."""
+
+    __slots__ = ("_tl_cand", "_tl_rid", "_tl_type")
+
+    def __init__(self, cand, rid, type_name):
+        self._tl_cand, self._tl_rid, self._tl_type = cand, rid, type_name
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._tl_cand.call_back(self._tl_rid, "next", (), {})
+
+    def __repr__(self):
+        return "<the test's %s>" % self._tl_type
+
+
 collections.abc.MutableMapping.register(HarnessMapping)
-HARNESS_TYPES = (HarnessProxy, HarnessMapping)
+HARNESS_TYPES = (HarnessProxy, HarnessMapping, HarnessIterator)
 _DEFAULT = type("default", (), {"__repr__": lambda self: "<default of the test's callable>"})()

@@ -95,8 +95,10 @@ class Codec:
         return id(obj)
 
     def _rpid(self, obj):
-        """The reverse handle of ``obj``: ``("r", id, type name[, "mapping"])``."""
+        """The reverse handle of ``obj``: ``("r", id, type name[, "mapping" or "iterator"])``."""
         pid = ("r", self._reverse(obj), type(obj).__name__[:80])
+        if tl_pickle.std_iterator(type(obj)):
+            return pid + ("iterator",)
         return pid + ("mapping",) if isinstance(obj, collections.abc.Mapping) else pid
 
     # -- candidate -> harness --------------------------------------------------------------
