@@ -15,17 +15,20 @@ other at every parallel region are many times slower than one when the cores are
 ``--model tiny`` builds the tiny random model (seconds; for a smoke run). Adapters are r=16 LoRA on
 all attention projections with random B matrices (the weights do not matter for speed).
 
-Measured 2026-12-01 on the 2-core development machine under heavy shared load (load average 11-12),
-``BENCH_THREADS=1 bench/serve.py --prompts 6 --tokens 16 --rounds 3`` (SmolLM2-135M, 18 pairs, 9 min):
+Measured 2026-12-01 on the 2-core development machine under heavy shared load, twice,
+``BENCH_THREADS=1 bench/serve.py --prompts 6 --tokens 16 --rounds 3`` (SmolLM2-135M, 18 pairs, 9 min
+each); ratio to merged: median [25%, 75%]:
 
-    setting                                    tok/s (median)  ratio to merged: median [25%, 75%]
-    merged model (1 adapter folded in)                    2.3  1.00
-    1 adapter loaded (PEFT, unmerged)                     2.6  1.10 [0.88, 1.28]
-    4 adapters loaded, switched per request               2.7  0.99 [0.88, 1.12]
+    setting                                    run 1 (load 11-12)        run 2 (load 13-14)
+    merged model (1 adapter folded in)         2.3 tok/s  1.00           2.0 tok/s  1.00
+    1 adapter loaded (PEFT, unmerged)          2.6 tok/s  1.10 [0.88, 1.28]   1.7 tok/s  0.87 [0.80, 1.02]
+    4 adapters loaded, switched per request    2.7 tok/s  0.99 [0.88, 1.12]   1.8 tok/s  0.90 [0.75, 1.02]
 
-Serving 4 adapters switched per request costs nothing measurable against one merged model at batch
-1 on CPU (median 0.99; the quartiles show the load's noise, about ±12 %). The earlier figure (0.65,
-summed totals of unpaired rounds under load average 9.5) was load drift, not adapter cost.
+Four adapters switched per request run at 0.90-0.99 of one merged model at batch 1 on CPU, the
+same as one unmerged adapter within the noise (switching itself costs nothing measurable; what
+costs is the unmerged LoRA's extra matmuls, up to about 10 %). Under this load the quartiles span
+about ±12 %; re-measure on a quiet machine for a tighter figure. The earlier 0.65 (summed totals of
+unpaired rounds, load average 9.5) was load drift, not adapter cost.
 """
 
 from __future__ import annotations
