@@ -215,7 +215,7 @@ def bench_defences(rows: list[dict], rounds: int) -> None:
         print(f"-- round {r + 1}/{rounds} done")
     _variant(None)
     base = statistics.median(ratios[None])
-    print(f"\nours/floor, median of {rounds} rounds (floor measured in each round, same load):")
+    print(f"\nours/floor, median of {rounds} rounds (each against the floor measured right before it):")
     print(f"  {'all defences on':<44} {base:.2f}")
     for off in configs[1:]:
         m = statistics.median(ratios[off])
