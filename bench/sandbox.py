@@ -12,6 +12,7 @@ Every solution must pass in every harness (checked).
 
     .venv/bin/python bench/sandbox.py [--backend bubblewrap|process] [--limit N] [--only-ours]
     .venv/bin/python bench/sandbox.py --defences 3     # each defence off in turn, ratios vs the floor
+    .venv/bin/python bench/sandbox.py --interleaved 6  # ours vs the floor around it, 6 times
 """
 
 from __future__ import annotations
@@ -222,17 +223,33 @@ def bench_defences(rows: list[dict], rounds: int) -> None:
         print(f"  {'off: ' + off:<44} {m:.2f}   (that defence costs {100 * (1 - base / m):+.0f}% of throughput)")
 
 
+def bench_interleaved(rows: list[dict], runs: int) -> None:
+    """Ours (every defence on) against the mean of a floor run right before and right after it,
+    ``runs`` times: on a shared machine whose load moves by the minute, the only fair ratio."""
+    got = []
+    for _ in range(runs):
+        before = bench_floor(rows)
+        ours = bench_ours(rows, "bubblewrap")
+        got.append(ours / ((before + bench_floor(rows)) / 2))
+    print(f"ours/floor, interleaved: {[round(x, 2) for x in got]}  median {statistics.median(got):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", default="bubblewrap", choices=["bubblewrap", "process"])
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
     ap.add_argument("--defences", type=int, default=0, metavar="ROUNDS",
                     help="measure each defence's cost instead (ROUNDS rounds, each defence off in turn)")
+    ap.add_argument("--interleaved", type=int, default=0, metavar="RUNS",
+                    help="only ours against the floor run right before and after it, RUNS times")
     args = ap.parse_args()
     rows = problems(args.limit)
     print(f"HumanEval canonical solutions: {len(rows)} problems")
     if args.defences:
         bench_defences(rows, args.defences)
+        return
+    if args.interleaved:
+        bench_interleaved(rows, args.interleaved)
         return
     a = bench_ours(rows, args.backend)
     b = bench_human_eval(rows)
