@@ -97,10 +97,10 @@ def split_diff(diff: str) -> list[FileDiff]:
             elif ln.startswith("+++ "):
                 new = _strip(ln[4:])
                 break
-            elif ln.startswith("rename from "):
-                old = ln[len("rename from "):].strip()
-            elif ln.startswith("rename to "):
-                new = ln[len("rename to "):].strip()
+            elif ln.startswith(("rename from ", "copy from ")):
+                old = ln.split(" from ", 1)[1].strip()
+            elif ln.startswith(("rename to ", "copy to ")):
+                new = ln.split(" to ", 1)[1].strip()
         out.append(FileDiff(old=old, new=new, text="".join(chunk)))
     return out
 

@@ -110,8 +110,9 @@ class ChangeVerifier(Frozen):
         return self
 
     def protected(self, path: str) -> str | None:
-        """``edits_tests`` or ``edits_ci`` when a diff may not change ``path``, else None."""
-        if matches(path, self.runner_globs):
+        """``edits_tests`` or ``edits_ci`` when a diff may not change ``path``, else None (the
+        sandbox's candidate module counts as runner configuration)."""
+        if path == self.target_path or matches(path, self.runner_globs):
             return "edits_ci"
         if matches(path, self.test_globs):
             return "edits_tests"
