@@ -27,7 +27,9 @@ process. A change task's candidate module is an empty file and the patched repos
 support files, so model-written code shares the harness's process (the sandbox's OS isolation
 still holds; the verdict's process boundary does not). A harness mode for whole-repository
 candidates is the fix; until then change-task rewards are not hardened against a diff that
-attacks pytest itself. The static scans of :mod:`sdk.rewards.integrity` do not read diffs yet.
+attacks pytest itself. Meanwhile the static scans of :mod:`sdk.rewards.integrity` read every
+patched ``.py`` file, and a hacking finding its parent version lacks (``import _pytest``, a
+``pytest_*`` hook, ...) forces 0 (``suspected_hacking``) before anything runs.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from sdk.rewards.config import RewardConfig
+from sdk.rewards.integrity import scan_solution
 from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits
@@ -108,9 +111,30 @@ def prepare(task: Task, completion: str, limits: Limits | None = None) -> Change
                                  detail=f"the diff does not apply: {exc}")
         return plan
     plan.components.update(applies=1.0, files_changed=float(len(applied.changed) + len(applied.deleted)))
+    hacks = tampering(verifier, applied.files)
+    if hacks:
+        plan.done = RewardResult(score=0.0, status=RewardStatus.SUSPECTED_HACKING, components=plan.components,
+                                 flags=tuple(dict.fromkeys(plan.flags + [f for f, _ in hacks])),
+                                 detail="the diff adds " + "; ".join(f"{p}: {h}" for _, (p, h) in hacks)[:500])
+        return plan
     for group, _ in test_groups(verifier):
         plan.requests.append(run_request(verifier, applied.files, group, limits))
     return plan
+
+
+def tampering(verifier: ChangeVerifier, files: dict[str, str]) -> list[tuple[str, tuple[str, str]]]:
+    """``(flag, (path, what))`` for each hacking finding of :func:`~sdk.rewards.integrity.scan_solution`
+    in a patched ``.py`` file that the parent's version of the file does not already have (model code
+    runs in the harness's process, see the module docstring: patching pytest there passes every test)."""
+    out = []
+    for path, text in files.items():
+        old = verifier.files.get(path)
+        if not path.endswith(".py") or text == old:
+            continue
+        before = {(f.flag, h) for f in scan_solution(old or "", test_sources=verifier.tests) for h in f.detail.split("; ")}
+        for f in scan_solution(text, test_sources=verifier.tests):
+            out += [(f.flag, (path, h)) for h in f.detail.split("; ") if f.hacking and (f.flag, h) not in before]
+    return out
 
 
 def outcomes(result: ExecResult, ids: tuple[str, ...]) -> dict[str, bool]:

@@ -1,0 +1,51 @@
+"""Red-team tests of the change reward (issue 17): diffs a model under RL could write to earn reward
+without fixing the code, escape the apply folder, or dodge scoring."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdk.rewards.patch import PatchError, apply_diff, split_diff
+from sdk.rewards.result import RewardStatus
+from tests.rewards.test_change_reward import SOURCE, _score, task  # noqa: F401  (the module fixture)
+
+FILES = {"a.py": "x = 1\n", "b.py": "y = 2\n"}
+
+
+def test_a_diff_creating_the_candidate_module_is_judged_not_masked(task, real_sandbox):  # noqa: F811
+    made = "diff --git a/_tl_change.py b/_tl_change.py\nnew file mode 100644\n--- /dev/null\n+++ b/_tl_change.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    res = _score(task, real_sandbox, made)
+    assert res.score == 0.0 and res.status == RewardStatus.NO_CODE
+
+
+def test_model_code_that_patches_pytest_in_process_earns_nothing(task, real_sandbox):  # noqa: F811
+    hack = ("--- a/calc/__init__.py\n+++ b/calc/__init__.py\n@@ -1 +1,3 @@\n from calc.ops import add\n"
+            "+import _pytest.python\n+_pytest.python.Function.runtest = lambda self: None\n")
+    res = _score(task, real_sandbox, hack)
+    assert res.components.get("f2p_frac", 0.0) == 0.0 or res.status == RewardStatus.SUSPECTED_HACKING
+
+
+@pytest.mark.parametrize("diff", [
+    "diff --git a/a.py b/a.py\ncopy from a.py\ncopy to ../../escaped.py\n",
+    "diff --git a/a.py b/a.py\ncopy from a.py\ncopy to /tmp/tl-escaped.py\n",
+    "diff --git a/a.py b/a.py\nrename from a.py\nrename to .git/hooks/x\n",
+    "diff --git a/l b/l\nnew file mode 100644\nindex 0000000..1111111 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc\n",
+    "--- \"a/\\056\\056/x.py\"\n+++ \"b/\\056\\056/x.py\"\n@@ -0,0 +1 @@\n+1\n",
+])
+def test_escapes_are_refused_or_stay_inside(diff, tmp_path):
+    import os
+    try:
+        out = apply_diff(FILES, split_diff(diff))
+    except PatchError:
+        return
+    assert not os.path.exists("/tmp/tl-escaped.py")
+    assert all(not p.startswith("/") and ".." not in p.split("/") for p in out.files)
+
+
+def test_copy_to_a_new_path_is_seen(tmp_path):
+    diff = "diff --git a/a.py b/a.py\ncopy from a.py\ncopy to c.py\n"
+    try:
+        out = apply_diff(FILES, split_diff(diff))
+    except PatchError:
+        return
+    assert "c.py" in out.files or out.files == FILES
