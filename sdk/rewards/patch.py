@@ -149,13 +149,19 @@ def apply_diff(files: dict[str, str], sections: list[FileDiff], timeout_s: float
 
 def _with_header(section: FileDiff) -> str:
     """The section in git's own form: a ``diff --git a/OLD b/NEW`` header (so that ``--recount``
-    knows where the last hunk ends), ``---``/``+++`` lines with ``a/``/``b/`` prefixes whatever
-    the model wrote (``/dev/null`` kept), and a final newline."""
+    knows where the last hunk ends), ``new file mode`` / ``deleted file mode`` where a plain diff
+    creates or deletes, ``---``/``+++`` lines with ``a/``/``b/`` prefixes whatever the model wrote
+    (``/dev/null`` kept), and a final newline."""
     old, new = section.old or section.new, section.new or section.old
     lines = section.text.splitlines()
     if lines and lines[0].startswith("diff --git "):
         lines = lines[1:]
     out, done = [f"diff --git a/{old} b/{new}"], False
+    head = lines[:next((i for i, ln in enumerate(lines) if ln.startswith("--- ")), len(lines))]
+    if section.old is None and section.new and not any(ln.startswith("new file mode") for ln in head):
+        out.append("new file mode 100644")  # a plain `--- /dev/null` creation: git needs the git-style line
+    elif section.new is None and section.old and not any(ln.startswith("deleted file mode") for ln in head):
+        out.append("deleted file mode 100644")
     for line in lines:
         if not done and line.startswith("--- "):
             line = "--- " + (f"a/{section.old}" if section.old else "/dev/null")

@@ -49,3 +49,21 @@ def test_copy_to_a_new_path_is_seen(tmp_path):
     except PatchError:
         return
     assert "c.py" in out.files or out.files == FILES
+
+
+def test_plain_unified_diffs_create_and_delete_files():
+    made = apply_diff(FILES, split_diff("--- /dev/null\n+++ b/c.py\n@@ -0,0 +1 @@\n+z = 3\n"))
+    assert made.files["c.py"] == "z = 3\n" and made.changed == ["c.py"]
+    gone = apply_diff(FILES, split_diff("--- a/b.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-y = 2\n"))
+    assert "b.py" not in gone.files and gone.deleted == ["b.py"]
+
+
+@pytest.mark.xfail(strict=True, reason="open: model code runs in the harness process; the static scan is "
+                   "bypassed by reaching pytest through sys.modules (needs a whole-repository candidate mode)")
+def test_pytest_reached_through_sys_modules_earns_nothing(task, real_sandbox):  # noqa: F811
+    hack = ("diff --git a/calc/hack.py b/calc/hack.py\nnew file mode 100644\n--- /dev/null\n+++ b/calc/hack.py\n"
+            "@@ -0,0 +1,2 @@\n+import sys\n+sys.modules['_py' + 'test.python'].Function.runtest = lambda self: None\n"
+            "diff --git a/calc/__init__.py b/calc/__init__.py\n--- a/calc/__init__.py\n+++ b/calc/__init__.py\n"
+            "@@ -1 +1,2 @@\n from calc.ops import add\n+import calc.hack\n")
+    res = _score(task, real_sandbox, hack)
+    assert res.score == 0.0
