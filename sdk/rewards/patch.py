@@ -6,7 +6,7 @@ git's own parser handles renames, new and deleted files and ``\\ No newline at e
 ``--recount`` forgives wrong hunk line counts (common in model output, and harmless: the
 context lines still have to match). Nothing in the diff is ever run here: applying is text
 only, and git refuses paths that leave the folder. Symlinks and submodules (modes 120000,
-160000) are refused before git sees them.
+160000) and binary patches are refused before git sees them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 _FENCE = re.compile(r"```(?:diff|patch|udiff)?[^\n]*\n(.*?)```", re.DOTALL)
 _GIT_HEADER = re.compile(r"^diff --git (?:\"?a/)?(\S+?)\"? (?:\"?b/)?(\S+?)\"?$")
+_BINARY = re.compile(r"^(?:GIT binary patch|Binary files )", re.MULTILINE)
 _MODES = re.compile(r"^(?:new file |deleted file |new |old )?mode (120000|160000)", re.MULTILINE)
 
 
@@ -109,8 +110,8 @@ def apply_diff(files: dict[str, str], sections: list[FileDiff], timeout_s: float
     """``files`` with ``sections`` applied (a new dict; ``files`` is not changed).
 
     Raises:
-        PatchError: a path leaves the repository, a mode is a symlink or submodule, a hunk does
-            not match, or git is missing.
+        PatchError: a path leaves the repository, a mode is a symlink or submodule, a section is a
+            binary patch, a hunk does not match, or git is missing.
     """
     if not sections:
         raise PatchError("the diff changes no file")
@@ -120,6 +121,9 @@ def apply_diff(files: dict[str, str], sections: list[FileDiff], timeout_s: float
                 raise PatchError(f"path {p!r} leaves the repository")
         if _MODES.search(s.text):
             raise PatchError(f"{s.paths[0]}: symlinks and submodules cannot be changed by a diff here")
+        if _BINARY.search(s.text):  # zlib data: a 281 kB diff wrote a 50 MB file into every run's request
+            raise PatchError(f"{s.paths[0] if s.paths else 'a section'}: binary patches are not accepted; "
+                             "change source files as text hunks")
     touched = sorted({p for s in sections for p in s.paths})
     with tempfile.TemporaryDirectory(prefix="tl-apply-") as tmp:
         root = Path(tmp) / "repo"

@@ -67,3 +67,10 @@ def test_pytest_reached_through_sys_modules_earns_nothing(task, real_sandbox):  
             "@@ -1 +1,2 @@\n from calc.ops import add\n+import calc.hack\n")
     res = _score(task, real_sandbox, hack)
     assert res.score == 0.0
+
+
+def test_binary_patches_are_refused():
+    bomb = ("diff --git a/big.py b/big.py\nnew file mode 100644\nindex 0000000..f773dea\nGIT binary patch\n"
+            "literal 50000000\nzcmeIuF#!Mo0K%a4Pi+Q&h(KY$fB^#r3>YwAz<>b*1`HT5V8DO@0|pEjFkrxd0RsjM\n\nliteral 0\nHcmV?d00001\n\n")
+    with pytest.raises(PatchError, match="binary patches are not accepted"):
+        apply_diff(FILES, split_diff(bomb))
