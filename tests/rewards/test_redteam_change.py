@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sdk.rewards.patch import PatchError, apply_diff, split_diff
+from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
 from sdk.rewards.result import RewardStatus
 from tests.rewards.test_change_reward import SOURCE, _score, task  # noqa: F401  (the module fixture)
 
@@ -74,3 +74,8 @@ def test_binary_patches_are_refused():
             "literal 50000000\nzcmeIuF#!Mo0K%a4Pi+Q&h(KY$fB^#r3>YwAz<>b*1`HT5V8DO@0|pEjFkrxd0RsjM\n\nliteral 0\nHcmV?d00001\n\n")
     with pytest.raises(PatchError, match="binary patches are not accepted"):
         apply_diff(FILES, split_diff(bomb))
+
+
+def test_a_run_of_backticks_is_no_diff():
+    assert extract_diff("`" * 300_000) is None  # was quadratic in the fence pattern (minutes at this size)
+    assert extract_diff("```diff title\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n```") is not None
