@@ -146,6 +146,7 @@ class Remote:
         self.reap()
 
     def reap(self):
+        """Wait for the candidate process once; keep its exit code in ``status`` and its ``rusage``."""
         if self.status is None:
             try:
                 _, st, self.rusage = os.wait4(self.pid, 0)
@@ -216,6 +217,7 @@ class Remote:
         return self.codec.decode(answer.get("v"))
 
     def op(self, name, *args):
+        """Ask the candidate to apply operation ``name`` to ``args`` (wire-encoded); its decoded answer."""
         return self.result(self.ask({"op": name, "args": self.codec.to_wire(list(args))}))
 
 
