@@ -13,17 +13,15 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from conftest import SERVERS, fresh_server_database, row
 
 from connectors.feedback_tables import incremental as inc
 from connectors.feedback_tables.source import SqlFeedbackSource
 from sdk.errors import ConfigError
-
-from conftest import row
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,36 +153,22 @@ def test_sigkill_then_resume_with_the_watermark_in_the_store(feedback_db, tmp_pa
     assert sorted(e["seq"] for e in events) == list(range(1, 301))
 
 
-SERVERS = [pytest.param("postgresql+psycopg2://postgres@127.0.0.1:5432/test", id="postgres", marks=pytest.mark.postgres),
-           pytest.param("mysql+pymysql://root@127.0.0.1:3306/test", id="mysql", marks=pytest.mark.mysql)]
-
-
 @pytest.fixture(params=SERVERS)
 def server_db(request):
     """A fresh schema (PostgreSQL) or database (MariaDB) holding ``chat_feedback`` with 50,000 rows."""
-    admin = sa.create_engine(request.param, isolation_level="AUTOCOMMIT")
-    try:
-        admin.connect().close()
-    except sa.exc.OperationalError as exc:
-        pytest.skip(f"server not reachable: {exc.orig}")
-    name, postgres = f"l3_{uuid.uuid4().hex[:8]}", request.param.startswith("postgresql")
-    url = (f"{request.param}?options=-csearch_path%3D{name}" if postgres else request.param.rsplit("/", 1)[0] + f"/{name}")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE SCHEMA {name}" if postgres else f"CREATE DATABASE {name}"))
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f"CREATE TABLE chat_feedback (id {'BIGSERIAL' if postgres else 'BIGINT AUTO_INCREMENT'} "
-                             "PRIMARY KEY, message_id TEXT, user_id TEXT, created_at TEXT, prompt TEXT, response TEXT, "
-                             "rating INTEGER)"))
-        conn.execute(sa.text("INSERT INTO chat_feedback (message_id, user_id, created_at, prompt, response, rating) "
-                             "VALUES (:m, :u, '2026-01-01T10:00:00Z', :p, :r, :g)"),
-                     [{"m": f"m{g}", "u": f"u{g % 50}", "p": f"question {g}", "r": f"answer {g}",
-                       "g": -1 if g % 3 == 0 else 1} for g in range(1, 50_001)])
-    engine.dispose()
-    yield url
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"DROP SCHEMA {name} CASCADE" if postgres else f"DROP DATABASE {name}"))
-    admin.dispose()
+    postgres = request.param.startswith("postgresql")
+    with fresh_server_database(request.param, "l3") as url:
+        engine = sa.create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"CREATE TABLE chat_feedback (id {'BIGSERIAL' if postgres else 'BIGINT AUTO_INCREMENT'} "
+                                 "PRIMARY KEY, message_id TEXT, user_id TEXT, created_at TEXT, prompt TEXT, response TEXT, "
+                                 "rating INTEGER)"))
+            conn.execute(sa.text("INSERT INTO chat_feedback (message_id, user_id, created_at, prompt, response, rating) "
+                                 "VALUES (:m, :u, '2026-01-01T10:00:00Z', :p, :r, :g)"),
+                         [{"m": f"m{g}", "u": f"u{g % 50}", "p": f"question {g}", "r": f"answer {g}",
+                           "g": -1 if g % 3 == 0 else 1} for g in range(1, 50_001)])
+        engine.dispose()
+        yield url
 
 
 def test_l3_fifty_thousand_rows_batches_of_1000_watermark_in_the_same_database(server_db, tmp_path):

@@ -5,37 +5,19 @@ Each test run gets its own PostgreSQL schema / MariaDB database (unique name, dr
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
-import sqlalchemy as sa
+from conftest import SERVERS, fresh_server_database
 from fastapi.testclient import TestClient
 
 from connectors.feedback_tables.collector import CollectorFeedbackSource
 from feedback.service import create_app
 from feedback.store import create_api_key, sessions
 
-SERVERS = [pytest.param("postgresql+psycopg2://postgres@127.0.0.1:5432/test", id="postgres", marks=pytest.mark.postgres),
-           pytest.param("mysql+pymysql://root@127.0.0.1:3306/test", id="mysql", marks=pytest.mark.mysql)]
-
 
 @pytest.fixture(params=SERVERS)
 def store_url(request):
-    admin = sa.create_engine(request.param, isolation_level="AUTOCOMMIT")
-    try:
-        admin.connect().close()
-    except sa.exc.OperationalError as exc:
-        pytest.skip(f"server not reachable: {exc.orig}")
-    name = f"tlfb_{uuid.uuid4().hex[:10]}"
-    postgres = request.param.startswith("postgresql")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE SCHEMA {name}" if postgres else f"CREATE DATABASE {name}"))
-    url = (f"{request.param}?options=-csearch_path%3D{name}" if postgres
-           else request.param.rsplit("/", 1)[0] + f"/{name}")
-    yield url
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"DROP SCHEMA {name} CASCADE" if postgres else f"DROP DATABASE {name}"))
-    admin.dispose()
+    with fresh_server_database(request.param, "tlfb") as url:
+        yield url
 
 
 def test_collect_then_read_back_on_server(store_url):
