@@ -56,11 +56,32 @@ def expert_arm(ctx: StageContext) -> StageStats:
     ctx.layout.midway_adapter("rl").parent.mkdir(parents=True, exist_ok=True)
     result = run_expert_iteration(ctx.model_path, adapter, train, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward),
                                   cfg.rl, cfg.sft, ctx.layout.stage_dir("rl"), cfg.seed, cfg.model.dtype, ctx.progress,
-                                  console=ctx.console)
+                                  console=ctx.console, replay_rows=self_distill_replay(ctx))
     record_lineage(ctx, "rl", ctx.layout.adapter("rl"), adapter, result)
     extra = result.summary()
     extra["validation"] = validation_summary(ctx, train, validation, None)
     return StageStats("rl", tokens_generated=result.tokens_generated, tokens_trained=result.tokens_trained, extra=extra)
+
+
+def self_distill_replay(ctx: StageContext) -> list[dict]:
+    """The SFT stage's self-distillation rows when ``rl.expert.replay_self_distill`` is on (else none).
+
+    Raises:
+        ConfigError: replay is asked for but the SFT stage kept no such rows file (self-distillation off,
+            or an SFT stage from before the file existed).
+    """
+    import json
+
+    from sdk.run.stage_sft import self_distill_rows_path
+
+    if not ctx.cfg.rl.expert.replay_self_distill:
+        return []
+    path = self_distill_rows_path(ctx)
+    if not path.is_file():
+        raise ConfigError(f"rl.expert.replay_self_distill needs the SFT stage's self-distillation rows ({path}), "
+                          "and there are none", "turn sft.self_distill on and redo SFT (`tuneloop sft CONFIG "
+                          "--force`), or set rl.expert.replay_self_distill: false")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def stage_rl_compare(ctx: StageContext) -> StageStats:

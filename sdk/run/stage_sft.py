@@ -42,6 +42,7 @@ def stage_sft(ctx: StageContext) -> StageStats:
     examples = ctx.inputs.sft_examples() if cfg.sft.include_feedback else []
     rows = sft_rows(train, examples)
     out = ctx.layout.stage_dir("sft")
+    self_distill_rows_path(ctx).unlink(missing_ok=True)  # never a stale run's rows
     distilled = _self_distill(ctx, pool, out) if pool else None
     rows += distilled[0] if distilled else []
     ctx.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples"
@@ -62,16 +63,23 @@ def stage_sft(ctx: StageContext) -> StageStats:
 def _self_distill(ctx: StageContext, pool: list, out: Path) -> tuple[list[dict], dict]:
     """The base model's verified answers on the replay pool (:mod:`sdk.train.self_distill`), scored in
     the run's sandbox; samples logged to ``sft/self_distill.jsonl``."""
+    from sdk.jsonl import write_jsonl
     from sdk.rewards.tiered import score_batch
     from sdk.train.self_distill import distill_rows
 
     cfg, sandbox = ctx.cfg, ctx.need_sandbox()
     rows, counts = distill_rows(ctx.model_path, pool, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward),
                                 cfg.sft.self_distill, out / "self_distill.jsonl", cfg.seed, cfg.model.dtype)
+    write_jsonl(self_distill_rows_path(ctx), rows)  # expert iteration replays them (rl.expert.replay_self_distill)
     ctx.console.print(f"  self-distillation: the base model's answers verified on {counts['tasks_solved']}/"
                       f"{counts['tasks']} replay tasks ({counts['verified']}/{counts['sampled']} samples), "
                       f"{counts['kept']} rows")
     return rows, counts
+
+
+def self_distill_rows_path(ctx: StageContext) -> Path:
+    """Where the sft stage keeps its self-distillation SFT rows (``sft/self_distill_rows.jsonl``)."""
+    return ctx.layout.stage_dir("sft") / "self_distill_rows.jsonl"
 
 
 def _dpo(ctx: StageContext) -> dict:

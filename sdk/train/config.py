@@ -213,6 +213,9 @@ class ExpertIterationConfig(_Cfg):
     batch_size: int = Field(4, gt=0)
     replay_references: bool = Field(True, description="mix the round's sampled tasks' references into its SFT "
                                     "data, so the adapter does not drift from SFT on what it got wrong")
+    replay_self_distill: bool = Field(False, description="mix the SFT stage's self-distillation rows (the base "
+                                      "model's verified answers on the sft.self_distill pool) into every round's SFT "
+                                      "data, so rounds on one library's rows do not undo them (OOD)")
 
 
 class RlConfig(_Cfg):

@@ -97,7 +97,7 @@ def round_sft_config(rc: RlConfig, sft_cfg: SftConfig) -> SftConfig:
 def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], score: Score,
                          rc: RlConfig, sft_cfg: SftConfig, out_dir: Path, seed: int, dtype: str = "auto",
                          progress: bool = True, make_generator: Callable[..., Any] | None = None,
-                         console: Any = None) -> TrainResult:
+                         console: Any = None, replay_rows: Sequence[dict] = ()) -> TrainResult:
     """Expert iteration for ``rc.expert.rounds`` rounds; the last adapter goes to ``out_dir/adapter``.
 
     Args:
@@ -109,6 +109,8 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
         sft_cfg: ``cfg.sft`` (LoRA, max_length, truncation), see :func:`round_sft_config`.
         make_generator: ``(model_path, adapter, seed) -> generate`` with ``.close()``; default
             :class:`sdk.generate.HFGenerator` (tests pass a fake).
+        replay_rows: prompt-completion rows added to every round that trains (``rl.expert.replay_self_distill``:
+            the SFT stage's self-distillation rows), after the verified and reference rows.
     Returns:
         :class:`TrainResult` (stage ``rl``) whose ``details`` hold ``rounds`` (per round: counts,
         steps, compute) and, with ``eval_midway``, ``midway`` (``round``, ``compute_s``).
@@ -117,9 +119,7 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
     """
     from sdk.train.sft import run_sft
 
-    if not any(t.verifier.kind != "reference" for t in tasks):
-        raise ConfigError("expert iteration has nothing to sample: no train task has an automatic verifier",
-                          "add a test-suite source (pytest, jsonl, humaneval), or turn RL off (--set rl.enabled=false)")
+    _check_sampleable(tasks)
     make_generator = make_generator or _hf_generator(rc, dtype)
     shutil.rmtree(out_dir / "rounds", ignore_errors=True)  # rounds never resume a stale run's checkpoints
     ec, cpu0, current = rc.expert, time.process_time(), adapter_dir
@@ -132,13 +132,13 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
         tokens_gen += generated
         record: dict[str, Any] = {"round": rnd + 1, "tasks": len(part), **counts}
         if rows:
-            rows += _replay(part, rows) if ec.replay_references else []
+            rows += (_replay(part, rows) if ec.replay_references else []) + list(replay_rows)
             out = out_dir / "rounds" / str(rnd + 1)
             result = run_sft(model_path, rows, round_sft_config(rc, sft_cfg), out, seed + rnd, dtype, progress,
                              adapter_dir=current)
             history += [{**h, "round": rnd + 1, "step": steps + int(h.get("step", 0))} for h in result.log_history]
             current, steps, tokens_trained = out / "adapter", steps + result.steps, tokens_trained + result.tokens_trained
-            record.update(rows=len(rows), steps=result.steps)
+            record.update(rows=len(rows), replayed=len(replay_rows), steps=result.steps)
         record["compute_s"] = time.process_time() - cpu0
         rounds.append(record)
         _say(console, record)
@@ -154,6 +154,12 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
     return TrainResult("rl", steps=steps, rows=sum(r.get("rows", 0) for r in rounds), tokens_trained=tokens_trained,
                        tokens_generated=tokens_gen, log_history=tuple(history),
                        details={"algorithm": "expert_iteration", "rounds": rounds, **({"midway": midway} if midway else {})})
+
+
+def _check_sampleable(tasks: Sequence[Task]) -> None:
+    if not any(t.verifier.kind != "reference" for t in tasks):
+        raise ConfigError("expert iteration has nothing to sample: no train task has an automatic verifier",
+                          "add a test-suite source (pytest, jsonl, humaneval), or turn RL off (--set rl.enabled=false)")
 
 
 def sample_round(part: Sequence[Task], gen: Any, score: Score, k: int, max_per_task: int, log: Path,
@@ -211,5 +217,7 @@ def _copy_adapter(src: Path, dst: Path) -> None:
 
 def _say(console: Any, r: dict) -> None:
     line = (f"  expert iteration round {r['round']}: {r['verified']}/{r['sampled']} samples verified on "
-            f"{r['tasks_solved']}/{r['tasks']} tasks, {r.get('rows', 0)} SFT rows, {r['compute_s']:.0f} CPU-s")
+            f"{r['tasks_solved']}/{r['tasks']} tasks, {r.get('rows', 0)} SFT rows"
+            + (f" ({r['replayed']} replayed self-distillation rows)" if r.get("replayed") else "")
+            + f", {r['compute_s']:.0f} CPU-s")
     (console.print if console is not None else log.info)(line)

@@ -78,3 +78,43 @@ def test_nothing_verifiable_is_a_config_error(tiny_model_dir, tmp_path):
     with pytest.raises(ConfigError, match="nothing to sample"):
         run_expert_iteration(tiny_model_dir, None, [ref_only], lambda ts, cs: [], RlConfig(), SftConfig(),
                              Path(tmp_path), 0, progress=False)
+
+
+def test_replay_rows_join_every_round_that_trains(tmp_path, monkeypatch):
+    import sdk.train.sft as sft_module
+    from sdk.train.result import TrainResult
+
+    trained = []
+
+    def fake_sft(model_path, rows, cfg, out, seed, dtype, progress, adapter_dir=None, **kw):
+        trained.append([r["completion"][0]["content"] for r in rows])
+        (out / "adapter").mkdir(parents=True)
+        (out / "adapter" / "adapter_config.json").write_text("{}")
+        return TrainResult("sft", steps=1, rows=len(rows), tokens_trained=10)
+
+    monkeypatch.setattr(sft_module, "run_sft", fake_sft)
+    replay = [{"prompt": [{"role": "user", "content": "plain"}], "completion": [{"role": "assistant", "content": "R"}]}]
+    rc = RlConfig(algorithm="expert_iteration", eval_midway=False,
+                  expert=ExpertIterationConfig(rounds=2, k=2, max_per_task=1, replay_references=False))
+    result = run_expert_iteration("unused", None, [task(0)], lambda ts, cs: [ok(c) for c in cs], rc, SftConfig(),
+                                  tmp_path, seed=0, progress=False, make_generator=lambda m, a, s: FakeGen(a),
+                                  replay_rows=replay)
+    assert trained == [[GOOD, "R"], [GOOD, "R"]], "each round: its verified rows, then the replayed ones"
+    assert [r["replayed"] for r in result.details["rounds"]] == [1, 1]
+
+
+def test_replay_without_self_distill_rows_is_a_config_error(tmp_path):
+    from types import SimpleNamespace
+
+    from sdk.run.layout import RunLayout
+    from sdk.run.stage_rl import self_distill_replay
+
+    on = RlConfig(expert=ExpertIterationConfig(replay_self_distill=True))
+    ctx = SimpleNamespace(cfg=SimpleNamespace(rl=on), layout=RunLayout(tmp_path))
+    with pytest.raises(ConfigError, match="replay_self_distill"):
+        self_distill_replay(ctx)
+    rows = tmp_path / "sft" / "self_distill_rows.jsonl"
+    rows.parent.mkdir(parents=True)
+    rows.write_text('{"prompt": [], "completion": []}\n')
+    assert self_distill_replay(ctx) == [{"prompt": [], "completion": []}]
+    assert self_distill_replay(SimpleNamespace(cfg=SimpleNamespace(rl=RlConfig()), layout=ctx.layout)) == []

@@ -1,0 +1,180 @@
+"""Training arms of one config, each scored on the same held-out and OOD tasks with paired intervals.
+
+One task set is built once (``WORK/_tasks``) and copied into every arm's run folder, so every arm
+trains on the same train split and is scored on the same tasks; the base model is scored once
+(``WORK/base.jsonl``). An arm is the config plus ``--set`` overrides, run through the pipeline's own
+``sft`` and ``rl`` stages into ``WORK/ARM``; ``--from-sft OTHER`` reuses another arm's finished SFT
+stage (for arms that differ only in RL). Each adapter named by ``--eval`` is scored greedy, the way
+the eval stage does it (same generator, reward and sandbox), into ``WORK/ARM/eval_<label>.jsonl``;
+the arm's wall time, CPU time and load average go to ``WORK/ARM/arm.json``.
+
+    nice -n 10 .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --arm defaults
+    nice -n 10 .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --arm replay \\
+        --from-sft defaults --set rl.expert.replay_self_distill=true
+    .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --table --against defaults/tuned
+
+``--table`` prints, per arm and adapter, held-out and OOD pass@1 and the paired 95 % bootstrap
+interval of the difference against the base model and against ``--against ARM/LABEL``. Choices
+between arms made from this table use held-out tasks, so for a shipped default prefer arms that win
+on OOD (never trained on) and confirm on the validation split; the bench only measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
+
+LABELS = ("sft", "rl_midway", "tuned")
+
+
+def pipeline(config: str, run_dir: Path, sets: list[str]):
+    """A :class:`sdk.run.pipeline.Pipeline` of ``config`` with ``--set`` overrides, into ``run_dir``."""
+    import yaml
+    from rich.console import Console
+
+    from sdk.config import load_config
+    from sdk.run.pipeline import Pipeline
+
+    overrides = {k: yaml.safe_load(v) for k, _, v in (s.partition("=") for s in sets)}
+    overrides["run_dir"] = str(run_dir)
+    return Pipeline(load_config(config, overrides), console=Console(stderr=True), progress=False)
+
+
+def copy_stage(src: Path, dst: Path, stage: str, folder: str) -> None:
+    """Copy ``folder`` and the stage marker of ``stage`` from run folder ``src`` into ``dst``."""
+    if (dst / folder).exists():
+        shutil.rmtree(dst / folder)
+    shutil.copytree(src / folder, dst / folder, ignore=shutil.ignore_patterns("checkpoints"))
+    (dst / "state").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src / "state" / f"{stage}.json", dst / "state" / f"{stage}.json")
+
+
+def score(pipe, label: str, adapter: Path | None, out: Path) -> list:
+    """Greedy eval rows of ``adapter`` (None: the base model) on the eval splits, saved to ``out``."""
+    from sdk.eval.records import save_rows
+    from sdk.run.spec import SPECS, Stage
+    from sdk.run.stage_eval import eval_tasks, text_rows
+
+    ctx = pipe.context(SPECS[Stage.EVAL])
+    rows = text_rows(ctx, eval_tasks(ctx), label, adapter)
+    save_rows(out, rows)
+    return rows
+
+
+def adapters(pipe) -> dict[str, Path]:
+    """The arm's adapters that exist: ``sft``, ``rl_midway`` and ``tuned`` (the newest)."""
+    layout = pipe.layout
+    found = {"sft": layout.adapter("sft"), "rl_midway": layout.midway_adapter("rl"),
+             "tuned": pipe.adapter_for_eval()}
+    return {k: v for k, v in found.items() if v is not None and (v / "adapter_config.json").is_file()}
+
+
+def run_arm(args) -> None:
+    """Build the shared task set if needed, train the arm, score its adapters (and the base once)."""
+    work, load0, wall0, cpu0 = Path(args.work), os.getloadavg(), time.time(), time.process_time()
+    tasks_pipe = pipeline(args.config, work / "_tasks", [])
+    tasks_pipe.run(["tasks"])
+    arm = work / args.arm
+    arm.mkdir(parents=True, exist_ok=True)
+    copy_stage(work / "_tasks", arm, "tasks", "tasks")
+    if args.from_sft:
+        copy_stage(work / args.from_sft, arm, "sft", "sft")
+    pipe = pipeline(args.config, arm, args.set or [])
+    pipe.run(["sft", "rl"])
+    train_wall = time.time() - wall0
+    try:
+        if not (work / "base.jsonl").is_file():
+            score(pipe, "base", None, work / "base.jsonl")
+        found = adapters(pipe)
+        for label in args.eval:
+            if label in found:
+                score(pipe, label, found[label], arm / f"eval_{label}.jsonl")
+    finally:
+        pipe.close()
+    record = {"arm": args.arm, "set": args.set or [], "from_sft": args.from_sft, "train_wall_s": round(train_wall),
+              "wall_s": round(time.time() - wall0), "cpu_s": round(time.process_time() - cpu0),
+              "load_start": load0, "load_end": os.getloadavg(), "stages": {s: pipe.stats(s) for s in ("sft", "rl")}}
+    (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
+    print(json.dumps({k: record[k] for k in ("arm", "train_wall_s", "wall_s", "load_start", "load_end")}))
+
+
+def per_task(path: Path) -> dict[str, dict[str, float]]:
+    """``{split: {task_id: 1.0 if its first sample passed else 0.0}}`` from an eval rows file."""
+    from sdk.eval.records import load_rows
+
+    out: dict[str, dict[str, float]] = {}
+    for row in load_rows(path):
+        out.setdefault(row.split.value, {})[row.task_id] = float(bool(row.passed and row.passed[0]))
+    return out
+
+
+def delta(a: dict[str, float], b: dict[str, float]) -> str:
+    """``b - a`` in pp over their common tasks, with the paired 95 % bootstrap interval."""
+    from sdk.eval.metrics import paired_bootstrap_ci
+
+    ids = sorted(set(a) & set(b))
+    est = paired_bootstrap_ci([a[i] for i in ids], [b[i] for i in ids])
+    return f"{est.value * 100:+.1f} ({est.low * 100:+.1f} … {est.high * 100:+.1f})"
+
+
+def table(args) -> None:
+    """Print the markdown table of every scored arm adapter under ``--work``."""
+    work = Path(args.work)
+    base = per_task(work / "base.jsonl")
+    against = per_task(work / f"{args.against.split('/')[0]}/eval_{args.against.split('/')[1]}.jsonl") \
+        if args.against else None
+    head = "| arm/adapter | held-out | Δ vs base | OOD | Δ vs base |"
+    head += f" Δ held-out vs {args.against} | Δ OOD vs {args.against} |" if against else ""
+    print(head + " train wall s | load |")
+    print("|" + "---|" * (head.count("|") + 1))
+    print(f"| base | {_frac(base, 'heldout')} | | {_frac(base, 'ood')} | |" + (" | |" if against else "") + " | |")
+    for arm in sorted(p for p in work.iterdir() if (p / "arm.json").is_file()):
+        rec = json.loads((arm / "arm.json").read_text())
+        for label in LABELS:
+            path = arm / f"eval_{label}.jsonl"
+            if not path.is_file():
+                continue
+            rows = per_task(path)
+            line = (f"| {arm.name}/{label} | {_frac(rows, 'heldout')} | {delta(base['heldout'], rows['heldout'])} | "
+                    f"{_frac(rows, 'ood')} | {delta(base['ood'], rows['ood'])} |")
+            if against:
+                line += f" {delta(against['heldout'], rows['heldout'])} | {delta(against['ood'], rows['ood'])} |"
+            load = f"{rec['load_start'][0]:.1f}→{rec['load_end'][0]:.1f}"
+            print(line + f" {rec['train_wall_s']} | {load} |")
+
+
+def _frac(rows: dict[str, dict[str, float]], split: str) -> str:
+    part = rows.get(split, {})
+    return f"{int(sum(part.values()))}/{len(part)}"
+
+
+def main() -> None:
+    """Parse the command line and run one arm or print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("config")
+    ap.add_argument("--work", required=True, help="folder holding the shared task set, the base rows and the arms")
+    ap.add_argument("--arm", help="the arm's name (its run folder under --work)")
+    ap.add_argument("--set", action="append", help="a config override KEY=VALUE (repeatable), as tuneloop --set")
+    ap.add_argument("--from-sft", help="reuse this arm's finished SFT stage (the arm must not change sft.*)")
+    ap.add_argument("--eval", nargs="+", default=["sft", "tuned"], choices=LABELS, help="adapters to score")
+    ap.add_argument("--table", action="store_true", help="print the table of the arms scored so far")
+    ap.add_argument("--against", help="ARM/LABEL every row is also compared with, e.g. defaults/tuned")
+    args = ap.parse_args()
+    if args.table:
+        table(args)
+    elif args.arm:
+        run_arm(args)
+    else:
+        ap.error("give --arm NAME or --table")
+
+
+if __name__ == "__main__":
+    main()
