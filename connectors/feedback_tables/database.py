@@ -144,8 +144,10 @@ class Database:
 
     def select(self, conn: sa.Connection, table: str | None, query: str | None, columns: list[str],
                where: str | None, order_by: list[str], then_by: list[str],
-               after: tuple[str | None, Any] | None) -> sa.Select:
-        """The ``SELECT`` of :meth:`stream` (columns checked). Raises :class:`SourceError`."""
+               after: tuple[str | None, Any] | None, within: Any = None) -> sa.Select:
+        """The ``SELECT`` of :meth:`stream` (columns checked). ``within``: a key range with
+        ``conditions(relation) -> [SQL conditions]`` (a :class:`~connectors.feedback_tables.shards.Shard`).
+        Raises :class:`SourceError`."""
         rel = self.relation(conn, table, query)
         available = set(rel.c.keys())
         missing = [c for c in columns if c not in available]
@@ -157,20 +159,23 @@ class Database:
             stmt = stmt.where(sa.text(f"({where})"))
         if after is not None:
             stmt = stmt.where(rel.c[after[0]] > after[1])
+        if within is not None:
+            stmt = stmt.where(*within.conditions(rel))
         return stmt.order_by(*[rel.c[c] for c in dict.fromkeys(order_by + then_by)])
 
     def stream(self, table: str | None, query: str | None, columns: list[str], where: str | None,
                order_by: list[str], then_by: list[str], after: tuple[str | None, Any] | None,
-               batch_size: int) -> Iterator[dict[str, Any]]:
+               batch_size: int, within: Any = None) -> Iterator[dict[str, Any]]:
         """Yield rows (column name -> value) of ``columns``, ordered by ``order_by + then_by``.
 
         Args:
             after: ``(column, value)``: only rows with ``column > value`` (incremental reads).
+            within: only the rows of this key range (see :meth:`select`).
         Raises:
             SourceError: connection, table, column or filter problems.
         """
         with self._connect() as conn:
-            stmt = self.select(conn, table, query, columns, where, order_by, then_by, after)
+            stmt = self.select(conn, table, query, columns, where, order_by, then_by, after, within)
             try:
                 result = conn.execution_options(stream_results=True, yield_per=batch_size).execute(stmt)
                 for row in result.mappings():
@@ -212,8 +217,8 @@ class Database:
             last = page[-1][key]
 
     def select_sql(self, table: str | None, query: str | None, columns: list[str], where: str | None,
-                   order_by: list[str], then_by: list[str]) -> str:
+                   order_by: list[str], then_by: list[str], within: Any = None) -> str:
         """The ``SELECT`` of :meth:`stream` as SQL text in this database's dialect (no parameters)."""
         with self._connect() as conn:
-            stmt = self.select(conn, table, query, columns, where, order_by, then_by, None)
+            stmt = self.select(conn, table, query, columns, where, order_by, then_by, None, within)
             return str(stmt.compile(dialect=self.engine.dialect, compile_kwargs={"literal_binds": True}))

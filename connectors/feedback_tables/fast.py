@@ -260,12 +260,12 @@ def _run_in_worker(packed: Chunk | bytes, start: int, key_fields: list[str], as_
 
 
 def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk], key_fields: list[str],
-               as_json: bool, workers: int | None, columnar: bool = False) -> Iterator[list]:
+               as_json: bool, workers: int | None, columnar: bool = False, start: int = 0) -> Iterator[list]:
     """Process ``chunks`` in order (inline for one chunk or one worker, else on a process pool),
     adding each chunk's counts to ``source.counts`` and yielding its records, one list per chunk
-    (one generator step per chunk, not per record)."""
+    (one generator step per chunk, not per record). ``start``: read index of the first row."""
     n = workers or os.cpu_count() or 1
-    it, start = iter(chunks), 0
+    it = iter(chunks)
     first = next(it, None)
     second = next(it, None) if first is not None else None
     if first is None:
@@ -323,22 +323,28 @@ class SourceFactory:
         return source
 
 
-def read(source: Any, db: Any, key_fields: list[str], as_json: bool, columnar: bool) -> Iterator[list]:
+def read(source: Any, db: Any, key_fields: list[str], as_json: bool, columnar: bool,
+         shard: Any = None) -> Iterator[list]:
     """The fast read of ``source`` (an ``SqlFeedbackSource`` whose ``db`` is open): Arrow batches
     (or SQLAlchemy rows), chunks cut at group boundaries, processed in order; one list of records
-    (JSON lines if ``as_json``) per chunk."""
+    (JSON lines if ``as_json``) per chunk. With ``shard`` (a
+    :class:`~connectors.feedback_tables.shards.Shard`), only its key range, inline, its rows
+    numbered from ``shard.start``."""
     cols, opts = source._cols, source.options
     order = [cols[f] for f in key_fields]
     then = [cols[f] for f in ("created_at", "row_id") if f in cols]
     args = (opts.table, opts.query, source._columns(), opts.filter, order, then)
-    parts: Any = arrow_batches(opts.url, db.select_sql(*args))
+    parts: Any = arrow_batches(opts.url, db.select_sql(*args, within=shard))
     if parts is None:
-        rows = db.stream(*args, after=None, batch_size=opts.batch_size)
+        rows = db.stream(*args, after=None, batch_size=opts.batch_size, within=shard)
         parts = _batched(rows, opts.batch_size)
     else:
         parts = (pa.Table.from_batches([b]) for b in parts)
     chunks = chunks_by_group(parts, order, max(opts.batch_size, LANE_ROWS) if columnar else opts.batch_size)
     factory = SourceFactory(type(source), source._raw_options, source.base_dir, source.domain)
+    if shard is not None:
+        yield from run_chunks(source, factory, chunks, key_fields, as_json, 1, columnar, shard.start)
+        return
     yield from run_chunks(source, factory, chunks, key_fields, as_json, opts.workers, columnar)
 
 

@@ -81,8 +81,11 @@ class SqlFeedbackOptions(SourceOptions):
             turns, keeping system messages and the rated (last) turn.
         ingest: ``fast`` (Arrow batches, columnar redaction pre-filter, a process per core; see
             :mod:`connectors.feedback_tables.fast`) or ``rows`` (the row-by-row path, kept as the
-            reference and fallback; both give the same records).
+            reference and fallback; both give the same records), or ``ray`` (the fast path sharded by key
+            ranges on a Ray cluster with Ray Data, the ``ray`` extra; see
+            :mod:`connectors.feedback_tables.scale`; same records).
         workers: processes for fast ingest (default: every core); 1 runs inline.
+        shards: key ranges of ``ingest: ray`` (default: 4 per cluster CPU).
         state_dir: when set, reads are incremental: only rows above the persisted watermark
             are read and appended to an event log there (see
             :mod:`connectors.feedback_tables.incremental`); records come from the whole log.
@@ -110,8 +113,9 @@ class SqlFeedbackOptions(SourceOptions):
     auto_columns: bool = True
     state_dir: str | None = None
     cursor_url: str | None = None
-    ingest: Literal["fast", "rows"] = "fast"
+    ingest: Literal["fast", "rows", "ray"] = "fast"
     workers: int | None = Field(None, gt=0)
+    shards: int | None = Field(None, gt=0)
     max_prompt_chars: int | None = Field(None, gt=0)
 
     @field_validator("rating", mode="before")

@@ -153,6 +153,14 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
         db = self._open()
         key_fields = self._key_fields()
         in_db_order = all(f in self._cols for f in key_fields)
+        if self.options.ingest == "ray":  # the fast path per key range, on Ray
+            db.close()
+            ds = self.ray_dataset(as_json=as_json)
+            from connectors.feedback_tables import scale
+
+            yield from (r for out in scale.read(ds, self, as_json) for r in out)
+            self._warn_naive()
+            return
         if self.options.ingest == "fast" and in_db_order:
             from connectors.feedback_tables import fast, lane
 
@@ -165,6 +173,17 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
             return
         records = self._records_rows(db, key_fields, in_db_order)
         yield from ((r.model_dump_json() for r in records) if as_json else records)
+
+    def ray_dataset(self, shards: int | None = None, as_json: bool = True) -> Any:
+        """The read as a Ray Dataset, one read task per key range (columns ``shard``, ``pos``, ``kind``,
+        ``record``, ``counts``: :mod:`connectors.feedback_tables.scale`). Raises :class:`SourceError`."""
+        from connectors.feedback_tables import lane
+
+        try:
+            from connectors.feedback_tables import scale
+        except ImportError as exc:
+            raise SourceError(f"`ingest: ray` needs Ray ({exc})", "pip install 'tuneloop[ray]'") from None
+        return scale.dataset(self, as_json, lane.fits(self, SqlFeedbackSource), shards)
 
     def _records_rows(self, db: Database, key_fields: list[str], in_db_order: bool) -> Iterator[Record]:
         rows = db.stream(self.options.table, self.options.query, self._columns(), self.options.filter,
