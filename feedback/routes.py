@@ -1,9 +1,12 @@
 """The registry as serving routes: :func:`route_table` builds the plain
 :class:`sdk.serve.routes.RouteTable` a server of one application loads (its candidate, canary and
-production versions, on one base model); :func:`sdk.serve.routes.vllm_command` turns it into
-the vLLM multi-LoRA command line."""
+production versions, on one base model, each with its registered digest and probe, which the server
+checks before serving it); :func:`sdk.serve.routes.vllm_command` turns it into the vLLM multi-LoRA
+command line."""
 
 from __future__ import annotations
+
+import json
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -36,6 +39,14 @@ def route_table(session: Session, application: str) -> RouteTable:
     return RouteTable(
         application=application, base_model=next(iter(bases.values()), ""),
         adapters=tuple(RoutedAdapter(name=r.name, number=r.number, path=r.adapter_path, sha256=r.adapter_sha256,
-                                     rank=r.lora_rank, state=r.state) for r in rows),
+                                     rank=r.lora_rank, state=r.state, **_probe(r.probe_json)) for r in rows),
         names=tuple(RoutedName(name=h.name, production=numbers.get(h.production_id), canary=numbers.get(h.canary_id),
                                canary_fraction=h.canary_fraction) for h in heads))
+
+
+def _probe(probe_json: str | None) -> dict:
+    """The registered probe (V3) as :class:`RoutedAdapter` fields, so the server checks it on load."""
+    if not probe_json:
+        return {}
+    probe = json.loads(probe_json)
+    return {"probe_prompt": probe.get("prompt", ""), "probe": tuple(probe.get("logprobs", ()))}

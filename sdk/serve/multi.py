@@ -6,11 +6,14 @@ generates with the adapter a request resolved to (``set_adapter`` under a lock: 
 a time, the device is the bottleneck anyway). Versions are loaded and unloaded as the table
 changes (:meth:`MultiAdapterModel.sync`).
 
-Before a version is served (field cases V1–V3, :mod:`sdk.serve.preflight`): its config passes
-the rank and saved-modules preflight, the folder's digest equals the registered one (a stale or
-empty copy is refused), and :meth:`MultiAdapterModel.probe` gives the probe log-probabilities for
-the publisher to compare with the trained model's. A version that fails is not loaded; the
-failure is logged and kept in :attr:`MultiAdapterModel.problems`, the others keep serving.
+Before a version is served (field cases V1–V4, :func:`sdk.serve.preflight.preflight_adapter`):
+its config passes the rank and saved-modules preflight (V1, V2), the folder's digest equals the
+registered one (V3: a stale or empty copy is refused), its weights hold non-zero LoRA tensors
+that differ from every other loaded version of the name (V4), and once loaded, the probe prompt's
+log-probabilities match the ones the registry recorded from the training model (V3; when the
+route carries them). :meth:`MultiAdapterModel.probe` also answers the publisher's own check
+(:func:`feedback.publish.verify_served`). A version that fails is not served; the failure is
+logged and kept in :attr:`MultiAdapterModel.problems`, the others keep serving.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from sdk.serve.preflight import ServeError, adapter_digest, check_adapter_servable, lora_rank_plan, read_adapter_config
+from sdk.serve.preflight import ServeError, check_probe, preflight_adapter
 from sdk.serve.probe import PROBE_PROMPT, probe_logprobs
 from sdk.serve.routes import RoutedAdapter, RouteTable
 
@@ -45,20 +48,25 @@ class MultiAdapterModel:
         base_dir: the base model folder every adapter was trained on.
         dtype: ``float32`` (CPU default), ``bfloat16`` or ``float16``.
         max_rank: the largest LoRA rank accepted (V1; ``None``: no limit beyond the preflight's).
+        probe_atol: tolerance of the probe check on load, nats per token (default 1e-3 in float32,
+            0.05 in half precision, whose rounding alone moves log-probabilities by ~1e-2).
     Raises:
         ModelError: the base cannot be loaded.
     """
 
-    def __init__(self, base_dir: str, dtype: str = "float32", max_rank: int | None = None) -> None:
+    def __init__(self, base_dir: str, dtype: str = "float32", max_rank: int | None = None,
+                 probe_atol: float | None = None) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.base_dir, self.max_rank = base_dir, max_rank
+        self.probe_atol = probe_atol if probe_atol is not None else (1e-3 if dtype == "float32" else 0.05)
         self.tokenizer = AutoTokenizer.from_pretrained(base_dir)
         self._base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, dtype)).eval()
         self._model: Any = None  # the PeftModel once an adapter is loaded
         self._names: dict[str, str] = {}  # label -> PEFT adapter name
         self._sha: dict[str, str] = {}
+        self._payload: dict[str, str] = {}  # label -> LoRA payload digest (V4)
         self._lock = threading.Lock()
         self._counter = 0
         self.problems: dict[str, str] = {}
@@ -69,19 +77,14 @@ class MultiAdapterModel:
         return dict(self._sha)
 
     def load(self, adapter: RoutedAdapter) -> None:
-        """Load one version after the preflight (V1, V2) and digest check (V3).
+        """Load one version after the preflight (V1–V4), then check its probe (V3).
 
         Raises:
-            ServeError: the preflight refuses it, or the folder's digest differs from the registered one.
+            ServeError: the preflight refuses it, or its probe log-probabilities differ from the
+                registered ones by more than :attr:`probe_atol` nats (it is unloaded again).
         """
-        config = read_adapter_config(adapter.path)
-        check_adapter_servable(config)
-        lora_rank_plan(config, server_max=self.max_rank) if self.max_rank else lora_rank_plan(config)
-        digest = adapter_digest(adapter.path)
-        if adapter.sha256 and digest != adapter.sha256:
-            raise ServeError(f"{adapter.label}: the folder {adapter.path} is not the registered adapter "
-                             f"(sha256 {digest[:12]}, registered {adapter.sha256[:12]})",
-                             "re-copy the adapter the registry recorded, or register this folder as a new version")
+        others = {lbl: d for lbl, d in self._payload.items() if lbl.partition("@")[0] == adapter.name}
+        found = preflight_adapter(adapter.path, adapter.sha256, self.max_rank, others, adapter.label)
         with self._lock:
             self._counter += 1
             peft_name = f"v{self._counter}"
@@ -92,15 +95,25 @@ class MultiAdapterModel:
             else:
                 self._model.load_adapter(adapter.path, adapter_name=peft_name)
             self._model.eval()
-            self._names[adapter.label], self._sha[adapter.label] = peft_name, digest
+            self._names[adapter.label], self._sha[adapter.label] = peft_name, found.sha256
+            self._payload[adapter.label] = found.payload_sha256
+        if adapter.probe:
+            try:
+                served = self.probe(adapter.label, adapter.probe_prompt or PROBE_PROMPT)["logprobs"]
+                check_probe(adapter.probe, served, self.probe_atol)
+            except ServeError as exc:
+                self.unload(adapter.label)
+                raise ServeError(f"{adapter.label}: {exc.what}", exc.fix) from None
         self.problems.pop(adapter.label, None)
-        log.info("serving %s from %s (sha256 %s)", adapter.label, adapter.path, digest[:12])
+        log.info("serving %s from %s (sha256 %s%s)", adapter.label, adapter.path, found.sha256[:12],
+                 ", probe matches the training model" if adapter.probe else "")
 
     def unload(self, label: str) -> None:
         """Drop a loaded version (no-op when not loaded)."""
         with self._lock:
             peft_name = self._names.pop(label, None)
             self._sha.pop(label, None)
+            self._payload.pop(label, None)
             if peft_name is not None and self._names:  # PEFT keeps at least one adapter: the last stays, unnamed
                 self._model.delete_adapter(peft_name)
 

@@ -10,9 +10,15 @@
   load; an empty checkpoint folder is an error) and :func:`check_probe` (a probe prompt's
   log-probabilities from the server match the ones recorded from the training model).
 - **V4** :func:`check_weight_sync`: a weight sync ships at least one adapter tensor, not all of
-  them zero, and its payload hash differs from the previous sync's.
+  them zero, and its payload hash differs from the previous sync's. Publishing a version to a
+  server is such a sync: :func:`preflight_adapter` applies it to the adapter's weights file
+  (the payload must differ from every other version of the same name the server holds).
 
-Pure functions over folders, dicts and tensors; no server or registry is needed to test them.
+:func:`preflight_adapter` runs V1, V2, the V3 digest and V4 on one folder before it is served
+(the CPU server on every load, ``tuneloop adapters serve --vllm`` on every version before it
+prints vLLM's command); the probe half of V3 needs the loaded model and is run by the server
+(:meth:`sdk.serve.multi.MultiAdapterModel.load`). Pure functions over folders, dicts and
+tensors; no server or registry is needed to test them.
 """
 
 from __future__ import annotations
@@ -154,6 +160,69 @@ def check_probe(expected: Sequence[float], served: Sequence[float], atol: float 
         raise ServeError(f"the served adapter is not the trained one: probe log-probabilities differ by up to "
                          f"{worst:.4g} nats (tolerance {atol})",
                          "reload the version on the server (it may hold an older copy) and check its files")
+
+
+class Preflight(Frozen):
+    """What :func:`preflight_adapter` found: the rank plan, the folder digest (V3) and the LoRA payload
+    digest (V4)."""
+
+    plan: RankPlan
+    sha256: str
+    payload_sha256: str
+
+
+def adapter_tensors(adapter_dir: str | Path) -> dict[str, Any]:
+    """The adapter's tensors by name, read from ``adapter_model.safetensors`` (or ``.bin``) on CPU.
+
+    Raises:
+        ServeError: no weights file (see :func:`adapter_digest`) or one that cannot be read.
+    """
+    folder = Path(adapter_dir)
+    try:
+        if (folder / _WEIGHT_FILES[0]).is_file():
+            from safetensors.torch import load_file
+
+            return load_file(str(folder / _WEIGHT_FILES[0]))
+        import torch
+
+        return torch.load(folder / _WEIGHT_FILES[1], map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file, whatever the reader raises
+        raise ServeError(f"cannot read the adapter weights in {folder}: {type(exc).__name__}: {exc}",
+                         "copy the adapter folder again from the run") from None
+
+
+def preflight_adapter(adapter_dir: str | Path, registered_sha256: str = "", server_max: int | None = None,
+                      others: Mapping[str, str] | None = None, label: str = "") -> Preflight:
+    """V1, V2, V3 (digest) and V4 for one adapter folder about to be served.
+
+    Args:
+        registered_sha256: the registry's digest (``""``: not checked).
+        server_max: the server's ``--max-lora-rank`` (``None``: any allowed rank).
+        others: label -> payload digest of the other versions of the same name already served.
+        label: ``name@N``, for the messages.
+    Raises:
+        ServeError: the rank or saved modules cannot be served (V1, V2), the folder is not the
+            registered adapter or has no weights (V3), the payload has no or only zero LoRA
+            tensors, or the same tensors as another served version (V4).
+    """
+    config = read_adapter_config(adapter_dir)
+    check_adapter_servable(config)
+    plan = lora_rank_plan(config, server_max=server_max)
+    digest = adapter_digest(adapter_dir)
+    if registered_sha256 and digest != registered_sha256:
+        raise ServeError(f"{label}: the folder {adapter_dir} is not the registered adapter "
+                         f"(sha256 {digest[:12]}, registered {registered_sha256[:12]})",
+                         "re-copy the adapter the registry recorded, or register this folder as a new version")
+    try:
+        payload = check_weight_sync(adapter_tensors(adapter_dir), None)
+    except ServeError as exc:
+        raise ServeError(f"{label}: {exc.what}", exc.fix) from None
+    same = [other for other, d in (others or {}).items() if d == payload]
+    if same:
+        raise ServeError(f"{label}: its LoRA tensors are the same as {same[0]}'s: publishing it would change nothing "
+                         "(a training run that did not move the weights, or a copied folder)",
+                         "check that the run trained (steps > 0, loss moved) and register its own adapter folder")
+    return Preflight(plan=plan, sha256=digest, payload_sha256=payload)
 
 
 def check_weight_sync(tensors: Mapping[str, Any], previous_digest: str | None) -> str:

@@ -20,7 +20,7 @@ import hashlib
 import shlex
 
 from sdk.errors import ModelError
-from sdk.serve.preflight import VLLM_LORA_RANKS, ServeError, lora_rank_plan
+from sdk.serve.preflight import VLLM_LORA_RANKS, ServeError, lora_rank_plan, preflight_adapter
 from sdk.types import Frozen
 
 
@@ -31,6 +31,8 @@ class RoutedAdapter(Frozen):
         name, number: the version (``label`` is ``name@number``).
         path: the adapter folder. sha256: its registered digest (V3). rank: largest LoRA rank.
         state: its registry state (candidate, canary, production).
+        probe_prompt, probe: the probe prompt and the log-probabilities (nats, one per token after
+            the first) recorded from the trained model at registration (V3); empty: not recorded.
     """
 
     name: str
@@ -39,6 +41,8 @@ class RoutedAdapter(Frozen):
     sha256: str
     rank: int
     state: str = "candidate"
+    probe_prompt: str = ""
+    probe: tuple[float, ...] = ()
 
     @property
     def label(self) -> str:
@@ -124,18 +128,33 @@ def aliases(table: RouteTable) -> list[str]:
     return out
 
 
-def vllm_command(table: RouteTable, port: int = 8000) -> str:
+def vllm_command(table: RouteTable, port: int = 8000, check: bool = True) -> str:
     """``vllm serve`` for every version of ``table`` on its base (multi-LoRA).
 
     ``--max-loras`` is the number of versions (all resident at once), ``--max-lora-rank`` the
     largest rank rounded up to vLLM's allowed set (V1); each version is served as ``name@N``.
+    With ``check`` every folder first passes :func:`sdk.serve.preflight.preflight_adapter` (V1, V2,
+    the V3 digest against the registered one, V4); the probe half of V3 needs the running server
+    (``feedback.publish.verify_served`` against a server that answers ``/v1/tuneloop/probe``).
 
     Raises:
-        ServeError: a rank above vLLM's largest (export merged), or nothing to serve.
+        ServeError: nothing to serve, a rank above vLLM's largest (export merged), or a version
+            the preflight refuses (all refusals listed).
     """
     if not table.adapters:
         raise ServeError(f"{table.application} has no live adapter version to serve",
                          "register one and promote it: `tuneloop adapters register`")
+    if check:
+        refused, payloads = [], {}
+        for a in table.adapters:
+            try:
+                others = {lbl: d for lbl, d in payloads.items() if lbl.partition("@")[0] == a.name}
+                payloads[a.label] = preflight_adapter(a.path, a.sha256, None, others, a.label).payload_sha256
+            except ServeError as exc:
+                refused.append(exc.what if exc.what.startswith(a.label) else f"{a.label}: {exc.what}")
+        if refused:
+            raise ServeError("not starting vLLM: " + "; ".join(refused),
+                             "fix or retire the versions named (tuneloop adapters list), then run it again")
     rank = max(lora_rank_plan({"r": a.rank}, VLLM_LORA_RANKS).server_rank for a in table.adapters)
     args = ["vllm", "serve", table.base_model, "--enable-lora", "--max-loras", str(len(table.adapters)),
             "--max-lora-rank", str(rank), "--port", str(port), "--lora-modules",
