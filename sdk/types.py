@@ -52,7 +52,9 @@ class Framework(StrEnum):
     ``pytest`` (Python, per-test results), ``script`` (HumanEval style: the test file defines
     ``check(candidate)``; one result; also accepted by the C/C++ runner), ``node`` (``node --test``,
     JavaScript/TypeScript), ``tltest`` (C/C++ with ``tl_test.h``), ``junit`` (Java), ``go``
-    (``go test``), ``rust`` (``rustc --test``). Which language takes which runner:
+    (``go test``), ``rust`` (``rustc --test``), ``pytest_repo`` (Python, the whole working folder is
+    the candidate: its tests run in a process of their own and the verdict is re-derived outside
+    it; change tasks). Which language takes which runner:
     :mod:`sdk.sandbox.languages` and :mod:`sdk.sandbox.python_lang`.
     """
 
@@ -63,6 +65,7 @@ class Framework(StrEnum):
     JUNIT = "junit"
     GO = "go"
     RUST = "rust"
+    PYTEST_REPO = "pytest_repo"
 
 
 def canonical_json(value: Any) -> str:

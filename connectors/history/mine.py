@@ -71,8 +71,9 @@ class Discovery:
 
 def request(files: dict[str, str], tests: dict[str, str], limits: Limits, requirements: tuple[str, ...] = (),
             target: str = CANDIDATE) -> ExecRequest:
-    """A pytest run of ``tests`` against ``files`` with an empty candidate module at ``target``."""
-    return ExecRequest(language=Language.PYTHON, framework=Framework.PYTEST, solution="", tests=tests, files=files,
+    """A pytest run of ``tests`` against ``files`` with an empty candidate module at ``target``, in
+    the sandbox's whole-repository mode (``pytest_repo``), the mode the change reward runs in."""
+    return ExecRequest(language=Language.PYTHON, framework=Framework.PYTEST_REPO, solution="", tests=tests, files=files,
                        target_path=target, limits=limits, requirements=requirements)
 
 

@@ -21,15 +21,21 @@ Sandbox runs per completion: the test modules holding fail-to-pass tests, then t
 holding only pass-to-pass tests (each split further where two modules share a file name), so a
 module the diff breaks at collection costs only the tests of its run. The harness's tampering flags force 0 (``suspected_hacking``), as for every task.
 
-What is *not* covered yet (said here, the one place): the sandbox's harness keeps one module in
-its candidate process; the rest of the working folder is imported by the tests in the harness
-process. A change task's candidate module is an empty file and the patched repository runs as
-support files, so model-written code shares the harness's process (the sandbox's OS isolation
-still holds; the verdict's process boundary does not). A harness mode for whole-repository
-candidates is the fix; until then change-task rewards are not hardened against a diff that
-attacks pytest itself. Meanwhile the static scans of :mod:`sdk.rewards.integrity` read every
-patched ``.py`` file, and a hacking finding its parent version lacks (``import _pytest``, a
-``pytest_*`` hook, ...) forces 0 (``suspected_hacking``) before anything runs.
+Verdicts out of the candidate's reach: the whole patched snapshot is the candidate (sandbox
+framework ``pytest_repo``). The tests run in a process of their own (``_runner/tl_repo.py``, a
+fresh ``python -I -S``: no ``sitecustomize``/``.pth``, no entry-point plugin of the repository),
+and the harness re-derives every outcome from that process's nonce-tagged pipe
+(``_runner/tl_repohost.py``): a pass needs the runner's evidence that the genuine test function
+(fingerprinted before any repository code ran) returned normally, so patching pytest's runner,
+reports, hooks or test functions, registering plugins, ``os._exit``, forged lines, result files
+and ``atexit`` hooks earn nothing, and a pass pytest reports without that evidence is flagged
+``runner_tampering`` (score 0). Files that load themselves (:data:`~sdk.tasks.change.LOADER_GLOBS`)
+are dropped and flagged ``edits_ci`` like CI files. Not covered, said here and in ``tl_repo.py``:
+the emitter lives in the test process, so code that walks frames or closures up to the runner's
+own objects could still forge a line (the static scans below flag frame access). The static scans
+of :mod:`sdk.rewards.integrity` read every patched ``.py`` file, and a hacking finding its parent
+version lacks (``import _pytest``, a ``pytest_*`` hook, ...) forces 0 (``suspected_hacking``)
+before anything runs.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits
 from sdk.tasks.change import ChangeVerifier, module_groups
 from sdk.tasks.records import Task
+from sdk.types import Framework
 
 _NOT_REACHED = (ExecStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT,
                 ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT)
@@ -63,9 +70,11 @@ class ChangePlan:
 def run_request(verifier: ChangeVerifier, files: dict[str, str], test_files: list[str],
                 limits: Limits | None = None) -> ExecRequest:
     """The sandbox request that runs ``test_files`` (paths in ``verifier.tests``) against ``files``
-    (a source snapshot) with the verifier's pristine support files; the candidate module is empty."""
+    (a source snapshot) with the verifier's pristine support files; the candidate module is empty.
+    pytest runs as ``pytest_repo``: the whole snapshot is the candidate (see the module docstring)."""
     base = (limits or Limits()).model_copy(update={"timeout_s": verifier.timeout_s})
-    return ExecRequest(language=verifier.language, framework=verifier.framework, solution="",
+    framework = Framework.PYTEST_REPO if verifier.framework == Framework.PYTEST else verifier.framework
+    return ExecRequest(language=verifier.language, framework=framework, solution="",
                        tests={p: verifier.tests[p] for p in test_files}, files={**files, **verifier.support},
                        target_path=verifier.target_path, limits=base, requirements=verifier.requirements)
 
@@ -125,7 +134,7 @@ def prepare(task: Task, completion: str, limits: Limits | None = None) -> Change
 def tampering(verifier: ChangeVerifier, files: dict[str, str]) -> list[tuple[str, tuple[str, str]]]:
     """``(flag, (path, what))`` for each hacking finding of :func:`~sdk.rewards.integrity.scan_solution`
     in a patched ``.py`` file that the parent's version of the file does not already have (model code
-    runs in the harness's process, see the module docstring: patching pytest there passes every test)."""
+    shares the test process with pytest, see the module docstring: a layer before the run's own)."""
     out = []
     for path, text in files.items():
         old = verifier.files.get(path)

@@ -31,6 +31,7 @@ from sdk.errors import SandboxError
 
 PYTEST_DISTS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
 RUNNER_DIR = Path(__file__).parent / "_runner"
+REPO_RUNNER = ("tl_repo.py", "tl_repohost.py")  # the whole-repository candidate mode (change tasks)
 _lock = threading.Lock()
 _runtime: Path | None = None
 
@@ -82,6 +83,8 @@ def _build_runtime() -> Path:
     for name in ("tl_runner.py", "tl_build.py", "tl_test.h", "tl_zygote.py", "tl_harness.py", "tl_remote.py",
                  "tl_candidate.py", "tl_wire.py", "tl_pickle.py", "tl_values.py", "tl_cvalues.py", "tl_guard.py",
                  "tl_rmodule.py", "tl_early.py"):
+        shutil.copy2(RUNNER_DIR / name, root / name)
+    for name in REPO_RUNNER:
         shutil.copy2(RUNNER_DIR / name, root / name)
     _byte_compile(root)
     for path in [root, *root.rglob("*")]:

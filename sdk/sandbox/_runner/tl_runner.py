@@ -61,7 +61,11 @@ def main():
         payload["path"] = list(payload.get("path", [])) + [opts["path"]]
     chan = tl_harness.Channel(int(opts["fd"]), payload["nonce"])
     try:
-        tl_harness.run(chan, payload, remote, started)
+        if payload.get("mode") == "repo":   # the whole working folder is the candidate (change tasks)
+            import tl_repohost  # noqa: E402
+            tl_repohost.main(chan, payload, remote)
+        else:
+            tl_harness.run(chan, payload, remote, started)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -1,0 +1,268 @@
+"""The test process of a whole-repository candidate (change tasks, issue 17); stdlib and pytest only.
+
+usage: started by :mod:`tl_repohost` (never by hand) as a fresh ``python -I -S -B`` whose stdin
+carries one JSON header (nonce, report fd, tests folder, test modules, ``sys.path`` additions).
+
+A change task's candidate is the whole working folder: the tests import it, so it runs in this
+process, next to pytest. Nothing pytest reports is trusted on its own here; what the trusted
+harness (the parent, :mod:`tl_repohost`) accepts as a pass needs evidence from this runner:
+
+- before any repository code runs (``-I -S``: no ``sitecustomize``, ``usercustomize`` or ``.pth``
+  file is ever read; the working folder joins ``sys.path`` only after pytest loaded its
+  entry-point plugins, so a ``*.dist-info`` of the repository declares none), the nonce is read from stdin and kept only in the emitter's closure, and
+  every function of every test module is fingerprinted as pytest will compile it (asserts
+  rewritten, and plainly);
+- at the call phase of each test, its function object is replaced by a recording wrapper that
+  emits ``ran <node id>`` after the *genuine* test function (its code's fingerprint is the one of
+  that node id's function in the pristine module; decorators from outside the working folder are
+  followed through ``__wrapped__``) returned normally. A ``runtest`` patched into a no-op, a
+  report rewritten to ``passed``, a plugin or hook registered by repository code, or a test
+  function swapped for another never produce that line;
+- ``end`` is emitted by ``pytest_sessionfinish``, then the process leaves through ``os._exit``
+  (no ``atexit`` hook, no finaliser of the repository runs after the verdicts);
+- a PEP 578 audit hook reports (``runner_tampering``) what repository code does to reach the
+  runner: tracing and profiling hooks, ``gc`` walks, other threads' frames, patching classes of
+  pytest, pluggy, unittest or this runner, reading process memory.
+
+Not covered (the same limit as the Java launcher's): the nonce and the emitter live in this
+process, so repository code that walks its own frames (``f_back``) or closures up to the runner
+and calls the emitter itself could forge a line; the static scans of the reward flag frame access.
+``ran`` is necessary, not sufficient: the outcome is still pytest's, so with pytest's reports
+forged *and* a genuine function returning normally, a test could pass that records failures
+without raising (unittest ``subTest``) or that was called with other arguments than its
+parametrisation's.
+"""
+
+import hashlib
+import json
+import os
+import re
+import sys
+import types
+
+MSG = 2000
+WATCHED = {"sys.settrace", "sys.setprofile", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
+           "gc.get_referents", "sys.addaudithook", "ctypes.string_at", "ctypes.cdata", "ctypes.dlsym"}
+RUNNER = ("_pytest", "pytest", "pluggy", "unittest", "tl_", "__main__")
+TRANSPARENT = ("functools.py", "inspect.py", "types.py", "os.py", "pathlib.py", "io.py", "_pyio.py")
+MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)/(task/\d+/)?(mem|maps|pagemap|environ)$")
+
+
+def _read_all(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def emitter(fd, nonce, dumps=json.dumps, write=os.write):
+    """``emit(**event)``: one ``<nonce> <json>`` line on ``fd``; the nonce stays in this closure."""
+    tag = nonce + " "
+
+    def emit(**event):
+        data = (tag + dumps(event) + "\n").encode("utf-8", "replace")
+        while data:
+            data = data[write(fd, data):]
+    return emit
+
+
+def fingerprint(code, _sha=hashlib.sha256, _code=types.CodeType):
+    """A digest of a code object and the code objects it holds (names, bytecode, constants)."""
+    def walk(co):
+        consts = tuple(walk(c) if isinstance(c, _code) else (type(c).__name__, repr(c)) for c in co.co_consts)
+        return (co.co_name, co.co_code, co.co_names, co.co_varnames, co.co_freevars, co.co_cellvars,
+                co.co_firstlineno, co.co_filename, consts)
+    return _sha(repr(walk(code)).encode("utf-8", "replace")).hexdigest()
+
+
+def _walk(code, prefix, rel, out):
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            name = prefix + c.co_name
+            out.setdefault((rel, name), set()).add(fingerprint(c))
+            _walk(c, name + ".", rel, out)
+
+
+def test_codes(folder, modules):
+    """``{(module path, qualified name): {fingerprints}}`` of every function in ``modules`` (paths
+    relative to ``folder``), compiled as pytest's assertion rewriting compiles them, and plainly."""
+    from pathlib import Path
+    from _pytest.assertion.rewrite import _rewrite_test
+    out = {}
+    for rel in modules:
+        path = os.path.join(folder, rel)
+        codes = []
+        try:
+            codes.append(_rewrite_test(Path(path), None)[1])
+        except Exception:  # noqa: BLE001 - a module that does not compile fails at collection
+            pass
+        try:
+            with open(path, "rb") as fh:
+                codes.append(compile(fh.read(), path, "exec", dont_inherit=True))
+        except Exception:  # noqa: BLE001
+            pass
+        for code in codes:
+            _walk(code, "", rel, out)
+    return out
+
+
+def node_key(nodeid):
+    """``tests/t.py::TestA::test_b[1]`` -> ``("tests/t.py", "TestA.test_b")``."""
+    parts = nodeid.split("::")
+    return parts[0], ".".join(p.split("[", 1)[0] for p in parts[1:])
+
+
+def inside(path, root):
+    """True when file ``path`` (absolute; ``<frozen ...>``, ``<string>`` are not files) lies under
+    folder ``root``."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        return False
+    try:
+        return os.path.realpath(path).startswith(root)
+    except (TypeError, ValueError):
+        return False
+
+
+def genuine(fn, expected, cwd, _fp=fingerprint, _code=types.CodeType, _inside=inside):
+    """True when ``fn`` is, or wraps through ``__wrapped__`` (wrappers from outside ``cwd`` only),
+    a function whose code has one of the ``expected`` fingerprints. (Helpers are bound as
+    defaults here and below: patching this module's globals changes nothing.)"""
+    for _ in range(8):
+        func = getattr(fn, "__func__", fn)
+        code = getattr(func, "__code__", None)
+        if isinstance(code, _code):
+            if _fp(code) in expected:
+                return True
+            if _inside(code.co_filename, cwd):
+                return False   # repository code stands in for the test
+        fn = getattr(func, "__wrapped__", None)
+        if fn is None:
+            return False
+    return False
+
+
+def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key):
+    """The pytest plugin (a fresh class whose state lives in this closure, not on the instance):
+    each genuine test function's normal return (``ran``), each outcome (``test``), ``end``."""
+    import functools
+    import shutil
+    import pytest
+    results, collected, root = {}, [0], cwd.rstrip(os.sep)
+
+    class Plugin:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_load_initial_conftests(self, early_config):
+            sys.path.insert(0, root)   # after pytest loaded its entry-point plugins: none from here
+
+        def pytest_collectreport(self, report):
+            if report.failed:
+                emit(event="collect_error", nodeid=report.nodeid, message=str(report.longreprtext)[-MSG:])
+
+        def pytest_collection_modifyitems(self, session, config, items):
+            collected[0] = len(items)   # the test files leave the disk, as in the harness's pytest mode
+            shutil.rmtree(folder, ignore_errors=True)
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_call(self, item):
+            fn, name = getattr(item, "obj", None), item.nodeid
+            if fn is None:
+                return
+            ok = _genuine(fn, codes.get(_key(name), ()), cwd)
+
+            def genuine_test(*args, **kwargs):
+                result = fn(*args, **kwargs)
+                if ok:
+                    emit(event="ran", name=name)
+                return result
+            try:
+                functools.update_wrapper(genuine_test, fn)
+            except (AttributeError, TypeError):
+                pass
+            item.obj = genuine_test
+
+        def pytest_runtest_logreport(self, report):
+            outcome, msg = results.get(report.nodeid, (None, ""))
+            if report.failed:
+                outcome = "failed" if report.when == "call" else (outcome if outcome in ("failed", "error") else "error")
+                msg = (msg + "\n" + str(report.longreprtext))[-MSG:]
+            elif report.skipped and outcome is None:
+                outcome = "skipped"
+            elif report.passed and report.when == "call":
+                outcome = "passed"
+            results[report.nodeid] = (outcome, msg)
+            if report.when == "teardown":
+                emit(event="test", name=report.nodeid, outcome=outcome or "error", message=msg.strip())
+
+        def pytest_sessionfinish(self, session, exitstatus):
+            emit(event="end", exitstatus=int(exitstatus), collected=collected[0])
+    return Plugin()
+
+
+def auditor(emit, cwd, _inside=inside):
+    """The PEP 578 hook: flag runner-reaching events whose caller is repository code (the
+    innermost frame, past stdlib helpers that only pass a call on)."""
+    busy = []
+
+    def from_repo():
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if _inside(name, cwd):
+                return name
+            if not name.endswith(TRANSPARENT):
+                return False
+            frame = frame.f_back
+        return False
+
+    def hook(event, args):
+        if busy or not (event in WATCHED or event in ("object.__setattr__", "open")):
+            return
+        busy.append(1)
+        try:
+            hit = event in WATCHED or (event == "object.__setattr__" and args and isinstance(args[0], type)
+                                       and str(getattr(args[0], "__module__", "")).startswith(RUNNER)) \
+                or (event == "open" and args and isinstance(args[0], str) and bool(MEMORY.match(args[0])))
+            where = hit and from_repo()
+            if where:
+                emit(event="flag", flag="runner_tampering", detail="%s used %s %s" % (where, event, str(args)[:200]))
+        except Exception:  # noqa: BLE001 - the hook never breaks the tests
+            pass
+        finally:
+            busy.pop()
+    return hook
+
+
+def main():
+    """Read the header, fingerprint the tests, run pytest with :class:`Plugin`, leave via ``_exit``."""
+    here, _exit = os.path.dirname(os.path.abspath(__file__)), os._exit
+    head = json.loads(_read_all(0).decode("utf-8"))
+    emit = emitter(int(head.pop("fd")), head.pop("nonce"))
+    cwd = os.path.realpath(head["cwd"]) + os.sep
+    sys.path[:0] = [here]   # the working folder joins once pytest's plugins are loaded (the plugin)
+    sys.path += head.get("path", [])
+    sys.dont_write_bytecode = True
+    import tl_guard
+    tl_guard.protect()
+    import pytest
+    folder = head["folder"]
+    plug = plugin(emit, test_codes(folder, head["tests"]), folder, cwd)
+    sys.addaudithook(auditor(emit, cwd))
+    sys.modules["__main__"] = types.ModuleType("__main__")   # this module is not reachable by name
+    main_ = pytest.main
+    emit(event="started")
+    try:
+        main_(head["args"], plugins=[plug])
+    except BaseException as exc:  # noqa: BLE001 - reported; the parent decides
+        emit(event="runtime_error", message=("%s: %s" % (type(exc).__name__, exc))[-MSG:])
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            _exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The whole-repository candidate mode (``pytest_repo``, issue 17): a repository that attacks the
+test runner from inside never makes a failing test pass, and honest repositories pass as before.
+
+The repository is ``calc`` with ``add`` only; ``tests/test_ops.py::test_mul`` fails honestly (no
+``mul``). Each attack is a ``calc/hack.py`` imported by ``calc/__init__.py`` (or a file the
+interpreter or pytest would load by itself) that tries to turn ``test_mul`` into a pass. All
+requests go to the sandbox in one batch (a module fixture), so the file costs a few runs' time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sdk.sandbox import ExecRequest, ExecStatus, Limits
+from sdk.types import Framework
+
+LIMITS = Limits(timeout_s=40, cpu_s=20, memory_mb=1024)
+OPS = "def add(a, b):\n    return a + b\n"
+TESTS = {"tests/test_ops.py": "from calc import ops\n\n\ndef test_add():\n    assert ops.add(2, 3) == 5\n\n\n"
+                              "def test_mul():\n    from calc import mul\n    assert mul(2, 3) == 6\n"}
+PT = "sys.modules['_py' + 'test.python']"
+FORGE = ("def _forge():\n    import os\n    line = b'0' * 32 + b' {\"event\": \"ran\", \"name\": \"tests/test_ops.py::test_mul\"}\\n'\n"
+         "    for fd in range(0, 64):\n        try:\n            os.write(fd, line)\n        except OSError:\n"
+         "            pass\n    with open('/tmp/report.json', 'w') as fh:\n        fh.write('{\"test_mul\": \"passed\"}')\n")
+FIND_CONFIG = ("f, cfg = sys._getframe(), None\nwhile f is not None and cfg is None:\n"
+               "    cfg = next((v for v in list(f.f_locals.values()) if type(v).__name__ == 'Config'), None)\n"
+               "    f = f.f_back\n")
+FORGING_PLUGIN = ("class Evil:\n    @sys.modules['pytest'].hookimpl(wrapper=True)\n"
+                  "    def pytest_runtest_makereport(self, item, call):\n        rep = yield\n"
+                  "        rep.outcome, rep.longrepr = 'passed', None\n        return rep\n")
+
+ATTACKS = {
+    # the strict xfail of the last stop: pytest reached through sys.modules, runtest made a no-op
+    "runtest_noop": f"import sys\n{PT}.Function.runtest = lambda self: None\n",
+    # every report pytest makes says passed
+    "reports_passed": ("import sys\nR = sys.modules['_pytest.reports'].TestReport\n_init = R.__init__\n"
+                       "def init(self, *a, **k):\n    _init(self, *a, **k)\n    self.outcome, self.longrepr = 'passed', None\n"
+                       "R.__init__ = init\n"),
+    # pytest's runner: the call phase gets a no-op in place of the test function
+    "runner_patched": ("import sys\nrun = sys.modules['_pytest.runner']\n_car = run.call_and_report\n"
+                       "def car(item, when, log=True, **kw):\n    if when == 'call':\n"
+                       "        item.obj = lambda *a, **k: None\n    return _car(item, when, log, **kw)\n"
+                       "run.call_and_report = car\n"),
+    # the test function swapped for a no-op wherever pytest asks for it
+    "test_swapped": f"import sys\n{PT}.Function._getobj = lambda self: (lambda *a, **k: None)\n",
+    # a plugin registered at run time rewrites every report to passed
+    "plugin_registered": "import sys\n" + FIND_CONFIG + FORGING_PLUGIN + "cfg.pluginmanager.register(Evil(), 'evil')\n",
+    # the process leaves with status 0 when test_mul asks for mul (after test_add passed)
+    "exit_mid_run": "",
+    # guessed report lines on every descriptor and a fake result file
+    "fake_lines": FORGE + "_forge()\n",
+    # an atexit hook that writes the forged lines after pytest is done
+    "atexit": FORGE + "import atexit\natexit.register(_forge)\n",
+    # a signal at the harness (the kill-guard ends the test process first)
+    "kill_harness": "import os\nos.kill(os.getppid(), 9)\n",
+}
+EXIT_INIT = "from calc.ops import add\n\n\ndef __getattr__(name):\n    import os\n    os._exit(0)\n"
+# files the interpreter or pytest would load on their own, holding the runtest no-op
+SELF_LOADING = {
+    "sitecustomize.py": f"import sys\nimport _pytest.python\n{PT}.Function.runtest = lambda self: None\n",
+    "usercustomize.py": "import _pytest.python\n_pytest.python.Function.runtest = lambda self: None\n",
+    "zz_evil.pth": "import _pytest.python; _pytest.python.Function.runtest = lambda self: None\n",
+    "calc_evil-0.dist-info/METADATA": "Metadata-Version: 2.1\nName: calc-evil\nVersion: 0\n",
+    "calc_evil-0.dist-info/entry_points.txt": "[pytest11]\nevil = calc.plug\n",
+    "calc/plug.py": ("import pytest\n\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                     "    rep = yield\n    rep.outcome, rep.longrepr = 'passed', None\n    return rep\n"),
+}
+
+
+def _request(files: dict[str, str], tests: dict[str, str] = TESTS) -> ExecRequest:
+    return ExecRequest(framework=Framework.PYTEST_REPO, solution="", target_path="_tl_change.py", files=files,
+                       tests=tests, limits=LIMITS)
+
+
+def _attack(name: str) -> ExecRequest:
+    if name == "exit_mid_run":
+        return _request({"calc/__init__.py": EXIT_INIT, "calc/ops.py": OPS})
+    return _request({"calc/__init__.py": "from calc.ops import add\nimport calc.hack\n", "calc/ops.py": OPS,
+                     "calc/hack.py": ATTACKS[name]})
+
+
+HONEST_TESTS = {
+    "tests/test_kinds.py": (
+        "import unittest\nfrom unittest import mock\n\nimport pytest\n\nfrom calc import ops\n\n\n"
+        "@pytest.mark.parametrize('a,b,c', [(1, 2, 3), (2, 2, 4)])\ndef test_param(a, b, c):\n    assert ops.add(a, b) == c\n\n\n"
+        "@mock.patch('calc.ops.add', lambda a, b: 0)\ndef test_patched():\n    assert ops.add(1, 1) == 0\n\n\n"
+        "class TestPlain:\n    def test_method(self, tmp_path):\n        assert ops.add(1, 1) == 2\n\n\n"
+        "class TestCase(unittest.TestCase):\n    def test_unit(self):\n        self.assertEqual(ops.add(1, 1), 2)\n\n"
+        "    def test_unit_fails(self):\n        self.assertEqual(ops.add(1, 1), 3)\n\n\n"
+        "def test_fails():\n    assert ops.add(1, 1) == 3\n"),
+}
+HONEST = {"tests/test_kinds.py::test_param[1-2-3]": "passed", "tests/test_kinds.py::test_param[2-2-4]": "passed",
+          "tests/test_kinds.py::test_patched": "passed", "tests/test_kinds.py::TestPlain::test_method": "passed",
+          "tests/test_kinds.py::TestCase::test_unit": "passed", "tests/test_kinds.py::TestCase::test_unit_fails": "failed",
+          "tests/test_kinds.py::test_fails": "failed"}
+
+
+@pytest.fixture(scope="module")
+def results(bubblewrap_sandbox):
+    names = list(ATTACKS)
+    reqs = [_attack(n) for n in names]
+    reqs.append(_request({"calc/__init__.py": "from calc.ops import add\n", "calc/ops.py": OPS, **SELF_LOADING}))
+    reqs.append(_request({"calc/__init__.py": "from calc.ops import add\n", "calc/ops.py": OPS}, HONEST_TESTS))
+    got = bubblewrap_sandbox.run(reqs)
+    return dict(zip(names + ["self_loading", "honest"], got))
+
+
+def _outcome(res, test: str = "tests/test_ops.py::test_mul") -> str | None:
+    return next((t.outcome for t in res.tests if t.name == test), None)
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_an_attack_on_the_runner_never_makes_the_failing_test_pass(results, name):
+    res = results[name]
+    assert _outcome(res) != "passed" and res.status != ExecStatus.OK, (name, res.status, res.detail[:300])
+
+
+@pytest.mark.parametrize("name", ["runtest_noop", "reports_passed", "runner_patched", "test_swapped",
+                                  "plugin_registered"])
+def test_a_pass_pytest_reports_without_the_runners_evidence_is_failed_and_flagged(results, name):
+    res = results[name]
+    assert _outcome(res) == "failed" and "runner_tampering" in res.flags, (name, res.detail[:300])
+
+
+def test_leaving_early_or_killing_the_harness_leaves_every_test_unreached(results):
+    exited = results["exit_mid_run"]
+    assert exited.status == ExecStatus.RUNTIME_ERROR and "ended before its tests finished" in exited.detail
+    killed = results["kill_harness"]
+    assert killed.status in (ExecStatus.RUNTIME_ERROR, ExecStatus.FAILED) and "runner_tampering" in killed.flags
+
+
+def test_forged_lines_and_atexit_hooks_count_for_nothing(results):
+    for name in ("fake_lines", "atexit"):
+        res = results[name]
+        assert _outcome(res) == "failed" and _outcome(res, "tests/test_ops.py::test_add") == "passed", name
+        assert "runner_tampering" not in res.flags   # nothing reached the verdict, so nothing to flag
+
+
+def test_site_files_pth_and_entry_point_plugins_of_the_repository_never_load(results):
+    res = results["self_loading"]
+    assert _outcome(res) == "failed" and "cannot import name 'mul'" in next(
+        t.message for t in res.tests if t.name.endswith("test_mul"))
+    assert _outcome(res, "tests/test_ops.py::test_add") == "passed"
+
+
+def test_honest_test_kinds_keep_their_outcomes(results):
+    res = results["honest"]
+    assert {t.name: t.outcome for t in res.tests} == HONEST and not res.flags, res.detail[:500]
