@@ -51,6 +51,10 @@ ATTACKS = {
     "fake_lines": FORGE + "_forge()\n",
     # an atexit hook that writes the forged lines after pytest is done
     "atexit": FORGE + "import atexit\natexit.register(_forge)\n",
+    # the test module collected next is rewritten on disk before pytest imports it
+    "tests_rewritten": ("import sys\nfor m in list(sys.modules.values()):\n"
+                        "    f = str(getattr(m, '__file__', '') or '')\n    if f.endswith('test_ops.py'):\n"
+                        "        open(f.replace('test_ops.py', 'test_zz.py'), 'w').write('def test_mul():\\n    pass\\n')\n"),
     # a signal at the harness (the kill-guard ends the test process first)
     "kill_harness": "import os\nos.kill(os.getppid(), 9)\n",
 }
@@ -73,6 +77,11 @@ def _request(files: dict[str, str], tests: dict[str, str] = TESTS) -> ExecReques
 
 
 def _attack(name: str) -> ExecRequest:
+    if name == "tests_rewritten":
+        tests = {"tests/test_ops.py": TESTS["tests/test_ops.py"].split("\n\n\ndef test_mul")[0] + "\n",
+                 "tests/test_zz.py": "def test_mul():\n    from calc import mul\n    assert mul(2, 3) == 6\n"}
+        return _request({"calc/__init__.py": "from calc.ops import add\nimport calc.hack\n", "calc/ops.py": OPS,
+                         "calc/hack.py": ATTACKS[name]}, tests)
     if name == "exit_mid_run":
         return _request({"calc/__init__.py": EXIT_INIT, "calc/ops.py": OPS})
     return _request({"calc/__init__.py": "from calc.ops import add\nimport calc.hack\n", "calc/ops.py": OPS,
@@ -106,6 +115,8 @@ def results(bubblewrap_sandbox):
 
 
 def _outcome(res, test: str = "tests/test_ops.py::test_mul") -> str | None:
+    if test.endswith("::test_mul") and not any(t.name == test for t in res.tests):
+        test = "tests/test_zz.py::test_mul"   # the tests_rewritten layout
     return next((t.outcome for t in res.tests if t.name == test), None)
 
 
@@ -116,7 +127,7 @@ def test_an_attack_on_the_runner_never_makes_the_failing_test_pass(results, name
 
 
 @pytest.mark.parametrize("name", ["runtest_noop", "reports_passed", "runner_patched", "test_swapped",
-                                  "plugin_registered"])
+                                  "plugin_registered", "tests_rewritten"])
 def test_a_pass_pytest_reports_without_the_runners_evidence_is_failed_and_flagged(results, name):
     res = results[name]
     assert _outcome(res) == "failed" and "runner_tampering" in res.flags, (name, res.detail[:300])
