@@ -34,6 +34,7 @@ parametrisation's.
 """
 
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -137,13 +138,13 @@ def genuine(fn, expected, cwd, _fp=fingerprint, _code=types.CodeType, _inside=in
                 return True
             if _inside(code.co_filename, cwd):
                 return False   # repository code stands in for the test
-        fn = getattr(func, "__wrapped__", None)
+        fn = getattr(func, "__wrapped__", None) or getattr(getattr(func, "hypothesis", None), "inner_test", None)
         if fn is None:
             return False
     return False
 
 
-def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key):
+def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _coro=inspect.iscoroutinefunction):
     """The pytest plugin (a fresh class whose state lives in this closure, not on the instance):
     each genuine test function's normal return (``ran``), each outcome (``test``), ``end``."""
     import functools
@@ -170,12 +171,20 @@ def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key):
             if fn is None:
                 return
             ok = _genuine(fn, codes.get(_key(name), ()), cwd)
+            if _coro(fn):   # async tests (pytest-asyncio, anyio): the evidence after the await
 
-            def genuine_test(*args, **kwargs):
-                result = fn(*args, **kwargs)
-                if ok:
-                    emit(event="ran", name=name)
-                return result
+                async def genuine_test(*args, **kwargs):
+                    result = await fn(*args, **kwargs)
+                    if ok:
+                        emit(event="ran", name=name)
+                    return result
+            else:
+
+                def genuine_test(*args, **kwargs):
+                    result = fn(*args, **kwargs)
+                    if ok:
+                        emit(event="ran", name=name)
+                    return result
             try:
                 functools.update_wrapper(genuine_test, fn)
             except (AttributeError, TypeError):

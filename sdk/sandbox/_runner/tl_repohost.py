@@ -97,11 +97,10 @@ def main(chan, payload, remote):
     cwd = payload.get("cwd") or os.getcwd()
     os.chdir(cwd)
     chan.emit(event="start", python=sys.version.split()[0], warm=False)
-    flags = {}
+    summary, flags = remote.finish(), {}   # the idle candidate process goes first: no process slot used
     try:
         flags = run(chan, payload, cwd, write_tests(payload))
     finally:
-        summary = remote.finish()
         summary["flags"] = dict(summary.get("flags") or {}, **flags)
         chan.emit(event="harness", **summary)
         tl_harness.usage(chan)
