@@ -43,7 +43,7 @@ import types
 
 MSG = 2000
 WATCHED = {"sys.settrace", "sys.setprofile", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
-           "gc.get_referents", "sys.addaudithook", "ctypes.string_at", "ctypes.cdata", "ctypes.dlsym"}
+           "gc.get_referents", "sys.addaudithook", "ctypes.string_at", "ctypes.cdata"}
 RUNNER = ("_pytest", "pytest", "pluggy", "unittest", "tl_", "__main__")
 TRANSPARENT = ("functools.py", "inspect.py", "types.py", "os.py", "pathlib.py", "io.py", "_pyio.py")
 MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)/(task/\d+/)?(mem|maps|pagemap|environ)$")
@@ -209,9 +209,20 @@ def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _coro=insp
     return Plugin()
 
 
-def auditor(emit, cwd, _inside=inside):
+def testside(rel):
+    """True for a test-side support file, as :data:`sdk.tasks.change.TEST_GLOBS` has them (a change
+    may not edit those: they are the task's own)."""
+    parts = rel.split("/")
+    name = parts[-1]
+    return (len(parts) > 1 and parts[0] == "testing") or bool(set(parts[:-1]) & {"tests", "test"}) \
+        or name.startswith("test_") \
+        or name.endswith("_test.py") or name == "conftest.py"
+
+
+def auditor(emit, cwd, _inside=inside, _testside=testside):
     """The PEP 578 hook: flag runner-reaching events whose caller is repository code (the
-    innermost frame, past stdlib helpers that only pass a call on)."""
+    innermost frame, past stdlib helpers that only pass a call on; test-side support files of
+    the working folder are the task's own and not flagged)."""
     busy = []
 
     def from_repo():
@@ -219,7 +230,7 @@ def auditor(emit, cwd, _inside=inside):
         while frame is not None:
             name = frame.f_code.co_filename
             if _inside(name, cwd):
-                return name
+                return False if _testside(name[len(cwd):]) else name
             if not name.endswith(TRANSPARENT):
                 return False
             frame = frame.f_back
