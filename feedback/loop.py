@@ -8,25 +8,33 @@ name; a second one is refused with who holds it and since when):
 2. new feedback since the production version's watermark is counted; below
    ``min_new_feedback`` the pass ends (``idle``);
 3. the run config is trained in a fresh run folder from the production adapter
-   (``sft.init_adapter``), evaluated and gated (the pipeline's report stage writes the verdict
-   into the adapter's ``lineage.json``); a candidate whose held-out pass@1 is below production's
-   recorded one by more than ``max_heldout_drop`` fails the gate too (:func:`against_production`);
-4. the adapter is registered as a candidate with the new watermark and production as parent;
-5. a passing candidate starts its canary (or becomes production when there is none yet);
+   (``sft.init_adapter``) by the configured trainer (``trainer:``; the full pipeline by default),
+   evaluated and gated (the pipeline's report stage writes the verdict into the adapter's
+   ``lineage.json``);
+4. candidate and production answer the same held-out tasks and the same tasks replayed from
+   recent feedback, with the same seeds (:mod:`feedback.versus`; ``compare:``); a mean paired drop
+   beyond ``max_heldout_drop`` / ``compare.max_replay_drop`` fails the gate with the numbers, and
+   so does a held-out pass@1 below production's recorded one (:func:`feedback.versus.against_production`);
+5. the adapter is registered as a candidate with the new watermark, production as parent and
+   the comparison in its ``eval["versus_production"]``;
+6. a passing candidate starts its canary (or becomes production when there is none yet);
    a failing one stays a candidate with its reasons, never promoted.
 
 Each step's result is saved in the lock row's state, so a pass that crashed resumes at the step
 it reached (the pipeline itself skips stages that are complete). The trainer is a callable
-(:data:`Trainer`) so tests and other orchestrators can swap it.
+(:data:`Trainer`) and the evaluator a :class:`feedback.versus.PairedEvaluator`, both named in the
+YAML as ``module:factory`` (called with the :class:`LoopConfig`) so ``tuneloop loop CONFIG`` from
+cron needs no Python glue; tests and other orchestrators can also pass them to :func:`run_pass`.
 """
 
 from __future__ import annotations
 
 import getpass
+import importlib
 import json
 import os
 import socket
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -39,11 +47,12 @@ from sqlalchemy.orm import Session
 
 from feedback.canary import CanaryRule, decide_and_apply
 from feedback.registration import registration_from_folder
-from feedback.registry import (Registration, RegistryError, VersionRecord, app_id, get_head, get_version,
-                               register)
+from feedback.registry import RegistryError, VersionRecord, app_id, get_head, get_version, register
 from feedback.registry_models import LoopLock
 from feedback.store import FeedbackEvent, sessions, utcnow
 from feedback.transitions import end_canary, promote, start_canary
+from feedback.versus import (GenerationEvaluator, PairedEvaluator, against_production, as_record, compare_sets,
+                             load_tasks, replay_tasks, with_comparison)
 from sdk.errors import ConfigError, GateError
 
 Trainer = Callable[[Path, dict[str, Any], Path], Path]
@@ -60,6 +69,19 @@ class CanaryConfig(BaseModel):
     max_correction_rise: float = Field(1.0, ge=0, le=1, description="largest allowed rise of the correction rate")
 
 
+class CompareConfig(BaseModel):
+    """Candidate against production on the same tasks (:mod:`feedback.versus`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    heldout: str | None = Field(None, description="JSONL of held-out tasks (id, prompt, reference[, seed]) for the "
+                                "default evaluator")
+    replay_limit: int = Field(40, ge=0, description="most recent rated interactions replayed to both (0: none)")
+    max_replay_drop: float = Field(0.0, ge=0, le=1, description="largest allowed mean drop on the replayed tasks")
+    max_tokens: int = Field(48, ge=1, description="new tokens per answer (default evaluator)")
+    evaluator: str | None = Field(None, description="module:factory returning a PairedEvaluator, called with the "
+                                  "LoopConfig (default: generation + token F1 against the references)")
+
+
 class LoopConfig(BaseModel):
     """The loop's YAML (paths relative to the file)."""
 
@@ -68,13 +90,17 @@ class LoopConfig(BaseModel):
     application: str = Field(..., description="application name in the store")
     adapter: str = Field(..., description="adapter name in the registry, e.g. support")
     run_config: str = Field(..., description="the tuneloop run config to train with")
+    trainer: str = Field("pipeline", description="pipeline (tuneloop run, every stage) or module:factory returning "
+                         "a Trainer, called with the LoopConfig")
     runs_dir: str = Field("loop_runs", description="one run folder per pass under here")
     min_new_feedback: int = Field(50, ge=1, description="feedback events since the watermark needed to retrain")
     set: dict[str, Any] = Field(default_factory=dict, description="overrides of the run config (dotted keys)")
     canary: CanaryConfig = Field(default_factory=CanaryConfig)
     lock_ttl_s: float = Field(6 * 3600, gt=0, description="a lock older than this is taken over (crashed loop)")
-    max_heldout_drop: float = Field(0.0, ge=0, le=1, description="a candidate whose held-out pass@1 is below "
-                                    "production's recorded one by more than this fails the gate (reason listed)")
+    max_heldout_drop: float = Field(0.0, ge=0, le=1, description="a candidate whose held-out score (paired, same "
+                                    "tasks and seeds; or recorded pass@1) is below production's by more than this "
+                                    "fails the gate (reason listed)")
+    compare: CompareConfig = Field(default_factory=CompareConfig)
     serve_url: str | None = Field(None, description="a tuneloop server to refresh and check (V3) after a publish; "
                                   "a canary that fails the check is rolled back")
     base_dir: Path = Field(Path("."), exclude=True)
@@ -176,8 +202,40 @@ def pipeline_trainer(run_config: Path, overrides: dict[str, Any], run_dir: Path)
     return adapter
 
 
-def run_pass(cfg: LoopConfig, trainer: Trainer = pipeline_trainer, holder: str | None = None) -> PassResult:
-    """One pass of the loop (see the module docstring).
+def from_dotted(ref: str, cfg: LoopConfig) -> Any:
+    """Call the factory ``module:attr`` with ``cfg`` (what ``trainer:`` and ``compare.evaluator:`` name).
+
+    Raises:
+        ConfigError: not ``module:attr``, or the module or attribute cannot be found.
+    """
+    module, _, attr = ref.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr, None) if module and attr else None
+    except ImportError as exc:
+        raise ConfigError(f"cannot import {module!r} named in the loop config: {exc}",
+                          "check the module path (it must be importable from where tuneloop runs)") from None
+    if factory is None:
+        raise ConfigError(f"{ref!r} is not module:attr or has no such attribute", "e.g. mypkg.loop:make_trainer")
+    return factory(cfg)
+
+
+def make_trainer(cfg: LoopConfig) -> Trainer:
+    """The trainer ``cfg.trainer`` names."""
+    return pipeline_trainer if cfg.trainer == "pipeline" else from_dotted(cfg.trainer, cfg)
+
+
+def make_evaluator(cfg: LoopConfig, base: str) -> PairedEvaluator:
+    """The evaluator ``cfg.compare.evaluator`` names, else :class:`GenerationEvaluator` on ``base``."""
+    c = cfg.compare
+    if c.evaluator:
+        return from_dotted(c.evaluator, cfg)
+    return GenerationEvaluator(base, load_tasks(cfg.path(c.heldout)) if c.heldout else [], c.max_tokens)
+
+
+def run_pass(cfg: LoopConfig, trainer: Trainer | None = None, holder: str | None = None,
+             evaluator: PairedEvaluator | None = None) -> PassResult:
+    """One pass of the loop (see the module docstring); ``trainer`` and ``evaluator`` default to the
+    ones the config names (:func:`make_trainer`, :func:`make_evaluator`).
 
     Raises:
         LoopLockedError: another loop holds the lock. ConfigError, RegistryError: bad config or
@@ -190,14 +248,15 @@ def run_pass(cfg: LoopConfig, trainer: Trainer = pipeline_trainer, holder: str |
         lock = acquire(s, aid, cfg.adapter, holder, cfg.lock_ttl_s)
         state = json.loads(lock.state_json or "{}")
         try:
-            result = _steps(s, cfg, trainer, state)
+            result = _steps(s, cfg, trainer or make_trainer(cfg), state, evaluator)
             state = {"last": result.action, "version": result.version}
             return result
         finally:
             release(s, lock, holder, state)
 
 
-def _steps(s: Session, cfg: LoopConfig, trainer: Trainer, state: dict[str, Any]) -> PassResult:
+def _steps(s: Session, cfg: LoopConfig, trainer: Trainer, state: dict[str, Any],
+           evaluator: PairedEvaluator | None) -> PassResult:
     """The pass body; ``state`` is updated in place after each step that is costly to redo."""
     head = _head(s, cfg)
     if head is not None and head.canary is not None:
@@ -219,28 +278,31 @@ def _steps(s: Session, cfg: LoopConfig, trainer: Trainer, state: dict[str, Any])
             _save(s, cfg, state)
         state["adapter"] = str(trainer(cfg.path(cfg.run_config), state["overrides"], Path(state["run_dir"])))
         _save(s, cfg, state)
+    if production is not None and "compare" not in state:
+        state["compare"] = versus_production(s, cfg, state, production, evaluator)
+        _save(s, cfg, state)
     return _publish(s, cfg, state, production.number if production else None)
 
 
-def against_production(reg: Registration, production: VersionRecord | None, max_drop: float) -> Registration:
-    """``reg`` with its gate failed when its held-out pass@1 (``eval["heldout_pass_at_1"]["tuned"]``)
-    is below production's recorded one by more than ``max_drop``; unchanged when either is missing.
-
-    The pipeline's own gate compares the candidate with the base model; this compares the figures
-    the two versions' reports recorded (same held-out split when the task set is unchanged).
-    """
-    mine = (reg.eval.get("heldout_pass_at_1") or {}).get("tuned")
-    theirs = ((production.eval if production else {}).get("heldout_pass_at_1") or {}).get("tuned")
-    if mine is None or theirs is None or mine >= theirs - max_drop:
-        return reg
-    reason = (f"held-out pass@1 {mine:.3f} is below production {production.label}'s {theirs:.3f} "
-              f"(max_heldout_drop {max_drop})")
-    return replace(reg, gate_passed=False, gate_reasons=(*reg.gate_reasons, reason))
+def versus_production(s: Session, cfg: LoopConfig, state: dict[str, Any], production: VersionRecord,
+                      evaluator: PairedEvaluator | None) -> dict[str, Any]:
+    """Candidate ``state["adapter"]`` against ``production`` on the held-out tasks and the tasks replayed
+    from the ``compare.replay_limit`` latest rated interactions up to the new watermark (same seeds);
+    the :func:`feedback.versus.as_record` of the two comparisons."""
+    ev = evaluator or make_evaluator(cfg, production.base_model)
+    sets = {"heldout": ev.heldout(),
+            "replay": replay_tasks(s, app_id(s, cfg.application), state["watermark"], cfg.compare.replay_limit)
+            if cfg.compare.replay_limit else []}
+    found = compare_sets(ev, state["adapter"], production.adapter_path, sets,
+                         {"heldout": cfg.max_heldout_drop, "replay": cfg.compare.max_replay_drop})
+    return {"production": production.label, **as_record(found)}
 
 
 def _publish(s: Session, cfg: LoopConfig, state: dict[str, Any], parent: int | None) -> PassResult:
     reg = registration_from_folder(state["adapter"], feedback_watermark=state["watermark"], parent=parent,
                                    config={"loop": cfg.model_dump(mode="json")}, probe=True)
+    if "compare" in state:
+        reg = with_comparison(reg, state["compare"])
     if parent is not None and reg.gate_passed:
         reg = against_production(reg, get_version(s, cfg.application, cfg.adapter, parent), cfg.max_heldout_drop)
     v = register(s, cfg.application, cfg.adapter, reg, actor="tuneloop loop", reason=f"retrained to {state['watermark']}")

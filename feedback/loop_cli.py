@@ -15,7 +15,8 @@ from feedback.adapters_cli import echo_error
 from sdk.errors import TuneloopError
 
 app = typer.Typer(help="Continuous retraining from production feedback (one pass per call).",
-                  invoke_without_command=True, no_args_is_help=True)
+                  invoke_without_command=True, no_args_is_help=True,
+                  context_settings={"allow_interspersed_args": True})  # `loop CONFIG --watch` as well as `loop --watch CONFIG`
 
 
 @app.callback()

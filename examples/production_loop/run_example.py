@@ -10,7 +10,9 @@ multi-adapter server (``sdk.serve.server.create_server``, behind ``tuneloop adap
 real FastAPI apps, called through their HTTP API in-process. The bot is LangChain's ChatOpenAI
 with tuneloop's feedback callback; it never names a version — the server's response does, and the
 callback and collector record it. Users are the deterministic population of ``users.py``; the
-trainer is ``trainer.py`` (real LoRA SFT, a held-out gate). Writes ``summary.json`` in the workdir.
+loop's trainer and evaluator are named in ``loop.yaml`` (``trainer.py``: real LoRA SFT; the gate
+compares candidate and production on the same held-out and replayed tasks), so a pass is exactly
+``tuneloop loop WORKDIR/loop.yaml``. Writes ``summary.json`` in the workdir.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(
 
 import yaml  # noqa: E402
 
-from examples.production_loop.trainer import ExampleTrainer  # noqa: E402
+from examples.production_loop.trainer import ExampleTrainer, settings  # noqa: E402
 from examples.production_loop.users import USERS, correction, likes, question_for  # noqa: E402
 
 NAME = "support"
@@ -52,11 +54,11 @@ class World:
         with sessions(self.url)() as s:
             key = create_api_key(s, "bot")
         self.collector = TestClient(create_app(self.url, upgrade=False), headers={"X-API-Key": key})
+        (work / "trainer.yaml").write_text(yaml.safe_dump({**settings(run_config), "base_model": base}))
         loop = yaml.safe_load((_HERE / "loop.yaml").read_text())
-        loop.update(store_url=self.url, run_config=str(run_config), runs_dir=str(work / "loop_runs"))
-        (work / "loop.yaml").write_text(yaml.safe_dump(loop))
+        loop.update(store_url=self.url, run_config=str(work / "trainer.yaml"), runs_dir=str(work / "loop_runs"))
+        (work / "loop.yaml").write_text(yaml.safe_dump(loop, sort_keys=False))
         self.loop_cfg = load_loop_config(work / "loop.yaml")
-        self.trainer = ExampleTrainer(self.url, base)
         self.server = None
         self.seen: dict[str, str] = {}  # interaction external id -> the version that answered it
 
@@ -134,13 +136,13 @@ def first_version(world: World) -> None:
     from feedback.transitions import promote
 
     say("1. support@1: trained on the bot's existing answers, registered, promoted by hand")
-    adapter = world.trainer(world.loop_cfg.path(world.loop_cfg.run_config), {}, world.work / "v1")
+    adapter = ExampleTrainer(world.url)(world.loop_cfg.path(world.loop_cfg.run_config), {}, world.work / "v1")
     with sessions(world.url, upgrade=False)() as s:
         v = register(s, "bot", NAME, registration_from_folder(adapter, feedback_watermark=0, probe=True),
                      actor="ml-engineer", reason="first adapter")
         promote(s, "bot", NAME, v.number, actor="ml-engineer", reason="first version; gate: nothing to regress against")
     say(f"    registered {v.label}: base sha {v.base_model_sha256[:12]}, adapter sha {v.adapter_sha256[:12]}, "
-        f"rank {v.lora_rank}, held-out TL;DR rate {world.trainer.reports[-1]['tuned_rate']:.2f}")
+        f"rank {v.lora_rank}")
 
 
 def verify(world: World, number: int) -> None:
@@ -156,15 +158,29 @@ def verify(world: World, number: int) -> None:
 
 
 def loop_pass(world: World, **overrides) -> object:
-    """One ``tuneloop loop`` pass (the trainer of this example); prints its result."""
-    from dataclasses import replace
-
+    """One ``tuneloop loop WORKDIR/loop.yaml`` pass (trainer and evaluator from the YAML); prints its result."""
     from feedback.loop import run_pass
 
     cfg = world.loop_cfg if not overrides else world.loop_cfg.model_copy(update={"set": overrides})
-    result = run_pass(cfg, world.trainer, holder="example-loop")
+    result = run_pass(cfg, holder="example-loop")
     say(f"    tuneloop loop: {result.action}: {result.detail}")
-    return replace(result)
+    return result
+
+
+def comparison(world: World, number: int) -> dict:
+    """What the loop recorded for version ``number``: the trainer's report and the paired comparison."""
+    from feedback.registry import get_version
+    from feedback.store import sessions
+
+    with sessions(world.url, upgrade=False)() as s:
+        v = get_version(s, "bot", NAME, number)
+    report = json.loads((Path(v.adapter_path).parents[1] / "report.json").read_text())
+    versus = v.eval["versus_production"]
+    for kind in ("heldout", "replay"):
+        c = versus[kind]
+        say(f"    {kind}: {c['n']} tasks, same prompts and seeds: TL;DR rate {c['production']:.2f} "
+            f"({versus['production']}) -> {c['candidate']:.2f}, change {c['diff']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]")
+    return {**report, "versus": versus}
 
 
 def canary(world: World) -> dict:
@@ -172,9 +188,9 @@ def canary(world: World) -> dict:
     say("3. tuneloop loop: enough new feedback -> train support@2 from support@1 on the corrections, gate, canary")
     started = loop_pass(world)
     assert started.action == "canary-started", started
-    report = world.trainer.reports[-1]
-    say(f"    trained on {report['rows']} corrections, {report['steps']} steps; held-out TL;DR rate "
-        f"{report['parent_rate']:.2f} (support@1) -> {report['tuned_rate']:.2f}; sample answer: {report['sample']!r}")
+    say("    compared with production on the same tasks (the gate):")
+    report = comparison(world, started.version)
+    say(f"    trained on {report['rows']} {report['data']}, {report['steps']} steps")
     say(f"    server now loads {world.refresh()}")
     verify(world, started.version)
     say(f"4. canary: {world.loop_cfg.canary.fraction:.0%} of users (sticky per user) go to support@2; "
@@ -188,14 +204,14 @@ def canary(world: World) -> dict:
     say(f"    rule: {decision['action']}: {decision['reason']}")
     metrics = show_metrics(world)
     say(f"    server now loads {world.refresh()}")
-    return {"decision": decision["action"], "reason": decision["reason"], "metrics": metrics,
-            "gate": {k: report[k] for k in ("parent_rate", "tuned_rate", "rows", "steps")}}
+    return {"decision": decision["action"], "reason": decision["reason"], "metrics": metrics, "gate": report}
 
 
 def bad_candidate(world: World) -> dict:
     """A candidate trained back on the old answers fails the gate; promoting it is refused with why."""
     say("5. a bad candidate (trained back on the old answers): the gate fails, a promotion is refused")
     result = loop_pass(world, **{"example.data": "answers"})
+    comparison(world, result.version)
     r = world.collector.post(f"/v1/adapters/{NAME}/promote",
                              json={"version": result.version, "reason": "ship it anyway", "by": "impatient-pm"})
     refusal = r.json().get("error") if r.status_code >= 400 else f"promoted: {r.json().get('label')}"

@@ -55,10 +55,13 @@ def test_example_on_smollm2_the_candidate_wins_and_a_bad_one_is_refused(tmp_path
     assert summary["canary"]["decision"] == "promote", summary["canary"]
     m = summary["canary"]["metrics"]
     assert m["2"]["positive_rate"] > m["1"]["positive_rate"]
-    assert summary["canary"]["gate"]["tuned_rate"] > summary["canary"]["gate"]["parent_rate"]
+    versus = summary["canary"]["gate"]["versus"]  # the loop's paired comparison with production
+    assert versus["heldout"]["n"] == 6 and versus["replay"]["n"] > 10
+    assert versus["heldout"]["candidate"] > versus["heldout"]["production"]
+    assert versus["replay"]["candidate"] > versus["replay"]["production"]
     bad = summary["bad_candidate"]
     assert bad["action"] == "gate-failed" and bad["refusal_status"] == 409
-    assert "held-out TL;DR rate fell" in bad["refusal"]
+    assert "heldout tasks (same prompts, same seeds)" in bad["refusal"]
     assert summary["rollback"] == {"rolled_back_to": "support@1", "answered_after_rollback": "support@1",
                                    "restored": "support@2"}
     assert summary["states"] == {"support@1": "retired", "support@2": "production", "support@3": "candidate"}
