@@ -58,6 +58,12 @@ def main():
             emit(event="compile_error", message=p.stdout.decode("utf-8", "replace")[-4000:])
             return
         emit(event="compiled")
+    refusal = _elf_refusal(spec["elf"]) if spec.get("elf") else None
+    if refusal:   # solution code could run in the C/C++ runner before it starts: never run it
+        emit(event="binary_refused", message=refusal)
+        emit(event="run", exit=1, stdout="")
+        emit(event="end")
+        return
     if spec.get("channel"):
         ran = _run_channel(spec, env)
         if ran is None or ran == "stopped":
@@ -82,6 +88,55 @@ def main():
             with open(path, "rb") as fh:
                 emit(event="artifact", path=path, content=fh.read(CAP).decode("utf-8", "replace"))
     emit(event="end")
+
+
+IRELATIVE = {62: 37, 183: 1032}   # e_machine (x86_64, aarch64) -> R_*_IRELATIVE
+
+
+def _elf_refusal(path):
+    """Why the ``tl_test.h`` program at ``path`` may not run, or None. Its runner starts from
+    ``.preinit_array``, before any constructor; code of the solution could still run in that
+    process before it through an IFUNC resolver (run while relocating), a second
+    ``.preinit_array`` entry, a function the program exports (interposing on what the loader
+    and libc call, e.g. ``malloc``), or fake ``__start_tl_cases``/``__stop_tl_cases`` bounds
+    (another list of tests). Each is refused (64-bit little-endian ELF on x86_64/aarch64 only)."""
+    import struct
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            return "not a 64-bit little-endian ELF program"
+        irel = IRELATIVE.get(struct.unpack_from("<H", data, 18)[0])
+        if irel is None:
+            return "no runner checks for this machine"
+        shoff, = struct.unpack_from("<Q", data, 40)
+        size, count, names = struct.unpack_from("<HHH", data, 58)
+        secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * size) for i in range(count)]
+        name = lambda s: data[secs[names][4] + s[0]:data.index(b"\0", secs[names][4] + s[0])].decode()
+        by = {name(s): s for s in secs}
+        if ".preinit_array" not in by or by[".preinit_array"][5] != 8:
+            return "a .preinit_array entry besides the runner's"
+        for s in secs:
+            if s[1] == 4 and any(struct.unpack_from("<Q", data, o + 8)[0] & 0xFFFFFFFF == irel
+                                 for o in range(s[4], s[4] + s[5], 24)):
+                return "an IFUNC resolver (it runs before the runner)"
+        syms = {}
+        for tab in (".dynsym", ".symtab"):
+            s = by.get(tab)
+            strs = secs[s[6]][4] if s else 0
+            for o in range(s[4], s[4] + s[5], 24) if s else ():
+                st_name, info, _, shndx, value, _ = struct.unpack_from("<IBBHQQ", data, o)
+                sym = data[strs + st_name:data.index(b"\0", strs + st_name)].decode("utf-8", "replace")
+                if tab == ".dynsym" and shndx != 0 and info & 0xF in (2, 10):
+                    return f"the program exports function {sym!r} (it could interpose on the loader or libc)"
+                if sym in ("__start_tl_cases", "__stop_tl_cases"):
+                    syms[sym] = value
+        cases = by.get("tl_cases")
+        if cases and (syms.get("__start_tl_cases") != cases[3] or syms.get("__stop_tl_cases") != cases[3] + cases[5]):
+            return "the list of tests is not the one the tests registered"
+    except (OSError, struct.error, ValueError, IndexError) as exc:
+        return f"the program could not be checked ({exc})"
+    return None
 
 
 def _read_nonce() -> str:

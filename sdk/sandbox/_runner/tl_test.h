@@ -6,24 +6,32 @@
  * main() is provided here; do not define one in the tests. Every test runs in its own forked
  * child (a crash fails that test only).
  *
- * The verdict channel is out of the candidate's easy reach (issue 14):
- * - results go to fd 3, a pipe the build driver (tl_build.py) opened before the program
- *   started, one line per test "<nonce> passed|failed <name> [reason]"; the nonce is read in
- *   main() from fd 4 (written and closed by the driver), so code that runs before main
- *   (constructors, C++ globals) never sees it, and a constructor that drains fd 4 leaves main
- *   without a nonce: every test is then missing. stdout is never read for verdicts, so printed
+ * No code of the solution ever runs in the runner process (issue 14):
+ * - the runner starts from .preinit_array, which the dynamic loader calls before every
+ *   constructor, C++ global initialiser and main(). It reads the nonce from fd 4 (written and
+ *   closed by the driver), makes itself non-dumpable and forks one child per test; it never
+ *   returns to the loader, so constructors and main() run only in the test children, after the
+ *   child closed fd 3, wiped its copy of the nonce and installed the guard. tl_build.py refuses
+ *   (flag runner_tampering) a program in which solution code could still run earlier: an IFUNC
+ *   resolver, a second .preinit_array entry, an exported function (interposing on the loader or
+ *   libc), or fake bounds of the test list. Tests are registered as data (section tl_cases),
+ *   not by constructors; an entry the solution adds is one more result, counted as extra;
+ * - results go to fd 3, a pipe the driver opened, one line per test
+ *   "<nonce> passed|failed <name> [reason]"; stdout is never read for verdicts, so printed
  *   "pass" lines count for nothing;
- * - the runner calls the kernel directly (inline syscalls, static functions): a solution that
- *   defines read/write/fork/waitpid/fread/_exit interposes on nothing here;
- * - the child closes fd 3 and wipes the nonce before the test runs; a test passes only if its
- *   function returns (a per-test token on a private pipe), so exit(0) inside the code under
- *   test is "exited_early"; the parent is made non-dumpable, so /proc/<pid>/fd and /proc/<pid>/mem
- *   of the runner are closed to the tests; the runner leaves through exit_group, so atexit
- *   handlers and destructors of the solution never run after the verdicts;
- * - the child cannot signal, stop or prlimit the runner, the driver or their group (tl_guard:
- *   seccomp kills it with SIGSYS, reported "tampering_signal" and flagged by the sandbox).
- * Not covered: code inside a test's own child shares its address space and could find that
- * test's token; the static scan flags constructors, inline asm and raw syscalls. */
+ * - the runner calls the kernel directly (inline syscalls, static functions; libc is not even
+ *   initialised in it): a solution that defines read/write/fork/waitpid/fread/_exit interposes
+ *   on nothing here;
+ * - a test passes only if its function returns (a per-test token on a private pipe), so exit(0)
+ *   inside the code under test is "exited_early"; /proc/<pid>/fd and /proc/<pid>/mem of the
+ *   runner are closed to the tests (non-dumpable before any solution code ran); the children
+ *   leave through exit_group, so atexit handlers and destructors never run after a verdict;
+ * - a child cannot signal, stop or prlimit the runner, the driver or their group (tl_guard,
+ *   installed before the constructors: seccomp kills it with SIGSYS, reported
+ *   "tampering_signal" and flagged by the sandbox).
+ * Not covered: code inside a test's own child (its constructors included) shares that child's
+ * address space and could find that test's token; a process it forks and that is killed by the
+ * guard goes unreported; the static scan flags constructors, inline asm and raw syscalls. */
 #ifndef TL_TEST_H
 #define TL_TEST_H
 #include <stddef.h>
@@ -39,9 +47,18 @@
 #endif
 
 typedef void (*tl_fn)(void);
-static struct { const char *name; tl_fn fn; } tl_tests[1024];
-static int tl_count = 0;
-static void tl_register(const char *name, tl_fn fn) { if (tl_count < 1024) { tl_tests[tl_count].name = name; tl_tests[tl_count].fn = fn; tl_count++; } }
+/* Tests are data, not constructors: one entry per TL_TEST in section "tl_cases", bounded by the
+ * linker's __start_/__stop_ symbols (tl_build.py checks they are the linker's, at the section's
+ * bounds), so the runner knows them before any constructor could run. */
+struct tl_case { const char *name; tl_fn fn; };
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern const struct tl_case __start_tl_cases[] __attribute__((weak, visibility("hidden")));
+extern const struct tl_case __stop_tl_cases[] __attribute__((weak, visibility("hidden")));
+#ifdef __cplusplus
+}
+#endif
 
 static long tl_sys(long n, long a, long b, long c, long d, long e) {
 #if defined(__x86_64__)
@@ -76,12 +93,15 @@ static void tl_utoa(unsigned v, char *out) { char b[16]; int i = 0; do { b[i++] 
 #define TL_STR2(x) #x
 #define TL_STR(x) TL_STR2(x)
 #define TL_TEST(name) static void name(void); \
-  __attribute__((constructor)) static void tl_reg_##name(void) { tl_register(#name, name); } \
+  __attribute__((used, section("tl_cases"), aligned(sizeof(void *)))) \
+  static const struct tl_case tl_case_##name = {#name, name}; \
   static void name(void)
 #define TL_ASSERT(cond) do { if (!(cond)) { tl_puts(1, "TLFAIL " __FILE__ ":" TL_STR(__LINE__) ": " #cond "\n"); tl_exit(1); } } while (0)
 
 static char tl_nonce[80];
 static long tl_ids[3];   /* the runner, its parent (tl_build.py), the runner's process group */
+static long tl_selected = -1, tl_token_fd = -1;   /* set in a test child only */
+static unsigned long long tl_token;
 
 /* The test child may not signal (or prlimit) the runner, the build driver or their group: a
  * classic-BPF seccomp filter kills the child with SIGSYS instead (reported as
@@ -126,12 +146,17 @@ static void tl_report(const char *verdict, const char *name, const char *reason)
   tl_puts(3, "\n");
 }
 
-static void tl_run_one(int i) {
+/* One test in its own child. The parent (the runner) only waits and reports; the child wipes
+ * the nonce, closes fd 3, installs the guard and returns 1: it then leaves tl_preinit, the
+ * loader runs every constructor (the solution's, C++ globals) in the child, and main() runs the
+ * test. */
+static int tl_run_one(long i) {
   int fds[2];
   unsigned long long token = 0, got = 0;
+  const struct tl_case *c = &__start_tl_cases[i];
   if (tl_sys(SYS_getrandom, (long)&token, sizeof token, 0, 0, 0) != (long)sizeof token || tl_sys(SYS_pipe2, (long)fds, 0, 0, 0, 0) != 0) {
-    tl_report("failed", tl_tests[i].name, "setup_failed");
-    return;
+    tl_report("failed", c->name, "setup_failed");
+    return 0;
   }
   token |= 1ULL;
   long pid = tl_sys(SYS_clone, TL_SIGCHLD, 0, 0, 0, 0);
@@ -140,31 +165,38 @@ static void tl_run_one(int i) {
     tl_sys(SYS_close, 3, 0, 0, 0, 0);
     for (volatile char *p = tl_nonce; p < tl_nonce + sizeof tl_nonce; p++) *p = 0;
     tl_guard();
-    tl_tests[i].fn();
-    tl_write(fds[1], (const char *)&token, sizeof token);
-    tl_exit(0);
+    tl_selected = i; tl_token_fd = fds[1]; tl_token = token;
+    return 1;
   }
   tl_sys(SYS_close, fds[1], 0, 0, 0, 0);
   long n = pid < 0 ? -1 : tl_sys(SYS_read, fds[0], (long)&got, sizeof got, 0, 0);
   tl_sys(SYS_close, fds[0], 0, 0, 0, 0);
   int status = 0;
-  if (pid < 0 || tl_sys(SYS_wait4, pid, (long)&status, 0, 0, 0) != pid) { tl_report("failed", tl_tests[i].name, "fork_failed"); return; }
+  if (pid < 0 || tl_sys(SYS_wait4, pid, (long)&status, 0, 0, 0) != pid) { tl_report("failed", c->name, "fork_failed"); return 0; }
   int exited = (status & 0x7f) == 0, code = (status >> 8) & 0xff, sig = status & 0x7f;
-  char why[32] = "exit_", num[16];
-  if (exited && code == 0 && n == (long)sizeof got && got == token) tl_report("passed", tl_tests[i].name, 0);
-  else if (exited && code == 0) tl_report("failed", tl_tests[i].name, "exited_early");
-  else if (!exited && sig == 31) tl_report("failed", tl_tests[i].name, "tampering_signal");
+  char why[32], num[16];
+  why[0] = 'e'; why[1] = 'x'; why[2] = 'i'; why[3] = 't'; why[4] = '_'; why[5] = 0;
+  if (exited && code == 0 && n == (long)sizeof got && got == token) tl_report("passed", c->name, 0);
+  else if (exited && code == 0) tl_report("failed", c->name, "exited_early");
+  else if (!exited && sig == 31) tl_report("failed", c->name, "tampering_signal");
   else {
     tl_utoa((unsigned)(exited ? code : sig), num);
     if (!exited) { why[0] = 's'; why[1] = 'i'; why[2] = 'g'; why[3] = '_'; why[4] = 0; }
     size_t k = tl_len(why), j = 0;
     while (num[j] && k < sizeof why - 1) why[k++] = num[j++];
     why[k] = 0;
-    tl_report("failed", tl_tests[i].name, why);
+    tl_report("failed", c->name, why);
   }
+  return 0;
 }
 
-TL_EXTERN int main(void) {
+/* The runner, from .preinit_array: the dynamic loader calls it before any constructor or IFUNC-free
+ * initialiser of the program (tl_build.py refuses a binary with IFUNC resolvers, another
+ * .preinit_array entry or exported functions that could interpose on the loader), so no code of
+ * the solution ever runs in this process: it never returns here (exit_group), only the test
+ * children do. Raw syscalls only: libc is not initialised yet. */
+static void tl_preinit(int argc, char **argv, char **envp) {
+  (void)argc; (void)argv; (void)envp;
   tl_sys(SYS_prctl, 4 /* PR_SET_DUMPABLE */, 0, 0, 0, 0);
   tl_ids[0] = tl_sys(SYS_getpid, 0, 0, 0, 0, 0); tl_ids[1] = tl_sys(SYS_getppid, 0, 0, 0, 0, 0);
   tl_ids[2] = tl_sys(SYS_getpgid, 0, 0, 0, 0, 0);
@@ -179,8 +211,18 @@ TL_EXTERN int main(void) {
   while (got && (tl_nonce[got - 1] == '\n' || tl_nonce[got - 1] == ' ')) got--;
   tl_nonce[got] = 0;
   if (got < 16) { tl_puts(2, "tl_test: no nonce on fd 4 (run through tl_build.py)\n"); tl_exit(2); }
-  for (int i = 0; i < tl_count; i++) tl_run_one(i);
+  long count = __start_tl_cases && __stop_tl_cases ? (long)(__stop_tl_cases - __start_tl_cases) : 0;
+  for (long i = 0; i < count; i++)
+    if (tl_run_one(i)) return;   /* a test child: on to the constructors, then main() */
   tl_puts(3, tl_nonce); tl_puts(3, " done\n");
+  tl_exit(0);
+}
+__attribute__((used, section(".preinit_array"))) static void (*const tl_preinit_entry)(int, char **, char **) = tl_preinit;
+
+TL_EXTERN int main(void) {
+  if (tl_selected < 0) { tl_puts(2, "tl_test: main() outside a test child\n"); tl_exit(2); }
+  __start_tl_cases[tl_selected].fn();
+  tl_write((int)tl_token_fd, (const char *)&tl_token, sizeof tl_token);
   tl_exit(0);
   return 0;
 }

@@ -20,8 +20,10 @@ large virtual memory (JVM, Go, rustc, node) get an address-space floor of
 :data:`AS_FLOOR_MB` (an address-space limit of 1 GB breaks the JVM, measured here); Go and
 Rust get floors for the scratch tmpfs (build cache) and the file-size limit (linked binaries).
 Verdict channels (issue 14): C/C++ results come only from ``tl_test.h``'s fd-3 pipe, tagged with a
-nonce the program reads after its constructors ran, through direct syscalls (stdout is never
-read for verdicts); node tests run with ``tl_node_guard.cjs`` preloaded from the read-only task
+nonce, written by a runner that starts from ``.preinit_array`` and never runs solution code
+(constructors run in the test children only; ``tl_build.py`` refuses a binary with IFUNC
+resolvers, extra preinit entries or exported functions: flag ``runner_tampering``), through
+direct syscalls (stdout is never read for verdicts); node tests run with ``tl_node_guard.cjs`` preloaded from the read-only task
 folder (``assert``, ``node:test`` and ``require`` frozen) and the JUnit report on the reporter's
 stdout. Java tests run under our launcher ``TlJUnit.java`` (JUnit Platform API), which reads the
 nonce from fd 4 before any test class initialises and reports each test once on fd 3 (the same
@@ -145,6 +147,8 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
         files["tl_test.h"] = (RUNNER_DIR / "tl_test.h").read_text()  # ours, never the task's or the model's
         b |= {"compile": cc + ["-O1", "-I.", "-o", "tl_bin", *srcs, "-lm"], "run": ["./tl_bin"],
               "channel": req.framework == Framework.TLTEST}
+        if req.framework == Framework.TLTEST:
+            b["elf"] = "tl_bin"   # tl_build.py refuses a program whose code could run before the runner
     elif lang in (Language.JAVASCRIPT, Language.TYPESCRIPT):
         run_tests = tests
         if lang == Language.TYPESCRIPT:
@@ -219,6 +223,8 @@ def _flags(events: list[dict], tests: tuple[TestOutcome, ...], lang: Language) -
     also meet the memory cgroup's SIGKILL)."""
     run = next((e for e in events if e.get("event") == "run"), {})
     channel = any(e.get("event") == "channel_used" for e in events) and lang in (Language.C, Language.CPP)
+    if any(e.get("event") == "binary_refused" for e in events):
+        return ("runner_tampering",)
     if any(t.message == "tampering_signal" for t in tests) or any(
             e.get("event") == "run_timeout" and e.get("stopped") for e in events) or (channel and run.get("exit") in _SENT):
         return ("runner_tampering",)
