@@ -34,6 +34,7 @@ from sdk.sources import PreferencePair, SftExample
 from sdk.tasks.records import Quarantined, Task
 
 KINDS = {c.__name__: c for c in (SftExample, PreferencePair, Task, Quarantined)}
+_ADBC: dict[str, list[Any]] = {}  # URL -> this Ray worker's ADBC database and connection, kept across tasks
 SCHEMA = pa.schema([("shard", pa.int32()), ("pos", pa.int64()), ("kind", pa.string()), ("record", pa.string()),
                     ("counts", pa.string())])
 
@@ -53,7 +54,8 @@ def _read_shard(factory: fast.SourceFactory, shard: shards.Shard, as_json: bool,
     db = source._open()
     pos = 0
     try:
-        for out in fast.read(source, db, source._key_fields(), as_json, columnar, shard=shard):
+        for out in fast.read(source, db, source._key_fields(), as_json, columnar, shard=shard,
+                             keep=_ADBC.setdefault(source.options.url, [])):
             if out:
                 yield _block(shard.index, pos, out, as_json)
                 pos += len(out)

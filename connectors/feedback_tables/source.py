@@ -149,7 +149,13 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
         returned as it is: one generator step per line fewer)."""
         return self._records(as_json=True)
 
-    def _records(self, as_json: bool) -> Iterator[Any]:
+    def iter_jsonl_blocks(self) -> Iterator[str]:
+        """The lines of :meth:`iter_jsonl` in blocks: strings of whole lines, each ending in a
+        newline (``"".join(blocks)`` is the JSONL file); fast ingest passes them on as the workers
+        made them."""
+        return self._records(as_json=True, blocks=True)
+
+    def _records(self, as_json: bool, blocks: bool = False) -> Iterator[Any]:
         db = self._open()
         key_fields = self._key_fields()
         in_db_order = all(f in self._cols for f in key_fields)
@@ -158,21 +164,21 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
             ds = self.ray_dataset(as_json=as_json)
             from connectors.feedback_tables import scale
 
-            yield from (r for out in scale.read(ds, self, as_json) for r in out)
+            yield from (r + "\n" if blocks else r for out in scale.read(ds, self, as_json) for r in out)
             self._warn_naive()
             return
         if self.options.ingest == "fast" and in_db_order:
             from connectors.feedback_tables import fast, lane
 
             try:
-                for out in fast.read(self, db, key_fields, as_json, columnar=lane.fits(self, SqlFeedbackSource)):
+                for out in fast.read(self, db, key_fields, as_json, lane.fits(self, SqlFeedbackSource), blocks=blocks):
                     yield from out
             finally:
                 db.close()
             self._warn_naive()
             return
         records = self._records_rows(db, key_fields, in_db_order)
-        yield from ((r.model_dump_json() for r in records) if as_json else records)
+        yield from ((r.model_dump_json() + ("\n" if blocks else "") for r in records) if as_json else records)
 
     def ray_dataset(self, shards: int | None = None, as_json: bool = True) -> Any:
         """The read as a Ray Dataset, one read task per key range (columns ``shard``, ``pos``, ``kind``,

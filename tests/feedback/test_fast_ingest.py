@@ -74,6 +74,13 @@ def assert_same(url: str, base: Path) -> None:
         lines, fast_counts = jsonl(url, base, ingest="fast", **extra)
         assert lines == reference, extra
         assert fast_counts == counts, extra
+    for extra in ({"batch_size": 7, "workers": 1}, {"batch_size": 50, "workers": 2}):  # blocks: the same file
+        source = SqlFeedbackSource({"url": url, **OPTIONS, "ingest": "fast", **extra}, base, "feedback/test")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            blocks = list(source.iter_jsonl_blocks())
+        assert blocks and all(b.endswith("\n") for b in blocks), extra
+        assert "".join(blocks) == "".join(line + "\n" for line in reference) and source.counts == counts, extra
 
 
 def test_fast_ingest_matches_rows_on_sqlite(tmp_path):

@@ -74,8 +74,9 @@ def test_ray_read_matches_single_process_on_sqlite(tmp_path, cluster):
 
 
 @pytest.mark.postgres
-def test_ray_read_matches_single_process_on_postgres(tmp_path, cluster):
-    """PostgreSQL: every shard read through ADBC Arrow batches and the columnar lane; NULLs last."""
+def test_ray_read_matches_single_process_on_postgres(tmp_path, cluster, monkeypatch):
+    """PostgreSQL: every shard read through ADBC Arrow batches and the columnar lane; NULLs last;
+    exact bounds (window query), then bounds from a block sample (the id is a NOT NULL integer key)."""
     url = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
     table = f"fb_{uuid.uuid4().hex[:8]}"
     engine = sa.create_engine(url)
@@ -89,6 +90,12 @@ def test_ray_read_matches_single_process_on_postgres(tmp_path, cluster):
     try:
         source = read(url, tmp_path, table, ingest="rows")[2]
         assert shards.plan(source, 5)[-1].nulls is True  # PostgreSQL: NULLs last
+        assert_ray_matches(url, tmp_path, table)
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"ANALYZE {table}"))
+        monkeypatch.setattr(shards, "SAMPLE_KEYS", 20)
+        sampled = shards.plan(source, 5)
+        assert {s.start for s in sampled} == {0, 1} and len(sampled) >= 3  # sampled: no counting
         assert_ray_matches(url, tmp_path, table)
     finally:
         with engine.begin() as conn:
