@@ -94,6 +94,9 @@ def test_refusals_are_clear(factory):
             end_canary(s, "bot", "support", actor="ann", reason="")
         with pytest.raises(UnknownError, match="no application"):
             promote(s, "nobody", "support", 1, actor="ann", reason="")
+        with pytest.raises(UnknownError, match="support@9") as unknown:  # a version number never registered
+            promote(s, "bot", "support", 9, actor="ann", reason="")
+        assert unknown.value.fix  # the refusal says what to do
         assert get_head(s, "bot", "support").production == 1
         assert [e.action for e in list_events(s, "bot")].count("promote") == 1
 

@@ -1,6 +1,7 @@
 """The serving preflight path runs field cases V1–V4 on every version before it answers: the CPU server
 on load (the registered probe compared with the loaded model's, zero or duplicated LoRA payloads
-refused) and ``vllm_command`` before it prints vLLM's command line."""
+refused) and ``vllm_command`` before it prints vLLM's command line; and the registry's database going away
+while serving (the last routes keep serving, the failure is logged)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,52 @@ def test_route_table_carries_the_registered_probe_to_the_server(tiny_model_dir, 
     model = MultiAdapterModel(tiny_model_dir)
     model.sync(table)
     assert sorted(model.loaded) == ["support@1"] and not model.problems
+
+
+def test_registry_database_unreachable_while_serving_keeps_the_last_routes_and_logs(tiny_model_dir, adapters,
+                                                                                   tmp_path, caplog):
+    """The routes read straight from the registry's database (``tuneloop adapters serve`` without
+    --collector); the database folder disappears (a lost mount): serving goes on, the failure is logged."""
+    import logging
+
+    import sqlalchemy as sa
+    from sqlalchemy.orm import Session
+    from sqlalchemy.pool import NullPool
+
+    from feedback.registration import registration_from_folder
+    from feedback.registry import register
+    from feedback.routes import route_table
+    from feedback.store import create_api_key, sessions
+    from feedback.transitions import promote
+    from sdk.run.lineage import Lineage, write_lineage
+
+    folder = shutil.copytree(adapters[3], tmp_path / "v1")
+    write_lineage(folder, Lineage(stage="sft", base_model=tiny_model_dir, promotable=True))
+    (tmp_path / "db").mkdir()
+    url = f"sqlite:///{tmp_path / 'db' / 'store.db'}"
+    with sessions(url)() as s:
+        create_api_key(s, "bot")
+        register(s, "bot", "support", registration_from_folder(folder), actor="ann")
+        promote(s, "bot", "support", 1, actor="ann", reason="first")
+
+    def from_database():
+        engine = sa.create_engine(url, poolclass=NullPool)
+        try:
+            with Session(engine) as s:
+                return route_table(s, "bot")
+        finally:
+            engine.dispose()
+
+    model = MultiAdapterModel(tiny_model_dir)
+    client = TestClient(create_server(model, RouteKeeper(from_database, model)))
+    body = {"model": "support", "messages": [{"role": "user", "content": "def add(a, b):"}], "max_tokens": 3}
+    (tmp_path / "db").rename(tmp_path / "db-gone")
+    with caplog.at_level(logging.WARNING):
+        assert client.post("/v1/tuneloop/refresh").json()["refreshed"] is False
+    assert "registry unreachable (OperationalError" in caplog.text and "serving the last known routes (support@1)" \
+        in caplog.text
+    assert client.post("/v1/chat/completions", json=body).json()["model"] == "support@1"
+    assert "unable to open database file" in client.get("/healthz").json()["registry_error"]
+    (tmp_path / "db-gone").rename(tmp_path / "db")
+    assert client.post("/v1/tuneloop/refresh").json()["refreshed"] is True
+    assert client.get("/healthz").json()["registry_error"] is None
