@@ -20,13 +20,34 @@ UNISOLATED_WARNING = (
     "world-readable files and see other processes. Use bubblewrap for untrusted model output.")
 
 
+def require_guard(machine: str | None = None) -> None:
+    """Refuse to run untrusted code where the kill-guard (``_runner/tl_guard.py`` for Python,
+    ``tl_test.h`` for C/C++) has no syscall table: there the code under test could signal, stop
+    or prlimit the processes that judge it, so no sandbox is built at all (issue 14).
+    ``machine``: ``os.uname().machine`` by default.
+
+    Raises:
+        SandboxError: the machine is neither x86_64 nor aarch64.
+    """
+    from sdk.sandbox._runner.tl_guard import ARCH  # noqa: PLC0415 - the guard's own table, one source
+
+    machine = machine or os.uname().machine
+    if machine not in ARCH:
+        raise SandboxError(f"the sandbox's seccomp kill-guard has no syscall numbers for {machine!r} "
+                           f"(it covers {', '.join(sorted(ARCH))}); refusing to run untrusted code unguarded",
+                           f"add {machine}'s AUDIT_ARCH and syscall numbers to ARCH in sdk/sandbox/_runner/tl_guard.py "
+                           "and the matching branch of tl_test.h's tl_guard(), or run on x86_64/aarch64")
+
+
 def make_local_sandbox(config: SandboxConfig) -> LocalSandbox:
     """A :class:`LocalSandbox` over the backend ``config.backend`` names (``auto``, ``bubblewrap``
     or ``process``; ``ray`` is not local). ``concurrency`` 0 means the number of CPU cores.
 
     Raises:
-        SandboxError: see :func:`choose_backend`.
+        SandboxError: see :func:`choose_backend` and :func:`require_guard` (a machine the
+            kill-guard does not cover).
     """
+    require_guard()
     concurrency = config.concurrency or (os.cpu_count() or 1)
     return LocalSandbox(choose_backend(config), concurrency=concurrency, cache=config.cache)
 

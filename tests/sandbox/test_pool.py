@@ -103,3 +103,22 @@ def test_every_local_backend_implements_the_whole_protocol():
     process.close()
     bwrap.close()
     bwrap.close()  # safe twice
+
+
+def test_a_machine_the_kill_guard_does_not_cover_gets_no_sandbox(monkeypatch):
+    """Issue 14: off x86_64/aarch64 the seccomp guard has no syscall numbers, so the code under
+    test could signal its judge; no sandbox is built (loudly), instead of running unguarded."""
+    import os
+    from collections import namedtuple
+
+    from sdk.sandbox.local import require_guard
+
+    require_guard("x86_64")
+    require_guard("aarch64")
+    with pytest.raises(SandboxError, match="riscv64.*refusing to run untrusted code unguarded"):
+        require_guard("riscv64")
+    real = os.uname()
+    fake = namedtuple("uname", "sysname nodename release version machine")(*real[:4], "ppc64le")
+    monkeypatch.setattr(os, "uname", lambda: fake)
+    with pytest.raises(SandboxError, match="ppc64le"):
+        make_sandbox(SandboxConfig(backend="process", allow_unisolated=True, concurrency=1))

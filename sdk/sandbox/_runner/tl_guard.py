@@ -15,7 +15,8 @@ is both stopped and reported. Signals to itself and to its own children work as 
 
 A syscall from another ABI (i386 ``int 0x80``, x32) is killed outright: no honest program
 here uses one, and their numbers differ. On an architecture other than x86_64 and aarch64,
-nothing is installed (:func:`protect` returns False).
+:func:`protect` installs nothing and returns False; no sandbox is built there at all
+(:func:`sdk.sandbox.local.require_guard` refuses loudly, from this module's :data:`ARCH`).
 """
 
 import ctypes
