@@ -69,6 +69,13 @@ def decode(line: bytes) -> tuple[tuple, Row | Quarantined]:
     return key, Row(body["values"], body["rating"], body["raw_rating"], created, body["seq"])
 
 
+def shown_origin(origin: str) -> str:
+    """``url#table`` with any password in the URL masked (what the state folder stores and
+    messages show); two origins that differ only in the password are the same table."""
+    url, sep, what = origin.partition("#")
+    return Database.safe_url(url) + sep + what
+
+
 class FileCursor:
     """The committed state as ``state.json`` in the state folder (written atomically, fsynced)."""
 
@@ -158,16 +165,21 @@ class IncrementalIngest:
         self.dir = Path(state_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.origin = source.origin
+        self.shown = shown_origin(self.origin)  # what state.json stores: the URL without its password
         self.cursor = cursor or FileCursor(self.dir)
 
     def state(self) -> dict[str, Any]:
         """The committed state: ``watermark`` (None before the first commit), ``bytes``, ``rows``."""
         state = self.cursor.load()
         if state is None:
-            return {"origin": self.origin, "watermark": None, "bytes": 0, "rows": 0}
-        if state.get("origin") != self.origin:
-            raise SourceError(f"{self.cursor.path} belongs to {state.get('origin')!r}, not {self.origin!r}",
+            return {"origin": self.shown, "watermark": None, "bytes": 0, "rows": 0}
+        if state.get("origin") not in (self.shown, self.origin):  # the raw origin: written before the fix
+            raise SourceError(f"{getattr(self.cursor, 'path', 'the cursor')} belongs to "
+                              f"{shown_origin(str(state.get('origin')))!r}, not {self.shown!r}",
                               "use a separate `state_dir` per table, or delete the folder to re-ingest")
+        if state["origin"] != self.shown and isinstance(self.cursor, FileCursor):  # clear password on disk
+            state = {**state, "origin": self.shown}
+            self.cursor.save(state)
         return state
 
     def _recover(self) -> dict[str, Any]:
@@ -194,7 +206,7 @@ class IncrementalIngest:
             fh.flush()
             os.fsync(fh.fileno())
             size = fh.tell()
-        new = {**state, "watermark": watermark, "bytes": size, "rows": state["rows"] + len(lines)}
+        new = {**state, "origin": self.shown, "watermark": watermark, "bytes": size, "rows": state["rows"] + len(lines)}
         self.cursor.save(new)
         state.update(new)
 

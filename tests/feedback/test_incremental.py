@@ -72,6 +72,26 @@ def test_state_of_another_table_is_refused(feedback_db, tmp_path):
         SqlFeedbackSource(options(other, tmp_path / "st"), tmp_path, "f").read()
 
 
+class _WithPassword(SqlFeedbackSource):
+    """A source whose origin carries a password in its URL (as a PostgreSQL URL would)."""
+
+    origin = property(lambda self: "postgresql+psycopg2://reader:s3cret@db.internal/prod#chat_feedback")
+
+
+def test_state_json_stores_the_url_without_its_password(feedback_db, tmp_path):
+    db = feedback_db([row("m1", 1), row("m2", 1)])
+    first = _WithPassword(options(db, tmp_path / "st"), tmp_path, "f").read()
+    text = (tmp_path / "st" / "state.json").read_text()
+    assert "s3cret" not in text and json.loads(text)["origin"] == \
+        "postgresql+psycopg2://reader:***@db.internal/prod#chat_feedback"
+    assert _WithPassword(options(db, tmp_path / "st"), tmp_path, "f").read().counts["new_rows"] == 0  # still its own
+    state = json.loads(text)  # a folder written before the fix: accepted, and the password removed
+    (tmp_path / "st" / "state.json").write_text(json.dumps({**state, "origin": _WithPassword.origin.fget(None)}))
+    again = _WithPassword(options(db, tmp_path / "st"), tmp_path, "f").read()
+    assert again.counts["new_rows"] == 0 and len(again.sft_examples) == len(first.sft_examples) == 2
+    assert "s3cret" not in (tmp_path / "st" / "state.json").read_text()
+
+
 CHILD = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
