@@ -144,7 +144,27 @@ def genuine(fn, expected, cwd, _fp=fingerprint, _code=types.CodeType, _inside=in
     return False
 
 
-def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _coro=inspect.iscoroutinefunction):
+def recorder(fn, name, ok, emit, _coro=inspect.iscoroutinefunction):
+    """``fn`` wrapped so that its normal return emits ``ran name`` when ``ok`` (async for a
+    coroutine function: the evidence after the await, and pytest-asyncio still sees one)."""
+    if _coro(fn):
+
+        async def genuine_test(*args, **kwargs):
+            result = await fn(*args, **kwargs)
+            if ok:
+                emit(event="ran", name=name)
+            return result
+        return genuine_test
+
+    def genuine_test(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        if ok:
+            emit(event="ran", name=name)
+        return result
+    return genuine_test
+
+
+def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _recorder=recorder):
     """The pytest plugin (a fresh class whose state lives in this closure, not on the instance):
     each genuine test function's normal return (``ran``), each outcome (``test``), ``end``."""
     import functools
@@ -171,20 +191,7 @@ def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _coro=insp
             if fn is None:
                 return
             ok = _genuine(fn, codes.get(_key(name), ()), cwd)
-            if _coro(fn):   # async tests (pytest-asyncio, anyio): the evidence after the await
-
-                async def genuine_test(*args, **kwargs):
-                    result = await fn(*args, **kwargs)
-                    if ok:
-                        emit(event="ran", name=name)
-                    return result
-            else:
-
-                def genuine_test(*args, **kwargs):
-                    result = fn(*args, **kwargs)
-                    if ok:
-                        emit(event="ran", name=name)
-                    return result
+            genuine_test = _recorder(fn, name, ok, emit)
             try:
                 functools.update_wrapper(genuine_test, fn)
             except (AttributeError, TypeError):
