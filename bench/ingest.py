@@ -10,14 +10,16 @@ with personal data) in the database via ``COPY``, then runs, each in a fresh pro
 
 - ``tuneloop``: :class:`SqlFeedbackSource` with ``ingest: fast`` (ADBC Arrow batches, columnar
   redaction pre-filter, a worker process per core): dedup, value parsing, PII redaction and
-  record building, each record written as a JSON line (``iter_jsonl``);
+  record building, the JSON lines written to a file as the workers made them (``iter_jsonl_blocks``);
 - ``tuneloop-rows`` (with ``--rows-path``): the same with ``ingest: rows`` (server-side cursor,
   row by row); the two outputs are compared by SHA-256 and must be identical;
+- ``tuneloop-ray`` (with ``--ray``): the same with ``ingest: ray`` (key-range shards on a local Ray
+  cluster); compared by SHA-256 too;
 - ``pandas``: ``pandas.read_sql`` of the same table into a DataFrame (loading only: no dedup,
   no redaction, no records; the baseline is favourable to pandas).
 
-Prints rows/s, CPU seconds (the reader's process and its workers; the database server's work is
-not counted for either) and peak RSS of each, and the ratios (target: >= 2x the rows/s at <= 1/4 of the
+Prints rows/s, CPU seconds (the reader's process and its workers; the database server's, read
+from ``/proc`` for the local ``postgres`` processes, separately) and peak RSS of each, and the ratios (target: >= 2x the rows/s at <= 1/4 of the
 peak memory). Peak memory is sampled every 20 ms over the whole process tree (the reader and its
 worker processes, PSS summed, so pages that forked workers share count once), not
 ``ru_maxrss``: that one inherits the parent's peak across ``fork``/``exec`` and counts no workers. The table is dropped at the end. Needs pandas (bench-only dependency).
@@ -135,6 +137,22 @@ class _Peak:
         return max(self.peak, _tree_rss_mb())
 
 
+def _server_cpu_s() -> float:
+    """CPU seconds of the local PostgreSQL server so far: every ``postgres`` process's own and its
+    reaped children's (the backends of finished connections). Other clients of the same server
+    (a shared machine) are counted too."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.index("(") + 1:stat.rindex(")")].startswith("postgres"):
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += sum(int(f) for f in fields[11:15]) / tick
+    return total
+
+
 def _cpu_s() -> float:
     """User + system CPU seconds of this process and its reaped children (the worker processes)."""
     import resource
@@ -151,6 +169,10 @@ def child(mode: str, url: str, table: str, redact: bool = True, ingest: str = "f
         import warnings
 
         from connectors.feedback_tables.source import SqlFeedbackSource
+        if ingest == "ray":  # the cluster's start is not timed (like imports)
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+            import ray
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
         base = _tree_rss_mb()
         source = SqlFeedbackSource({"url": url, "table": table, "timezone": "UTC", "batch_size": 5000,
                                     "redact": redact, "ingest": ingest}, ROOT, "feedback/bench")
@@ -159,9 +181,9 @@ def child(mode: str, url: str, table: str, redact: bool = True, ingest: str = "f
         start, cpu = time.perf_counter(), _cpu_s()
         with tempfile.TemporaryFile("w") as out, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for line in source.iter_jsonl():
-                out.write(line + "\n")
-                digest.update(line.encode() + b"\n")
+            for block in source.iter_jsonl_blocks():  # whole lines, each ending in a newline
+                out.write(block)
+                digest.update(block.encode())
         seconds, cpu = time.perf_counter() - start, _cpu_s() - cpu
         return {"rows": source.counts["rows_read"], "seconds": seconds, "cpu_s": cpu, "peak_rss_mb": peak.stop(),
                 "base_rss_mb": base, "counts": source.counts, "sha256": digest.hexdigest()}
@@ -185,6 +207,8 @@ def main() -> None:
     ap.add_argument("--table")
     ap.add_argument("--no-redact", action="store_true", help="also time tuneloop without PII redaction")
     ap.add_argument("--rows-path", action="store_true", help="also time the row-by-row path and compare outputs")
+    ap.add_argument("--ray", action="store_true", help="also time `ingest: ray` on a local Ray cluster (one CPU per "
+                    "core; its start not timed; its workers are outside the measured process tree) and compare outputs")
     ap.add_argument("--repeat", type=int, default=1, help="run each reader N times, alternating, keep the fastest")
     ap.add_argument("--ingest", default="fast", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -200,19 +224,21 @@ def main() -> None:
     results = {}
     try:
         runs = [("pandas", []), ("tuneloop", [])] + ([("tuneloop-rows", ["--ingest", "rows"])] if args.rows_path else []) \
-            + ([("tuneloop-noredact", ["--no-redact"])] if args.no_redact else [])
+            + ([("tuneloop-noredact", ["--no-redact"])] if args.no_redact else []) \
+            + ([("tuneloop-ray", ["--ingest", "ray"])] if args.ray else [])
         for _ in range(args.repeat):  # alternating, so a burst of load on a shared machine hits both
             for mode, extra in runs:
                 cmd = [sys.executable, __file__, "--child", mode.split("-")[0], "--url", args.url, "--table", table, *extra]
+                server = _server_cpu_s()
                 out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
                 if out.returncode:
                     raise SystemExit(f"{mode} failed:\n{out.stderr[-4000:]}")
-                r = json.loads(out.stdout.strip().splitlines()[-1])
+                r = {**json.loads(out.stdout.strip().splitlines()[-1]), "server_cpu_s": _server_cpu_s() - server}
                 if mode not in results or r["seconds"] < results[mode]["seconds"]:
                     results[mode] = r
         for mode, r in results.items():
             print(f"{mode:17s} {r['rows']:>9,d} rows in {r['seconds']:7.1f} s = {r['rows'] / r['seconds']:>9,.0f} rows/s; "
-                  f"CPU {r['cpu_s']:6.1f} s; peak RSS {r['peak_rss_mb']:7.1f} MB (after imports {r['base_rss_mb']:.1f} MB)")
+                  f"CPU {r['cpu_s']:6.1f} s (+ server {r['server_cpu_s']:5.1f} s); peak RSS {r['peak_rss_mb']:7.1f} MB (after imports {r['base_rss_mb']:.1f} MB)")
     finally:
         engine = sa.create_engine(args.url)
         with engine.begin() as conn:
@@ -223,12 +249,15 @@ def main() -> None:
     mem = tl["peak_rss_mb"] / pd_["peak_rss_mb"]
     mem_growth = (tl["peak_rss_mb"] - tl["base_rss_mb"]) / max(pd_["peak_rss_mb"] - pd_["base_rss_mb"], 1e-9)
     print(f"tuneloop counts: {tl['counts']}")
-    if "tuneloop-rows" in results:
-        same = results["tuneloop-rows"]["sha256"] == tl["sha256"] and results["tuneloop-rows"]["counts"] == tl["counts"]
-        print(f"fast vs row path: output sha256 {tl['sha256'][:16]} {'identical' if same else 'DIFFERENT'}; "
-              f"{(tl['rows'] / tl['seconds']) / (results['tuneloop-rows']['rows'] / results['tuneloop-rows']['seconds']):.2f}x faster")
+    for other, label in (("tuneloop-rows", "row path"), ("tuneloop-ray", "Ray path")):
+        if other in results:
+            o = results[other]
+            same = o["sha256"] == tl["sha256"] and o["counts"] == tl["counts"]
+            print(f"fast vs {label}: output sha256 {tl['sha256'][:16]} {'identical' if same else 'DIFFERENT'}; "
+                  f"fast is {(tl['rows'] / tl['seconds']) / (o['rows'] / o['seconds']):.2f}x its rows/s")
     print(f"ratio rows/s (tuneloop / pandas): {speed:.2f}x   (target >= 2x); rows per CPU second (client processes "
-          f"only, not the database server): {pd_['cpu_s'] / tl['cpu_s']:.2f}x")
+          f"only, not the database server): {pd_['cpu_s'] / tl['cpu_s']:.2f}x; client + server: "
+          f"{(pd_['cpu_s'] + pd_['server_cpu_s']) / (tl['cpu_s'] + tl['server_cpu_s']):.2f}x")
     print(f"ratio peak RSS (tuneloop / pandas): {mem:.2f}   (target <= 0.25); growth over imports: {mem_growth:.2f}")
 
 

@@ -37,6 +37,7 @@ _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "
             ("\x0c", "\\f"))
 _OTHER_CONTROL = r"[\x00-\x07\x0b\x0e-\x1f]"
 _NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
+_OTHER_BYTES = np.array([*range(0x08), 0x0B, *range(0x0E, 0x20)])  # the bytes of _OTHER_CONTROL
 
 
 class Unsupported(Exception):
@@ -80,12 +81,21 @@ def group_ids(keys: list[pa.Array], n: int) -> np.ndarray:
     return np.cumsum(start) - 1
 
 
+def text_bytes(arr: pa.Array) -> np.ndarray:
+    """The UTF-8 bytes behind a string array's values, without a copy (for a slice, or values
+    under NULLs, a superset: only for "is any byte of this kind there" checks)."""
+    buf = arr.buffers()[2] if arr.type in (pa.string(), pa.large_string()) else None
+    return np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
+
+
 def strip(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """``(str.strip() of each text, blank (NULL or empty after stripping), unsure)``; ``unsure``:
     the text ends in Unicode whitespace, where ASCII trimming is not ``str.strip()``."""
     arr = as_text(arr)
     trimmed = pc.utf8_trim(arr, characters=_ASCII_WS)
     blank = np_bool(pc.equal(pc.utf8_length(trimmed), 0), null=True)
+    if not (text_bytes(trimmed) >= 0x80).any():  # all ASCII: no Unicode whitespace at either end
+        return trimmed, blank, np.zeros(len(arr), dtype=bool)
     first = pc.utf8_slice_codeunits(trimmed, 0, 1)
     last = pc.utf8_slice_codeunits(trimmed, -1, 2**31 - 1)
     unsure = np_bool(pc.is_in(first, value_set=_UNI_WS)) | np_bool(pc.is_in(last, value_set=_UNI_WS))
@@ -249,6 +259,9 @@ def json_strings(arr: pa.Array) -> pa.Array:
     (``"``, ``\\``, control characters; other characters as they are). Only texts holding one of
     those characters are rewritten."""
     arr = as_text(arr)
+    present = np.bincount(text_bytes(arr), minlength=256)  # which bytes occur at all: one numpy pass
+    if not (present[:0x20].any() or present[ord('"')] or present[ord("\\")]):
+        return arr
     need = np_bool(pc.match_substring_regex(arr, _NEEDS_ESCAPE))
     if not need.any():
         return arr
@@ -256,8 +269,10 @@ def json_strings(arr: pa.Array) -> pa.Array:
     out = pc.filter(arr, pa.array(need)) if some else arr
     original = out
     for old, new in _ESCAPES:
-        out = pc.replace_substring(out, old, new)
-    odd = np_bool(pc.match_substring_regex(original, _OTHER_CONTROL))
+        if present[ord(old)]:  # a replacement only adds backslashes and letters, escaped before or never
+            out = pc.replace_substring(out, old, new)
+    odd = np_bool(pc.match_substring_regex(original, _OTHER_CONTROL)) if present[_OTHER_BYTES].any() else \
+        np.zeros(len(original), dtype=bool)
     if odd.any():
         fixed = [json.dumps(s, ensure_ascii=False)[1:-1] for s in pc.filter(original, pa.array(odd)).to_pylist()]
         out = pc.replace_with_mask(out, pa.array(odd), pa.array(fixed, pa.string()))
