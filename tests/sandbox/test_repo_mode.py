@@ -29,6 +29,9 @@ FORGING_PLUGIN = ("class Evil:\n    @sys.modules['pytest'].hookimpl(wrapper=True
                   "    def pytest_runtest_makereport(self, item, call):\n        rep = yield\n"
                   "        rep.outcome, rep.longrepr = 'passed', None\n        return rep\n")
 
+WRAP = (f"import sys\nP = {PT}.Function\n_get = P._getobj\ndef getobj(self):\n    real = _get(self)\n"
+        "    if 'test_mul' not in getattr(real, '__name__', ''):\n        return real\n")
+
 ATTACKS = {
     # the strict xfail of the last stop: pytest reached through sys.modules, runtest made a no-op
     "runtest_noop": f"import sys\n{PT}.Function.runtest = lambda self: None\n",
@@ -55,6 +58,20 @@ ATTACKS = {
     "tests_rewritten": ("import sys\nfor m in list(sys.modules.values()):\n"
                         "    f = str(getattr(m, '__file__', '') or '')\n    if f.endswith('test_ops.py'):\n"
                         "        open(f.replace('test_ops.py', 'test_zz.py'), 'w').write('def test_mul():\\n    pass\\n')\n"),
+    # a wrapper that never calls the test, dressed as functools' code, with __wrapped__ = the test
+    "wrapper_forged": WRAP + ("    ns = {}\n    exec(compile('def patched(*a, **k):\\n    return None\\n', "
+                              "'/usr/lib/python3.11/functools.py', 'exec'), ns)\n    w = ns['patched']\n"
+                              "    w.__wrapped__ = real\n    return w\nP._getobj = getobj\n"),
+    # a wrapper that runs the real test and swallows its failure
+    "wrapper_swallows": WRAP + ("    def w(*a, **k):\n        try:\n            real(*a, **k)\n        except BaseException:\n"
+                                "            pass\n    w.__wrapped__ = real\n    return w\nP._getobj = getobj\n"),
+    # json patched so every line the runner writes says the failing test ran (reports forged too)
+    "json_patched": ("import sys\nj = sys.modules['json']\nj.dumps = lambda *a, **k: "
+                     "'{\"event\": \"ran\", \"name\": \"tests/test_ops.py::test_mul\"}'\n"
+                     "j.encoder.encode_basestring_ascii = lambda s: '\"tests/test_ops.py::test_mul\"'\n"
+                     "R = sys.modules['_pytest.reports'].TestReport\n_init = R.__init__\n"
+                     "def init(self, *a, **k):\n    _init(self, *a, **k)\n    self.outcome, self.longrepr = 'passed', None\n"
+                     "R.__init__ = init\n"),
     # a signal at the harness (the kill-guard ends the test process first)
     "kill_harness": "import os\nos.kill(os.getppid(), 9)\n",
 }
@@ -93,13 +110,17 @@ HONEST_TESTS = {
         "import unittest\nfrom unittest import mock\n\nimport pytest\n\nfrom calc import ops\n\n\n"
         "@pytest.mark.parametrize('a,b,c', [(1, 2, 3), (2, 2, 4)])\ndef test_param(a, b, c):\n    assert ops.add(a, b) == c\n\n\n"
         "@mock.patch('calc.ops.add', lambda a, b: 0)\ndef test_patched():\n    assert ops.add(1, 1) == 0\n\n\n"
+        "def _deco(f):\n    import functools\n\n    @functools.wraps(f)\n    def inner(*a, **k):\n        return f(*a, **k)\n"
+        "    return inner\n\n\n@_deco\ndef test_wrapped():\n    assert ops.add(1, 1) == 2\n\n\n"
+        "@mock.patch('calc.ops.add', lambda a, b: 0)\ndef test_patched_fails():\n    assert ops.add(1, 1) == 2\n\n\n"
         "class TestPlain:\n    def test_method(self, tmp_path):\n        assert ops.add(1, 1) == 2\n\n\n"
         "class TestCase(unittest.TestCase):\n    def test_unit(self):\n        self.assertEqual(ops.add(1, 1), 2)\n\n"
         "    def test_unit_fails(self):\n        self.assertEqual(ops.add(1, 1), 3)\n\n\n"
         "def test_fails():\n    assert ops.add(1, 1) == 3\n"),
 }
 HONEST = {"tests/test_kinds.py::test_param[1-2-3]": "passed", "tests/test_kinds.py::test_param[2-2-4]": "passed",
-          "tests/test_kinds.py::test_patched": "passed", "tests/test_kinds.py::TestPlain::test_method": "passed",
+          "tests/test_kinds.py::test_patched": "passed", "tests/test_kinds.py::test_wrapped": "passed",
+          "tests/test_kinds.py::test_patched_fails": "failed", "tests/test_kinds.py::TestPlain::test_method": "passed",
           "tests/test_kinds.py::TestCase::test_unit": "passed", "tests/test_kinds.py::TestCase::test_unit_fails": "failed",
           "tests/test_kinds.py::test_fails": "failed"}
 
@@ -127,7 +148,8 @@ def test_an_attack_on_the_runner_never_makes_the_failing_test_pass(results, name
 
 
 @pytest.mark.parametrize("name", ["runtest_noop", "reports_passed", "runner_patched", "test_swapped",
-                                  "plugin_registered", "tests_rewritten"])
+                                  "plugin_registered", "tests_rewritten", "wrapper_forged", "wrapper_swallows",
+                                  "json_patched"])
 def test_a_pass_pytest_reports_without_the_runners_evidence_is_failed_and_flagged(results, name):
     res = results[name]
     assert _outcome(res) == "failed" and "runner_tampering" in res.flags, (name, res.detail[:300])

@@ -14,8 +14,8 @@ harness (the parent, :mod:`tl_repohost`) accepts as a pass needs evidence from t
   rewritten, and plainly);
 - at the call phase of each test, its function object is replaced by a recording wrapper that
   emits ``ran <node id>`` after the *genuine* test function (its code's fingerprint is the one of
-  that node id's function in the pristine module; decorators from outside the working folder are
-  followed through ``__wrapped__``) returned normally. A ``runtest`` patched into a no-op, a
+  that node id's function in the pristine module; for a decorated test, the genuine function's
+  own frame is traced and must return normally) returned. A ``runtest`` patched into a no-op, a
   report rewritten to ``passed``, a plugin or hook registered by repository code, or a test
   function swapped for another never produce that line;
 - ``end`` is emitted by ``pytest_sessionfinish``, then the process leaves through ``os._exit``
@@ -43,7 +43,8 @@ import types
 
 MSG = 2000
 WATCHED = {"sys.settrace", "sys.setprofile", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
-           "gc.get_referents", "sys.addaudithook", "ctypes.string_at", "ctypes.cdata"}
+           "gc.get_referents", "sys.addaudithook", "ctypes.string_at", "ctypes.cdata",
+           "sys.monitoring.register_callback"}
 RUNNER = ("_pytest", "pytest", "pluggy", "unittest", "tl_", "__main__")
 TRANSPARENT = ("functools.py", "inspect.py", "types.py", "os.py", "pathlib.py", "io.py", "_pyio.py")
 MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)/(task/\d+/)?(mem|maps|pagemap|environ)$")
@@ -58,24 +59,35 @@ def _read_all(fd):
         chunks.append(chunk)
 
 
-def emitter(fd, nonce, dumps=json.dumps, write=os.write):
-    """``emit(**event)``: one ``<nonce> <json>`` line on ``fd``; the nonce stays in this closure."""
-    tag = nonce + " "
+def emitter(fd, nonce, _write=os.write, _quote=json.encoder.encode_basestring_ascii, _str=str, _int=int,
+            _isinstance=isinstance, _bool=bool):
+    """``emit(**event)``: one ``<nonce> <json>`` line on ``fd``; the nonce stays in this closure.
+    Values are str or int; the JSON is built here with the C string quoter and builtins bound
+    before any repository code ran (a patched ``json`` or ``builtins`` changes no line)."""
+    tag = nonce + " {"
 
     def emit(**event):
-        data = (tag + dumps(event) + "\n").encode("utf-8", "replace")
+        parts = []
+        for key, value in event.items():
+            if _isinstance(value, _bool):
+                value = _int(value)
+            elif not _isinstance(value, (_int, _str)):
+                value = _str(value)
+            parts.append(_quote(key) + ": " + (_quote(value) if _isinstance(value, _str) else _int.__repr__(value)))
+        data = (tag + ", ".join(parts) + "}\n").encode("utf-8", "replace")
         while data:
-            data = data[write(fd, data):]
+            data = data[_write(fd, data):]
     return emit
 
 
-def fingerprint(code, _sha=hashlib.sha256, _code=types.CodeType):
+def fingerprint(code, _sha=hashlib.sha256, _code=types.CodeType, _tuple=tuple, _isinstance=isinstance,
+                _type=type, _repr=repr):
     """A digest of a code object and the code objects it holds (names, bytecode, constants)."""
     def walk(co):
-        consts = tuple(walk(c) if isinstance(c, _code) else (type(c).__name__, repr(c)) for c in co.co_consts)
+        consts = _tuple(walk(c) if _isinstance(c, _code) else (_type(c).__name__, _repr(c)) for c in co.co_consts)
         return (co.co_name, co.co_code, co.co_names, co.co_varnames, co.co_freevars, co.co_cellvars,
                 co.co_firstlineno, co.co_filename, consts)
-    return _sha(repr(walk(code)).encode("utf-8", "replace")).hexdigest()
+    return _sha(_repr(walk(code)).encode("utf-8", "replace")).hexdigest()
 
 
 def _walk(code, prefix, rel, out):
@@ -126,40 +138,77 @@ def inside(path, root):
         return False
 
 
-def genuine(fn, expected, cwd, _fp=fingerprint, _code=types.CodeType, _inside=inside):
-    """True when ``fn`` is, or wraps through ``__wrapped__`` (wrappers from outside ``cwd`` only),
-    a function whose code has one of the ``expected`` fingerprints. (Helpers are bound as
-    defaults here and below: patching this module's globals changes nothing.)"""
-    for _ in range(8):
-        func = getattr(fn, "__func__", fn)
-        code = getattr(func, "__code__", None)
-        if isinstance(code, _code):
-            if _fp(code) in expected:
-                return True
-            if _inside(code.co_filename, cwd):
-                return False   # repository code stands in for the test
-        fn = getattr(func, "__wrapped__", None) or getattr(getattr(func, "hypothesis", None), "inner_test", None)
+def genuine(fn, expected, _fp=fingerprint, _code=types.CodeType, _getattr=getattr, _isinstance=isinstance):
+    """How ``fn`` (an item's test function) is the test of the ``expected`` fingerprints: ``True``
+    when its own code is; the genuine code object when ``fn`` wraps it (``__wrapped__``, hypothesis'
+    ``inner_test``), whose normal return :func:`recorder` must then see happen; ``None`` when
+    neither. (Helpers are bound as defaults here and below: patching globals or builtins changes
+    nothing.)"""
+    for depth in range(8):
+        func = _getattr(fn, "__func__", fn)
+        code = _getattr(func, "__code__", None)
+        if _isinstance(code, _code) and _fp(code) in expected:
+            return True if depth == 0 else code
+        fn = _getattr(func, "__wrapped__", None) or _getattr(_getattr(func, "hypothesis", None), "inner_test", None)
         if fn is None:
-            return False
-    return False
+            return None
+    return None
 
 
-def recorder(fn, name, ok, emit, _coro=inspect.iscoroutinefunction):
-    """``fn`` wrapped so that its normal return emits ``ran name`` when ``ok`` (async for a
-    coroutine function: the evidence after the await, and pytest-asyncio still sees one)."""
+def watched(fn, code, args, kwargs, _settrace=sys.settrace, _gettrace=sys.gettrace):
+    """Call ``fn``; ``(result, True)`` when a frame running ``code`` returned normally during the
+    call (a trace function on that frame only: an ``exception`` event not followed by a ``line``
+    one means the frame left by an exception). A test whose wrapper never runs the genuine
+    function, or swallows its failure, is not seen to pass."""
+    seen = [False]
+
+    def tracer(frame, event, arg):
+        if frame.f_code is not code:
+            return None
+        pending = [False]
+
+        def local(frame, event, arg):
+            if event == "exception":
+                pending[0] = True
+            elif event == "line":
+                pending[0] = False
+            elif event == "return" and not pending[0]:
+                seen[0] = True
+            return local
+        return local
+    old = _gettrace()
+    _settrace(tracer)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        _settrace(old)
+    return result, seen[0]
+
+
+def recorder(fn, name, ok, emit, _coro=inspect.iscoroutinefunction, _watched=watched, _true=True):
+    """``fn`` wrapped so that its normal return emits ``ran name``: ``ok`` is :func:`genuine`'s
+    answer (a genuine code object: the return must be seen by :func:`watched`). Async for a
+    coroutine function (the evidence after the await; pytest-asyncio still sees one; wrapped
+    coroutine tests get no evidence)."""
     if _coro(fn):
 
         async def genuine_test(*args, **kwargs):
             result = await fn(*args, **kwargs)
-            if ok:
+            if ok is _true:
                 emit(event="ran", name=name)
             return result
         return genuine_test
 
     def genuine_test(*args, **kwargs):
-        result = fn(*args, **kwargs)
-        if ok:
+        if ok is _true:
+            result = fn(*args, **kwargs)
             emit(event="ran", name=name)
+        elif ok is not None:
+            result, seen = _watched(fn, ok, args, kwargs)
+            if seen:
+                emit(event="ran", name=name)
+        else:
+            result = fn(*args, **kwargs)
         return result
     return genuine_test
 
@@ -190,7 +239,7 @@ def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _recorder=
             fn, name = getattr(item, "obj", None), item.nodeid
             if fn is None:
                 return
-            ok = _genuine(fn, codes.get(_key(name), ()), cwd)
+            ok = _genuine(fn, codes.get(_key(name), ()))
             genuine_test = _recorder(fn, name, ok, emit)
             try:
                 functools.update_wrapper(genuine_test, fn)
