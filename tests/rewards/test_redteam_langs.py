@@ -192,6 +192,55 @@ JAVA_NONCE_FD4 = ('import java.io.*;\npublic class Add {\n  static String n = ""
                   '    try (FileOutputStream o = new FileOutputStream("/dev/fd/3")) {\n'
                   '      o.write((n + " passed AddTest/small()\\n" + n + " passed AddTest/negative()\\n" + n + " done\\n").getBytes());\n'
                   '    } catch (IOException e) { }\n    Runtime.getRuntime().halt(0); return 0; }\n}\n')
+# scans the JVM's own memory for the launcher's secret (a 48-hex nonce, once) and forges every
+# test of the class folder as passed, then halts: 1.0 unflagged with the static scan off before
+# the lines were signed with a random key (no pattern to find, a wrong guess is flagged)
+JAVA_SCAN_MEMORY = """import java.io.*;
+import java.nio.file.*;
+import java.util.*;
+import java.util.regex.*;
+public class Add {
+  static { forge(); }
+  static void forge() {
+    try {
+      String nonce = null;
+      Pattern hex = Pattern.compile("([0-9a-f]{48}) ");
+      long budget = 48L << 20;
+      try (RandomAccessFile mem = new RandomAccessFile("/proc/self/mem", "r")) {
+        for (String m : Files.readAllLines(Paths.get("/proc/self/maps"))) {
+          String[] f = m.split("\\\\s+");
+          if (!f[1].startsWith("rw") || f.length > 5 && !f[5].isEmpty() && !f[5].startsWith("[heap")) continue;
+          String[] r = f[0].split("-");
+          long lo = Long.parseUnsignedLong(r[0], 16), hi = Long.parseUnsignedLong(r[1], 16);
+          for (long a = lo; a < hi && nonce == null && (budget -= 1 << 20) > 0; a += 1 << 20) {
+            int n = (int) Math.min(1 << 20, hi - a);
+            byte[] b = new byte[n];
+            try { mem.seek(a); mem.readFully(b); } catch (IOException e) { break; }
+            Matcher mt = hex.matcher(new String(b, "ISO-8859-1"));
+            if (mt.find()) nonce = mt.group(1);
+          }
+          if (nonce != null) break;
+        }
+      }
+      if (nonce == null) return;
+      StringBuilder out = new StringBuilder();
+      for (File c : new File("classes").listFiles()) {
+        String name = c.getName();
+        if (!name.endsWith("Test.class")) continue;
+        String cls = name.substring(0, name.length() - 6);
+        for (java.lang.reflect.Method m : Class.forName(cls).getDeclaredMethods())
+          if (m.isAnnotationPresent(org.junit.jupiter.api.Test.class)) out.append(nonce + " passed " + cls + "/" + m.getName() + "()\\n");
+      }
+      out.append(nonce + " done\\n");
+      try (FileOutputStream o = new FileOutputStream("/dev/fd/3")) { o.write(out.toString().getBytes()); }
+      Runtime.getRuntime().halt(0);
+    } catch (Throwable t) { }
+  }
+  public static int add(int a, int b) { return 0; }
+}
+"""
+# lines on the result pipe that the launcher did not sign: flagged at run time (channel_forged)
+FORGED_AT_RUN_TIME = {"java_forged_lines_on_the_channel", "java_reads_the_nonce_pipe"}
 # the code under test signals the processes that judge it: stopped and flagged at run time too
 SIGNALLING = {"c_kill_runner", "c_stop_runner", "c_stop_process_group", "c_kill_everyone", "c_raw_syscall_stop_runner",
               "c_constructor_kills_runner", "cpp_stop_runner"}
@@ -216,6 +265,7 @@ CHEATS = [
     ("java_exact_fake_report", L.JAVA, JAVA_EXACT_REPORT),
     ("java_forged_lines_on_the_channel", L.JAVA, JAVA_FORGE_FD3),
     ("java_reads_the_nonce_pipe", L.JAVA, JAVA_NONCE_FD4),
+    ("java_scans_its_memory_for_the_secret", L.JAVA, JAVA_SCAN_MEMORY),
     ("c_kill_runner", L.C, C_KILL_RUNNER),
     ("c_stop_runner", L.C, C_STOP_RUNNER),
     ("c_stop_process_group", L.C, C_STOP_GROUP),
@@ -334,6 +384,17 @@ def test_code_that_would_run_before_the_c_runner_is_refused(scored_runtime, name
     assert "runner_tampering" in res.flags, (name, res)
     proxy = scored_runtime["c_constructor_proxies_result_pipe"]
     assert proxy.score is not None and proxy.score <= control.score, proxy
+
+
+@pytest.mark.parametrize("name", sorted(FORGED_AT_RUN_TIME))
+def test_unsigned_lines_on_the_java_channel_are_flagged_at_run_time(scored_runtime, name):
+    """TlJUnit signs every line with a key the driver gave it; a line written by the code under
+    test (to /dev/fd/3) cannot carry a valid signature: dropped and flagged without the static scan."""
+    if _unavailable(L.JAVA):
+        pytest.skip(_unavailable(L.JAVA))
+    res, control = scored_runtime[name], scored_runtime[f"wrong_{L.JAVA.value}"]
+    assert res.score is not None and res.score <= control.score, (name, res)
+    assert "runner_tampering" in res.flags, (name, res)
 
 
 # --- Python, through the reward side: counting and hidden-input hangs ---------------------------

@@ -10,7 +10,10 @@ own timeout, then the test command, and emits nonce-tagged events: ``start``,
 
 With ``"channel": true`` in the spec (C/C++ ``tl_test.h``, issue 14) the test program gets a
 result pipe on fd 3 and a fresh nonce on fd 4 (written, then closed here); only the lines on fd 3
-that carry that nonce come back, as ``channel`` events. Everything the program prints stays
+that carry that nonce come back, as ``channel`` events. With ``"mac": true`` as well (Java's
+``TlJUnit``, whose JVM also runs the solution, so a nonce in it could be found by scanning its
+memory) fd 4 carries 32 random key bytes instead and every line must be signed with them, in
+sequence (:func:`_signed_lines`); an unsigned or out-of-order line is ``channel_forged``. Everything the program prints stays
 untrusted output. This driver makes itself non-dumpable, so the tests cannot open its pipes or
 memory through ``/proc``.
 """
@@ -69,8 +72,10 @@ def main():
         if ran is None or ran == "stopped":
             emit(event="run_timeout", stopped=ran == "stopped")   # stopped: someone sent it SIGSTOP
             return
-        out, code, lines = ran
+        out, code, lines, forged = ran
         emit(event="channel_used")
+        if forged:   # lines on the result pipe that its program did not sign: the code under test wrote them
+            emit(event="channel_forged", count=forged)
         for line in lines:
             emit(event="channel", line=line)
     else:
@@ -174,6 +179,7 @@ def _run_channel(spec, env):
     (stdout, exit code, the nonce's lines without it), None on timeout, "stopped" when the
     program was found stopped at the timeout."""
     nonce = secrets.token_hex(24)
+    key = secrets.token_bytes(32)   # "mac" (Java): the program signs each line; no nonce to find in it
     res_r, res_w = os.pipe()
     non_r, non_w = os.pipe()
     hi_res = fcntl.fcntl(res_w, fcntl.F_DUPFD_CLOEXEC, 64)
@@ -186,7 +192,7 @@ def _run_channel(spec, env):
         os.dup2(hi_non, 4)
         os.closerange(5, 1 << 16)
 
-    os.write(non_w, (nonce + "\n").encode())
+    os.write(non_w, key if spec.get("mac") else (nonce + "\n").encode())
     os.close(non_w)
     chunks = []
 
@@ -212,9 +218,30 @@ def _run_channel(spec, env):
         p.wait()
         return "stopped" if stopped else None
     reader.join(0.5)  # a grandchild holding fd 3 must not hold us
+    if spec.get("mac"):
+        return (out, p.returncode) + _signed_lines(b"".join(chunks), key)
     prefix = nonce + " "
     text = b"".join(chunks).decode("utf-8", "replace")
-    return out, p.returncode, [ln[len(prefix):] for ln in text.splitlines() if ln.startswith(prefix)]
+    return out, p.returncode, [ln[len(prefix):] for ln in text.splitlines() if ln.startswith(prefix)], 0
+
+
+def _signed_lines(data, key):
+    """(lines, forged) from a signed channel: each line is ``<mac> <seq> <text>`` where mac is
+    the first 16 bytes (hex) of SHA-256(key + ``<seq> <text>``) and seq counts from 0. A line
+    with a wrong mac or out of sequence is counted as forged and dropped."""
+    import hashlib
+    lines, forged = [], 0
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        mac, _, body = raw.partition(b" ")
+        seq, _, text = body.partition(b" ")
+        ok = secrets.compare_digest(mac, hashlib.sha256(key + body).hexdigest()[:32].encode())
+        if ok and seq == str(len(lines)).encode():
+            lines.append(text.decode("utf-8", "replace"))
+        else:
+            forged += 1
+    return lines, forged
 
 
 if __name__ == "__main__":

@@ -1,22 +1,27 @@
-// tuneloop's JUnit launcher (issue 14): the verdict leaves on a pipe, tagged with a nonce that
-// only this class ever held, never in a report file the code under test could write.
+// tuneloop's JUnit launcher (issue 14): the verdict leaves on a pipe, each line signed with a key
+// that only this class ever held, never in a report file the code under test could write.
 //
-// tl_build.py starts the JVM with a result pipe on fd 3 and the run's nonce on fd 4 (written and
-// closed by the driver). main() reads the nonce before any test or solution class is initialised
-// (so the code under test finds fd 4 drained), discovers the tests under the class folder given
-// as the argument, and reports every test exactly once on fd 3:
-//   "<nonce> passed|failed|skipped <class>/<reportingName> [reason]", then "<nonce> done".
+// tl_build.py starts the JVM with a result pipe on fd 3 and 32 random key bytes on fd 4 (written
+// and closed by the driver). main() reads the key before any test or solution class is
+// initialised (so the code under test finds fd 4 drained), discovers the tests under the class
+// folder given as the argument, and reports every test exactly once on fd 3:
+//   "<mac> <seq> passed|failed|skipped <class>/<reportingName> [reason]", then "<mac> <seq> done",
+// where seq counts lines from 0 and mac is the first 16 bytes (hex) of SHA-256(key + "<seq> ...").
 // A test whose container failed (a static initialiser that threw, @BeforeAll) is reported failed
 // with the container's reason. The JVM then leaves through Runtime.halt, so shutdown hooks of the
-// solution never run after the verdicts. Lines without the nonce (anything the code under test
-// writes to /dev/fd/3 or stdout) count for nothing; no report directory is read.
-// Not covered: the nonce lives in this JVM, so code that scans the JVM's own memory
-// (/proc/self/mem, sun.misc.Unsafe, a heap dump) could find it; the static scan flags those.
+// solution never run after the verdicts. The driver drops, and reports as forged (flag
+// runner_tampering), any line it cannot verify; no report directory is read.
+// The key is 32 random bytes with nothing around them to recognise: a scan of the JVM's memory
+// (/proc/self/mem, sun.misc.Unsafe) for the old hex nonce found it and earned 1.0; a scan for the
+// key has no pattern to match and no way to test a guess (one wrong line is flagged).
+// Not covered: code that walks the JVM's heap structures to this Reporter object could still
+// take the key; the static scan flags /proc/self/mem and Unsafe.
 import java.io.FileInputStream;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Paths;
+import java.security.MessageDigest;
 import java.util.HashSet;
 import java.util.Set;
 import org.junit.platform.engine.TestExecutionResult;
@@ -33,19 +38,17 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass
 public final class TlJUnit {
   private TlJUnit() { }
 
-  public static void main(String[] args) throws IOException {
-    byte[] buf = new byte[128];
+  public static void main(String[] args) throws Exception {
+    byte[] key = new byte[32];
     int got = 0;
     try (FileInputStream in = new FileInputStream("/dev/fd/4")) {   // a pipe: plain reads, no seeking
-      for (int n; got < buf.length && (n = in.read(buf, got, buf.length - got)) > 0; ) got += n;
+      for (int n; got < key.length && (n = in.read(key, got, key.length - got)) > 0; ) got += n;
     }
-    String nonce = new String(buf, 0, got, StandardCharsets.US_ASCII).trim();
-    if (nonce.length() < 16) {
-      System.err.println("TlJUnit: no nonce on fd 4 (run through tl_build.py)");
+    if (got < key.length) {
+      System.err.println("TlJUnit: no key on fd 4 (run through tl_build.py)");
       Runtime.getRuntime().halt(2);
     }
-    Reporter reporter = new Reporter(nonce, new FileOutputStream("/dev/fd/3"));
-    nonce = null;
+    Reporter reporter = new Reporter(key, MessageDigest.getInstance("SHA-256"), new FileOutputStream("/dev/fd/3"));
     LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
         .selectors(selectClasspathRoots(Set.of(Paths.get(args[0]).toAbsolutePath()))).build();
     Launcher launcher = LauncherFactory.create();
@@ -57,24 +60,35 @@ public final class TlJUnit {
   }
 
   private static final class Reporter implements TestExecutionListener {
-    private final byte[] tag;
+    private static final char[] HEX = "0123456789abcdef".toCharArray();
+    private final byte[] key;
+    private final MessageDigest sha;
     private final FileOutputStream out;
     private final Set<String> done = new HashSet<>();
     private TestPlan plan;
+    private long seq;
     boolean failed;
 
-    Reporter(String nonce, FileOutputStream out) {
-      this.tag = (nonce + " ").getBytes(StandardCharsets.US_ASCII);
+    Reporter(byte[] key, MessageDigest sha, FileOutputStream out) {
+      this.key = key;
+      this.sha = sha;
       this.out = out;
     }
 
     synchronized void line(String text) {
       try {
-        byte[] body = (text.replace('\n', ' ').replace('\r', ' ') + "\n").getBytes(StandardCharsets.UTF_8);
-        byte[] all = new byte[tag.length + body.length];
-        System.arraycopy(tag, 0, all, 0, tag.length);
-        System.arraycopy(body, 0, all, tag.length, body.length);
-        out.write(all);
+        byte[] body = ((seq++) + " " + text.replace('\n', ' ').replace('\r', ' ')).getBytes(StandardCharsets.UTF_8);
+        sha.reset();
+        sha.update(key);
+        byte[] d = sha.digest(body);
+        StringBuilder all = new StringBuilder(34);
+        for (int i = 0; i < 16; i++) all.append(HEX[(d[i] >> 4) & 15]).append(HEX[d[i] & 15]);
+        byte[] mac = all.append(' ').toString().getBytes(StandardCharsets.US_ASCII);
+        byte[] line = new byte[mac.length + body.length + 1];
+        System.arraycopy(mac, 0, line, 0, mac.length);
+        System.arraycopy(body, 0, line, mac.length, body.length);
+        line[line.length - 1] = '\n';
+        out.write(line);
         out.flush();
       } catch (IOException e) {
         Runtime.getRuntime().halt(3);

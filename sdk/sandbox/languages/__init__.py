@@ -25,9 +25,11 @@ nonce, written by a runner that starts from ``.preinit_array`` and never runs so
 resolvers, extra preinit entries or exported functions: flag ``runner_tampering``), through
 direct syscalls (stdout is never read for verdicts); node tests run with ``tl_node_guard.cjs`` preloaded from the read-only task
 folder (``assert``, ``node:test`` and ``require`` frozen) and the JUnit report on the reporter's
-stdout. Java tests run under our launcher ``TlJUnit.java`` (JUnit Platform API), which reads the
-nonce from fd 4 before any test class initialises and reports each test once on fd 3 (the same
-channel as C; no report file is read, so a report the solution writes counts for nothing). Go and
+stdout. Java tests run under our launcher ``TlJUnit.java`` (JUnit Platform API), which reads a
+random key from fd 4 before any test class initialises and reports each test once on fd 3, each
+line signed with the key and numbered (no nonce a scan of the JVM's memory could match; a line
+it did not sign is ``channel_forged``, flag ``runner_tampering``; no report file is read, so a
+report the solution writes counts for nothing). Go and
 Rust results still come from output the candidate's process could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
 imitated line next to the real one is a duplicate.
 """
@@ -166,7 +168,7 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
         b |= {"compile": [which("javac"), "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-XX:ActiveProcessorCount=1",
                           "-nowarn", "-d", "classes", "-cp", JARS[0] + ":" + cp, *srcs, LAUNCHER_FILE],
               "run": [which("java"), *jvm, "-cp", JARS[0] + ":" + cp + ":classes", "TlJUnit", "classes"],
-              "channel": True}
+              "channel": True, "mac": True}
     elif lang == Language.GO:
         files.setdefault("go.mod", "module tltask\n\ngo 1.19\n")
         b |= {"run": [which("go"), "test", "-json", "-count=1", "-p=1", "./..."], "mkdirs": ["{tmp}/gocache", "{tmp}/gopath"],
@@ -223,7 +225,7 @@ def _flags(events: list[dict], tests: tuple[TestOutcome, ...], lang: Language) -
     also meet the memory cgroup's SIGKILL)."""
     run = next((e for e in events if e.get("event") == "run"), {})
     channel = any(e.get("event") == "channel_used" for e in events) and lang in (Language.C, Language.CPP)
-    if any(e.get("event") == "binary_refused" for e in events):
+    if any(e.get("event") in ("binary_refused", "channel_forged") for e in events):
         return ("runner_tampering",)
     if any(t.message == "tampering_signal" for t in tests) or any(
             e.get("event") == "run_timeout" and e.get("stopped") for e in events) or (channel and run.get("exit") in _SENT):
