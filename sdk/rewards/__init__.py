@@ -20,12 +20,16 @@ Covered:
   visible tests passing against no hidden pass (hanging on hidden inputs included) is
   ``hardcoded_outputs``.
 - Verdict channels of other languages (:mod:`sdk.sandbox.languages`): C/C++ results come from
-  fd 3 with a nonce read after constructors, through direct syscalls (no libc interposition,
-  stdout never read); JS runs with ``assert``/``node:test``/``require`` frozen by a preload from
+  fd 3 with a nonce, written by a runner that starts from ``.preinit_array`` and never runs
+  solution code (constructors and ``main`` run only in the guarded test children; a binary
+  whose code could run earlier, through an IFUNC resolver, another preinit entry, an exported
+  function or fake test-list bounds, is refused: ``runner_tampering``), through direct
+  syscalls (no libc interposition, stdout never read); JS runs with ``assert``/``node:test``/``require`` frozen by a preload from
   the read-only task folder and the JUnit report on the reporter's stdout (no file to forge);
-  Java runs under our launcher ``TlJUnit.java``: verdicts on the same fd-3 pipe with a nonce
-  read from fd 4 before any test class initialises, no report file read (a report the
-  solution writes counts for nothing); Go and Rust results are checked against the declared
+  Java runs under our launcher ``TlJUnit.java``: verdicts on the same fd-3 pipe, each line
+  signed (SHA-256 with a 32-byte key read from fd 4 before any test class initialises) and
+  numbered, so a line the solution writes is dropped and flagged (``runner_tampering``) and a
+  scan of the JVM's memory finds no nonce to copy; no report file read; Go and Rust results are checked against the declared
   tests by the counting above.
 - Signals to the judge: the Python candidate and each C/C++ test child run under a seccomp
   guard (``_runner/tl_guard.py``, ``tl_test.h``): ``kill``/``tgkill``/``SIGSTOP``/``prlimit``
@@ -54,13 +58,13 @@ Covered:
 
 Not covered (known gaps):
 
-- Java: the nonce lives in the JVM that runs the candidate, so code that scans that JVM's own
-  memory (``/proc/self/mem``, ``sun.misc.Unsafe``, a heap dump) could find it and forge
-  channel lines; the static scan flags those APIs. The same holds for a C/C++ test child and
-  its token.
-- A daemon forked by a C/C++ constructor (before ``main`` installs the guard) can still stop the
-  runner: the run times out and is flagged only when the runner is found stopped; constructors
-  are flagged by the static scan.
+- Java: the signing key lives in the JVM that runs the candidate; code that walks the JVM's
+  heap structures to the launcher's reporter (through ``/proc/self/mem`` or
+  ``sun.misc.Unsafe``) could still take it (a plain scan has no pattern to match and no way to
+  test a guess); the static scan flags those APIs. The same holds for a C/C++ test child and
+  its token (its constructors run there too).
+- A process forked by C/C++ code and killed by the guard for aiming at the runner goes
+  unreported (the runner is unharmed; constructors are flagged by the static scan).
 - Go/Rust: results are parsed from the test binary's output; a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests
   is stopped by the static scan only (the run-time layer then counts its lines as results).

@@ -70,8 +70,9 @@ What is NOT isolated or not covered:
   signalling it (``kill``/``tgkill``/``SIGSTOP``, ``prlimit``, ``pidfd_open`` aimed at an
   ancestor, their process group, ``0`` or ``-1``) kills the candidate with SIGSYS
   (``_runner/tl_guard.py``, a seccomp filter installed before any solution code; flagged
-  ``runner_tampering``); the same guard runs in each C/C++ test child (``tl_test.h``). A guard
-  is not installed on architectures other than x86_64/aarch64;
+  ``runner_tampering``); the same guard runs in each C/C++ test child (``tl_test.h``, installed
+  before the program's constructors, which run only there). On architectures other than
+  x86_64/aarch64 the guard has no syscall table and no sandbox is built (``SandboxError``);
 - what crossing the boundary changes for honest code: arguments are copies whose changes are
   copied back onto the top-level argument after the call (its elements are fresh objects: an
   element the test kept a reference to is not updated); standard-library iterators, generators
