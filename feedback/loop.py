@@ -52,7 +52,7 @@ from feedback.registry_models import LoopLock
 from feedback.store import FeedbackEvent, sessions, utcnow
 from feedback.transitions import end_canary, promote, start_canary
 from feedback.versus import (GenerationEvaluator, PairedEvaluator, against_production, as_record, compare_sets,
-                             load_tasks, replay_tasks, with_comparison)
+                             load_tasks, paired, recorded_pairs, replay_tasks, with_comparison)
 from sdk.errors import ConfigError, GateError
 
 Trainer = Callable[[Path, dict[str, Any], Path], Path]
@@ -293,9 +293,17 @@ def versus_production(s: Session, cfg: LoopConfig, state: dict[str, Any], produc
     sets = {"heldout": ev.heldout(),
             "replay": replay_tasks(s, app_id(s, cfg.application), state["watermark"], cfg.compare.replay_limit)
             if cfg.compare.replay_limit else []}
-    found = compare_sets(ev, state["adapter"], production.adapter_path, sets,
-                         {"heldout": cfg.max_heldout_drop, "replay": cfg.compare.max_replay_drop})
-    return {"production": production.label, **as_record(found)}
+    drops = {"heldout": cfg.max_heldout_drop, "replay": cfg.compare.max_replay_drop}
+    found = compare_sets(ev, state["adapter"], production.adapter_path, sets, drops)
+    note = {}
+    if not sets["heldout"]:  # pipeline runs: their own verifier-scored held-out rows
+        pairs = recorded_pairs(state["adapter"], production.adapter_path)
+        if isinstance(pairs, str):
+            note = {"heldout_note": f"no held-out pairs: {pairs}"}
+        else:
+            found[0] = paired("heldout", *pairs, cfg.max_heldout_drop)
+            note = {"heldout_note": "pass rates from both runs' eval/tuned.jsonl (same tasks, seed and eval settings)"}
+    return {"production": production.label, **as_record(found), **note}
 
 
 def _publish(s: Session, cfg: LoopConfig, state: dict[str, Any], parent: int | None) -> PassResult:

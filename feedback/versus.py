@@ -4,7 +4,10 @@ held-out tasks and on tasks replayed from recent feedback").
 Two task sets, each answered by **both** adapters with the same prompts and the same per-task seed:
 
 * **held-out**: tasks neither version trained on (the evaluator's :meth:`PairedEvaluator.heldout`,
-  e.g. a JSONL file named by the loop config's ``compare.heldout``);
+  e.g. a JSONL file named by the loop config's ``compare.heldout``); when the evaluator has none and
+  both versions come from pipeline runs (``trainer: pipeline``), the runs' own held-out rows are
+  paired instead (:func:`recorded_pairs`: same tasks, same seed and eval settings, scored by the
+  sandboxed verifiers);
 * **replay**: the most recent rated interactions of the application (:func:`replay_tasks`): the
   user's prompt again, and as reference what the user wanted: their correction, or the answer
   they rated up. Rated-down answers without a correction carry no reference and are left out.
@@ -212,8 +215,6 @@ def compare_sets(evaluator: PairedEvaluator, candidate: str, production: str, se
                  max_drop: dict[str, float]) -> list[SetComparison]:
     """Score both adapters on every set (one :meth:`PairedEvaluator.scores` call over all tasks) and pair
     the scores per task (see the module docstring). ``max_drop``: allowed mean drop per set kind."""
-    from sdk.eval.metrics import paired_bootstrap_ci
-
     every = [t for tasks in sets.values() for t in tasks]
     got = evaluator.scores({"production": production, "candidate": candidate}, every) if every else {}
     out, start = [], 0
@@ -223,10 +224,52 @@ def compare_sets(evaluator: PairedEvaluator, candidate: str, production: str, se
             continue
         prod, cand = (got[k][start:start + len(tasks)] for k in ("production", "candidate"))
         start += len(tasks)
-        est = paired_bootstrap_ci(prod, cand)
-        out.append(SetComparison(kind, len(tasks), sum(prod) / len(prod), sum(cand) / len(cand), est.value,
-                                 est.low, est.high, max_drop[kind], est.value >= -max_drop[kind] - 1e-12))
+        out.append(paired(kind, prod, cand, max_drop[kind]))
     return out
+
+
+def paired(kind: str, production: Sequence[float], candidate: Sequence[float], max_drop: float) -> SetComparison:
+    """The :class:`SetComparison` of aligned per-task scores (shape ``(T,)`` each, T >= 1)."""
+    from sdk.eval.metrics import paired_bootstrap_ci
+
+    est = paired_bootstrap_ci(production, candidate)
+    return SetComparison(kind, len(production), sum(production) / len(production), sum(candidate) / len(candidate),
+                         est.value, est.low, est.high, max_drop, est.value >= -max_drop - 1e-12)
+
+
+def recorded_pairs(candidate_adapter: str | Path, production_adapter: str | Path,
+                   splits: Sequence[str] = ("heldout", "ood")) -> tuple[list[float], list[float]] | str:
+    """Per-task pass rates of both versions from their own pipeline runs (``eval/tuned.jsonl`` of the run
+    folder above each adapter), on the tasks of ``splits`` both runs evaluated, matched by task id.
+
+    The pipeline seeds its evaluation with the run config's ``seed``; the pairs are only taken when
+    both runs' ``seed`` and ``eval`` settings (``config.json``) are equal, so both adapters answered
+    the same tasks with the same seeds and sampling, scored by the run's sandboxed verifiers.
+    Returns ``(production, candidate)`` aligned lists, or a sentence saying why there are none.
+    """
+    from sdk.eval.records import load_rows
+
+    runs = [Path(candidate_adapter).resolve().parents[1], Path(production_adapter).resolve().parents[1]]
+    settings = []
+    for run in runs:
+        try:
+            conf = json.loads((run / "config.json").read_text())
+            settings.append((conf.get("seed"), conf.get("eval")))
+        except (OSError, ValueError):
+            return f"no config.json in {run} (not a pipeline run)"
+    if settings[0] != settings[1]:
+        return "the two runs evaluated with different seed or eval settings"
+    rows = []
+    for run in runs:
+        try:
+            rows.append({r.task_id: r for r in load_rows(run / "eval" / "tuned.jsonl") if r.split.value in splits})
+        except (OSError, ValueError) as exc:
+            return f"cannot read {run / 'eval' / 'tuned.jsonl'}: {exc}"
+    common = sorted(rows[0].keys() & rows[1].keys())
+    if not common:
+        return f"the two runs share no evaluated task in {', '.join(splits)}"
+    rate = lambda r: sum(r.passed) / len(r.passed) if r.passed else 0.0  # noqa: E731
+    return [rate(rows[1][t]) for t in common], [rate(rows[0][t]) for t in common]
 
 
 def as_record(comparisons: Sequence[SetComparison]) -> dict[str, Any]:
@@ -237,7 +280,7 @@ def as_record(comparisons: Sequence[SetComparison]) -> dict[str, Any]:
 def with_comparison(reg: Registration, record: dict[str, Any]) -> Registration:
     """``reg`` with ``record`` in its eval (``versus_production``) and a failed gate for each set
     where the candidate dropped more than allowed (reasons with the numbers)."""
-    found = [SetComparison(**v) for k, v in record.items() if k != "production"]
+    found = [SetComparison(**v) for v in record.values() if isinstance(v, dict)]
     failed = [c.reason(record["production"]) for c in found if not c.passed]
     evaluation = {**reg.eval, "versus_production": record}
     if not failed:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from feedback.loop import from_dotted, load_loop_config, run_pass
+from feedback.loop import CompareConfig, from_dotted, load_loop_config, run_pass
 from feedback.registry import list_versions
 from feedback.store import ChatMessage, Correction, FeedbackEvent, Interaction, create_api_key, sessions
 from feedback.transitions import end_canary
@@ -38,12 +38,13 @@ def train(run_config: Path, overrides: dict, run_dir: Path) -> Path:
 class FakeEvaluator:
     """Scores by (label, task kind); records every call's adapters and (task id, seed) lists."""
 
-    def __init__(self, production: dict[str, float], candidate: dict[str, float]) -> None:
-        self.by_label = {"production": production, "candidate": candidate}
+    def __init__(self, production: dict[str, float], candidate: dict[str, float],
+                 heldout: tuple[CompareTask, ...] = tuple(HELDOUT)) -> None:
+        self.by_label, self.tasks = {"production": production, "candidate": candidate}, list(heldout)
         self.calls: list[tuple[dict, list[tuple[str, int]], list[str]]] = []
 
     def heldout(self) -> list[CompareTask]:
-        return list(HELDOUT)
+        return list(self.tasks)
 
     def scores(self, adapters: dict[str, str], tasks) -> dict[str, list[float]]:
         self.calls.append((dict(adapters), [(t.id, t.seed) for t in tasks], [t.reference for t in tasks]))
@@ -195,3 +196,49 @@ def test_token_f1_and_held_out_file_errors(tmp_path):
     (tmp_path / "noref.jsonl").write_text('{"prompt": "p"}\n')
     with pytest.raises(ConfigError, match="line 1: needs prompt and reference"):
         load_tasks(tmp_path / "noref.jsonl")
+
+
+class PipelineLikeTrainer:
+    """Writes what a pipeline run leaves (config.json, eval/tuned.jsonl) with the given held-out pass rates."""
+
+    def __init__(self, base: str, rates: list[dict[str, float]], eval_settings: list[dict] | None = None) -> None:
+        self.base, self.rates, self.settings = base, list(rates), list(eval_settings or [])
+
+    def __call__(self, run_config: Path, overrides: dict, run_dir: Path) -> Path:
+        from sdk.eval.records import EvalRow, save_rows
+
+        out = train(run_config, overrides, run_dir)
+        settings = self.settings.pop(0) if self.settings else {"n_samples": 2, "temperature": 0.7}
+        (run_dir / "config.json").write_text(json.dumps({"seed": 7, "eval": settings}))
+        rows = [EvalRow(task_id=t, domain="d", split="heldout", model="tuned", completions=("a", "b"),
+                        rewards=(1.0, 0.0), passed=(rate >= 0.5, rate >= 1.0), statuses=("ok", "ok"), flags=((), ()))
+                for t, rate in self.rates.pop(0).items()]
+        save_rows(run_dir / "eval" / "tuned.jsonl", rows)
+        return out
+
+
+def test_pipeline_runs_are_paired_on_their_own_held_out_rows(setup, tiny_model_dir):
+    url, path = setup
+    cfg = load_loop_config(path).model_copy(update={"compare": CompareConfig(replay_limit=0)})
+    nothing = FakeEvaluator({}, {}, heldout=())  # no held-out file: the runs' own rows are paired
+    trainer = PipelineLikeTrainer(tiny_model_dir, [{"t1": 1.0, "t2": 1.0, "t3": 0.5, "only-old": 1.0},
+                                                   {"t1": 0.5, "t2": 0.0, "t3": 0.5, "only-new": 1.0},
+                                                   {"t1": 1.0, "t2": 1.0}],
+                                  [{"n_samples": 2}, {"n_samples": 2}, {"n_samples": 8}])
+    for q in ("q1", "q2", "q3"):
+        chat(url, q, "liked", 1)
+    assert run_pass(cfg, trainer, evaluator=nothing).action == "promoted-first"
+    for q in ("q4", "q5", "q6"):
+        chat(url, q, "liked", 1)
+    failed = run_pass(cfg, trainer, evaluator=nothing)  # t1..t3 in both runs: 0.83 -> 0.33
+    assert failed.action == "gate-failed" and "on 3 heldout tasks" in failed.detail and "change -0.500" in failed.detail
+    with sessions(url, upgrade=False)() as s:
+        versus = list_versions(s, "bot", "support")[1].eval["versus_production"]
+    assert "eval/tuned.jsonl" in versus["heldout_note"] and versus["replay"]["n"] == 0
+    for q in ("q7", "q8", "q9"):
+        chat(url, q, "liked", 1)
+    third = run_pass(cfg, trainer, evaluator=nothing)  # other eval settings: not paired, said so
+    with sessions(url, upgrade=False)() as s:
+        versus = list_versions(s, "bot", "support")[2].eval["versus_production"]
+    assert third.action == "canary-started" and versus["heldout"]["n"] == 0
+    assert versus["heldout_note"] == "no held-out pairs: the two runs evaluated with different seed or eval settings"
