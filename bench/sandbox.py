@@ -50,6 +50,12 @@ class CpuMeter:
 
     def __init__(self) -> None:
         self.group: Path | None = None
+        for stale in self.ROOT.glob("tl-bench-*"):   # left by a run that was killed (no atexit)
+            if not Path(f"/proc/{stale.name[9:]}").exists():
+                try:
+                    stale.rmdir()
+                except OSError:
+                    pass
         try:
             group = self.ROOT / f"tl-bench-{os.getpid()}"
             group.mkdir()

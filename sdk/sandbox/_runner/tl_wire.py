@@ -18,6 +18,9 @@ import select
 import time
 
 MAX_FRAME = 64 << 20
+# a pipe holds 64 KiB, so one read never returns more; asking for 1 MiB made every read allocate
+# (mmap) and shrink (mremap) a 1 MiB buffer, in both processes of every call
+PIPE_READ = 1 << 16
 MAX_DEPTH = 200
 PLAIN_SCALARS = (type(None), bool, int, float, str)
 
@@ -113,7 +116,7 @@ class Reader:
             left = deadline - CLOCK[0]()
             if left <= 0 or not select.select([self.fd], [], [], left)[0]:
                 raise TimeoutError("no answer in time")
-        chunk = os.read(self.fd, 1 << 20)
+        chunk = os.read(self.fd, PIPE_READ)
         if not chunk:
             raise EOFError("the other side closed the pipe")
         self.buf += chunk
