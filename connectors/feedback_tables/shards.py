@@ -127,6 +127,8 @@ def sampled_bounds(conn: sa.Connection, rel: sa.FromClause, source: Any, where: 
     sample = sa.tablesample(rel, sa.func.system(min(100.0, 100.0 * SAMPLE_KEYS * shards / estimate)))
     col = sample.c[source._cols[source._key_fields()[0]]]
     keys = conn.execute(sa.select(col).where(col.is_not(None), *where).order_by(col)).scalars().all()
+    if len(keys) < shards * SAMPLE_KEYS // 4:  # few pages drawn (a small or filtered table): count instead
+        return None
     out: list[Any] = []
     for i in range(1, shards):
         value = keys[i * len(keys) // shards] if keys else None

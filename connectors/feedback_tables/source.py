@@ -27,8 +27,9 @@ Fast ingest (``ingest: fast``, the default): the same read with Arrow batches (A
 PostgreSQL), values, dedup and records computed columnar (:mod:`connectors.feedback_tables.lane`),
 only pre-filtered candidates at the exact PII validators, and a process per core
 (:mod:`connectors.feedback_tables.fast`); ``ingest: rows`` keeps the row-by-row path. Both give
-the same records, byte for byte (tests/feedback/test_fast_ingest.py). Incremental reads and keys
-read through JSON paths always take the row path.
+the same records, byte for byte (tests/feedback/test_fast_ingest.py); so does ``ingest: ray``, the fast
+path per key range on Ray (:mod:`connectors.feedback_tables.scale`). Incremental reads and keys read
+through JSON paths always take the row path (``ingest: ray`` refuses the latter).
 
 Source mappings (``table``, ``query``, ``columns``, ``filter``) are trusted configuration written
 by the operator, never user input; ``filter:`` is still checked (no ``;``, no other table).
