@@ -110,7 +110,9 @@ def stats(name: str, latencies: list[float], wall: float, passed: int, total: in
           cpu_ms: float | None = None) -> float:
     rate = total / wall
     q = statistics.quantiles(latencies, n=20) if len(latencies) > 1 else latencies * 19
-    cpu = "" if cpu_ms is None else f"   CPU {cpu_ms:5.2f} ms/exec"
+    # cores: CPU seconds per second of the run; under load the side with more runnable processes
+    # gets more of them, which is why only the CPU ratio compares across a loaded machine
+    cpu = "" if cpu_ms is None else f"   CPU {cpu_ms:5.2f} ms/exec ({cpu_ms * rate / 1000:.2f} cores)"
     print(f"{name:<42} {rate:7.1f} exec/s   p50 {1000 * statistics.median(latencies):7.1f} ms   "
           f"p95 {1000 * q[18]:7.1f} ms   passed {passed}/{total}{cpu}")
     return rate
