@@ -2,10 +2,10 @@
 
 One task set is built once (``WORK/_tasks``) and copied into every arm's run folder, so every arm
 trains on the same train split and is scored on the same tasks; the base model is scored once
-(``WORK/base.jsonl``). An arm is the config plus ``--set`` overrides, run through the pipeline's own
+(``WORK/base_<split>.jsonl``). An arm is the config plus ``--set`` overrides, run through the pipeline's own
 ``sft`` and ``rl`` stages into ``WORK/ARM``; ``--from-sft OTHER`` reuses another arm's finished SFT
 stage (for arms that differ only in RL). Each adapter named by ``--eval`` is scored greedy, the way
-the eval stage does it (same generator, reward and sandbox), into ``WORK/ARM/eval_<label>.jsonl``;
+the eval stage does it (same generator, reward and sandbox), into ``WORK/ARM/eval_<label>_<split>.jsonl`` (``--splits``, OOD first by default);
 the arm's wall time, CPU time and load average go to ``WORK/ARM/arm.json``.
 
     nice -n 10 .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --arm defaults
@@ -57,14 +57,14 @@ def copy_stage(src: Path, dst: Path, stage: str, folder: str) -> None:
     shutil.copy2(src / "state" / f"{stage}.json", dst / "state" / f"{stage}.json")
 
 
-def score(pipe, label: str, adapter: Path | None, out: Path) -> list:
-    """Greedy eval rows of ``adapter`` (None: the base model) on the eval splits, saved to ``out``."""
+def score(pipe, label: str, adapter: Path | None, split: str, out: Path) -> list:
+    """Greedy eval rows of ``adapter`` (None: the base model) on one eval split, saved to ``out``."""
     from sdk.eval.records import save_rows
     from sdk.run.spec import SPECS, Stage
     from sdk.run.stage_eval import eval_tasks, text_rows
 
     ctx = pipe.context(SPECS[Stage.EVAL])
-    rows = text_rows(ctx, eval_tasks(ctx), label, adapter)
+    rows = text_rows(ctx, [t for t in eval_tasks(ctx) if t.split.value == split], label, adapter)
     save_rows(out, rows)
     return rows
 
@@ -89,29 +89,31 @@ def run_arm(args) -> None:
         copy_stage(work / args.from_sft, arm, "sft", "sft")
     pipe = pipeline(args.config, arm, args.set or [])
     pipe.run(["sft", "rl"])
-    train_wall = time.time() - wall0
+    record = {"arm": args.arm, "set": args.set or [], "from_sft": args.from_sft, "train_wall_s": round(time.time() - wall0),
+              "train_cpu_s": round(time.process_time() - cpu0), "load_start": load0, "load_end": os.getloadavg(),
+              "stages": {s: pipe.stats(s) for s in ("sft", "rl")}}
+    (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
     try:
-        if not (work / "base.jsonl").is_file():
-            score(pipe, "base", None, work / "base.jsonl")
         found = adapters(pipe)
-        for label in args.eval:
-            if label in found:
-                score(pipe, label, found[label], arm / f"eval_{label}.jsonl")
+        for split in args.splits:  # every adapter on the first split before the next split
+            if args.base and not (work / f"base_{split}.jsonl").is_file():
+                score(pipe, "base", None, split, work / f"base_{split}.jsonl")
+            for label in (x for x in args.eval if x in found):
+                score(pipe, label, found[label], split, arm / f"eval_{label}_{split}.jsonl")
+                print(f"scored {args.arm}/{label} on {split} at {time.time() - wall0:.0f} s", flush=True)
     finally:
         pipe.close()
-    record = {"arm": args.arm, "set": args.set or [], "from_sft": args.from_sft, "train_wall_s": round(train_wall),
-              "wall_s": round(time.time() - wall0), "cpu_s": round(time.process_time() - cpu0),
-              "load_start": load0, "load_end": os.getloadavg(), "stages": {s: pipe.stats(s) for s in ("sft", "rl")}}
+    record.update(wall_s=round(time.time() - wall0), load_end=os.getloadavg())
     (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
     print(json.dumps({k: record[k] for k in ("arm", "train_wall_s", "wall_s", "load_start", "load_end")}))
 
 
-def per_task(path: Path) -> dict[str, dict[str, float]]:
-    """``{split: {task_id: 1.0 if its first sample passed else 0.0}}`` from an eval rows file."""
+def per_task(paths: list[Path]) -> dict[str, dict[str, float]]:
+    """``{split: {task_id: 1.0 if its first sample passed else 0.0}}`` from eval rows files."""
     from sdk.eval.records import load_rows
 
     out: dict[str, dict[str, float]] = {}
-    for row in load_rows(path):
+    for row in (r for path in paths for r in load_rows(path)):
         out.setdefault(row.split.value, {})[row.task_id] = float(bool(row.passed and row.passed[0]))
     return out
 
@@ -121,6 +123,8 @@ def delta(a: dict[str, float], b: dict[str, float]) -> str:
     from sdk.eval.metrics import paired_bootstrap_ci
 
     ids = sorted(set(a) & set(b))
+    if not ids:
+        return "–"
     est = paired_bootstrap_ci([a[i] for i in ids], [b[i] for i in ids])
     return f"{est.value * 100:+.1f} ({est.low * 100:+.1f} … {est.high * 100:+.1f})"
 
@@ -128,9 +132,11 @@ def delta(a: dict[str, float], b: dict[str, float]) -> str:
 def table(args) -> None:
     """Print the markdown table of every scored arm adapter under ``--work``."""
     work = Path(args.work)
-    base = per_task(work / "base.jsonl")
-    against = per_task(work / f"{args.against.split('/')[0]}/eval_{args.against.split('/')[1]}.jsonl") \
-        if args.against else None
+    base = per_task(sorted(work.glob("base_*.jsonl")))
+    against = None
+    if args.against:
+        arm_name, label = args.against.split("/")
+        against = per_task(sorted((work / arm_name).glob(f"eval_{label}_*.jsonl")))
     head = "| arm/adapter | held-out | Δ vs base | OOD | Δ vs base |"
     head += f" Δ held-out vs {args.against} | Δ OOD vs {args.against} |" if against else ""
     print(head + " train wall s | load |")
@@ -139,14 +145,14 @@ def table(args) -> None:
     for arm in sorted(p for p in work.iterdir() if (p / "arm.json").is_file()):
         rec = json.loads((arm / "arm.json").read_text())
         for label in LABELS:
-            path = arm / f"eval_{label}.jsonl"
-            if not path.is_file():
+            paths = sorted(arm.glob(f"eval_{label}_*.jsonl"))
+            if not paths:
                 continue
-            rows = per_task(path)
-            line = (f"| {arm.name}/{label} | {_frac(rows, 'heldout')} | {delta(base['heldout'], rows['heldout'])} | "
-                    f"{_frac(rows, 'ood')} | {delta(base['ood'], rows['ood'])} |")
+            rows = per_task(paths)
+            line = "".join(f" {_frac(rows, s)} | {delta(base.get(s, {}), rows.get(s, {}))} |" for s in ("heldout", "ood"))
             if against:
-                line += f" {delta(against['heldout'], rows['heldout'])} | {delta(against['ood'], rows['ood'])} |"
+                line += "".join(f" {delta(against.get(s, {}), rows.get(s, {}))} |" for s in ("heldout", "ood"))
+            line = f"| {arm.name}/{label} |" + line
             load = f"{rec['load_start'][0]:.1f}→{rec['load_end'][0]:.1f}"
             print(line + f" {rec['train_wall_s']} | {load} |")
 
@@ -165,6 +171,8 @@ def main() -> None:
     ap.add_argument("--set", action="append", help="a config override KEY=VALUE (repeatable), as tuneloop --set")
     ap.add_argument("--from-sft", help="reuse this arm's finished SFT stage (the arm must not change sft.*)")
     ap.add_argument("--eval", nargs="+", default=["sft", "tuned"], choices=LABELS, help="adapters to score")
+    ap.add_argument("--splits", nargs="+", default=["ood", "heldout"], help="eval splits, scored in this order")
+    ap.add_argument("--no-base", dest="base", action="store_false", help="leave the base model's rows to another arm")
     ap.add_argument("--table", action="store_true", help="print the table of the arms scored so far")
     ap.add_argument("--against", help="ARM/LABEL every row is also compared with, e.g. defaults/tuned")
     args = ap.parse_args()
