@@ -22,7 +22,9 @@ import sqlalchemy as sa
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
-from connectors.feedback_tables import shards
+from conftest import SERVERS, fresh_server_database
+
+from connectors.feedback_tables import fast, lane, shards
 from connectors.feedback_tables.source import SqlFeedbackSource
 from tests.feedback.test_fast_ingest import COLS, OPTIONS, table_rows
 
@@ -118,3 +120,39 @@ def test_one_shard_when_asked_for_one(tmp_path):
     (only,) = shards.plan(source, 1)
     assert only.nulls is None and only.start == 0 and only.conditions(sa.table("fb", sa.column(only.key))) == []
     assert len(shards.plan(source, 4)) == 4
+
+
+def shard_by_shard(url: str, base: Path, table: str, n: int) -> tuple[list[str], dict]:
+    """What the Ray tasks do, in this process: each shard of the plan read alone, concatenated."""
+    plan = shards.plan(read(url, base, table, ingest="rows")[2], n)
+    assert len(plan) >= n
+    lines, counts = [], {}
+    for shard in plan:
+        source = SqlFeedbackSource({"url": url, **OPTIONS, "table": table, "batch_size": 20}, base, "feedback/test")
+        db = source._open()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for out in fast.read(source, db, source._key_fields(), True, lane.fits(source, SqlFeedbackSource),
+                                 shard=shard):
+                lines += out
+        db.close()
+        fast._add(counts, source.counts)
+    return lines, counts
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_shards_concatenated_equal_the_read_on_servers(tmp_path, server):
+    """The key-range plan (exact bounds, NULL keys where the dialect sorts them) on PostgreSQL and
+    MariaDB, without Ray: the shards' records in shard order are the one-process read's."""
+    with fresh_server_database(server, "shards") as url:
+        engine = sa.create_engine(url)
+        rows = [r[:7] + (None if isinstance(r[7], str) else r[7],) + r[8:] for r in rows_with_null_keys()]
+        with engine.begin() as conn:
+            conn.execute(sa.text("CREATE TABLE fb (id BIGINT PRIMARY KEY, conversation_id VARCHAR(64), "
+                                 "message_id VARCHAR(64), user_id VARCHAR(64), created_at VARCHAR(64), prompt TEXT, "
+                                 "response TEXT, rating INTEGER, correction TEXT, tests TEXT, expected TEXT)"))
+            conn.execute(sa.text(f"INSERT INTO fb VALUES ({', '.join(':' + c for c in COLS)})"),
+                         [dict(zip(COLS, r)) for r in rows])
+        engine.dispose()
+        reference, counts, _ = read(url, tmp_path, "fb", ingest="rows")
+        assert shard_by_shard(url, tmp_path, "fb", 5) == (reference, counts)
