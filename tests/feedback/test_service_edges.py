@@ -9,6 +9,7 @@ import json
 import uuid
 
 import pytest
+from conftest import SERVERS, fresh_server_database
 from fastapi.testclient import TestClient
 
 from connectors.feedback_tables.source import SqlFeedbackSource
@@ -70,6 +71,24 @@ def test_interaction_id_beyond_64_bits_is_422(client, path, iid):
 def test_largest_id_is_accepted_as_a_plain_404(client):
     response = send(client, "/v1/feedback", json.dumps({"interaction_id": 2**63 - 1, "rating": 1}))
     assert response.status_code == 404
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_overflowing_ids_are_422_on_the_servers_too(tmp_path, server):
+    """Where the 500s were seen (the driver's integer overflow): PostgreSQL, and MariaDB."""
+    with fresh_server_database(server, "edges") as url:
+        with sessions(url)() as s:
+            key = create_api_key(s, "support-bot")
+        c = make_client((url, key))
+        assert c.post("/v1/interactions", json=CALL, headers={"Idempotency-Key": "setup"}).status_code == 201
+        for after in (2**63, 10**30):
+            response = c.get("/v1/feedback", params={"after": after})
+            assert response.status_code == 422 and response.json()["fix"], after
+        for iid in (10**30, -2**70, 2**64, 2**63):
+            response = send(c, "/v1/feedback", json.dumps({"interaction_id": iid, "rating": 1}))
+            assert response.status_code == 422 and "interaction_id" in response.json()["error"], iid
+        assert send(c, "/v1/feedback", json.dumps({"interaction_id": 2**63 - 1, "rating": 1})).status_code == 404
+        still_usable(c)
 
 
 @pytest.mark.parametrize("size", [10_000_000, 100_000_000])
