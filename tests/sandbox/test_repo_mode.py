@@ -75,6 +75,23 @@ ATTACKS = {
     # a signal at the harness (the kill-guard ends the test process first)
     "kill_harness": "import os\nos.kill(os.getppid(), 9)\n",
 }
+# the runner's emitter found by walking frames, reports rewritten through a module function (no
+# class patched, so the audit hook sees nothing); the emitter refuses a caller that is not the runner
+FRAMES = ("import sys\nf = sys._getframe()\nwhile f is not None and not callable(f.f_locals.get('emit')):\n"
+          "    f = f.f_back\nemit = f.f_locals['emit']\nrun = sys.modules['_pytest.runner']\n_car = run.call_and_report\n"
+          "def car(item, when, log=True, **kw):\n    if when == 'call' and item.name == 'test_mul':\n"
+          "        emit(event='ran', name=item.nodeid)\n    rep = _car(item, when, False, **kw)\n"
+          "    if item.name == 'test_mul':\n        rep.outcome, rep.longrepr = 'passed', None\n"
+          "    item.ihook.pytest_runtest_logreport(report=rep)\n    return rep\nrun.call_and_report = car\n")
+# the documented limit: the cells of the runner's own wrapper rewritten (a no-op for the test, ok
+# set), then the wrapper called: the runner's own code writes the evidence
+CELLS = ("import sys\nrun = sys.modules['_pytest.runner']\n_car = run.call_and_report\n"
+         "def car(item, when, log=True, **kw):\n    rep = _car(item, when, False, **kw)\n"
+         "    if when == 'call' and item.name == 'test_mul':\n        w = item.obj\n"
+         "        cells = dict(zip(w.__code__.co_freevars, w.__closure__))\n"
+         "        cells['fn'].cell_contents = lambda *a, **k: None\n        cells['ok'].cell_contents = True\n"
+         "        w()\n        rep.outcome, rep.longrepr = 'passed', None\n"
+         "    item.ihook.pytest_runtest_logreport(report=rep)\n    return rep\nrun.call_and_report = car\n")
 EXIT_INIT = "from calc.ops import add\n\n\ndef __getattr__(name):\n    import os\n    os._exit(0)\n"
 # files the interpreter or pytest would load on their own, holding the runtest no-op
 SELF_LOADING = {
@@ -131,8 +148,11 @@ def results(bubblewrap_sandbox):
     reqs = [_attack(n) for n in names]
     reqs.append(_request({"calc/__init__.py": "from calc.ops import add\n", "calc/ops.py": OPS, **SELF_LOADING}))
     reqs.append(_request({"calc/__init__.py": "from calc.ops import add\n", "calc/ops.py": OPS}, HONEST_TESTS))
+    for hack in (FRAMES, CELLS):
+        reqs.append(_request({"calc/__init__.py": "from calc.ops import add\nimport calc.hack\n", "calc/ops.py": OPS,
+                              "calc/hack.py": hack}))
     got = bubblewrap_sandbox.run(reqs)
-    return dict(zip(names + ["self_loading", "honest"], got))
+    return dict(zip(names + ["self_loading", "honest", "frames", "cells"], got))
 
 
 def _outcome(res, test: str = "tests/test_ops.py::test_mul") -> str | None:
@@ -179,3 +199,16 @@ def test_site_files_pth_and_entry_point_plugins_of_the_repository_never_load(res
 def test_honest_test_kinds_keep_their_outcomes(results):
     res = results["honest"]
     assert {t.name: t.outcome for t in res.tests} == HONEST and not res.flags, res.detail[:500]
+
+
+def test_the_runners_emitter_reached_through_frames_writes_only_a_flag(results):
+    res = results["frames"]
+    assert _outcome(res) == "failed" and "runner_tampering" in res.flags, res.detail[:300]
+    assert "emitter was called from" in res.detail
+
+
+@pytest.mark.xfail(strict=True, reason="open: the emitter lives in the test process; rewriting the cells of the "
+                   "runner's own wrapper and calling it forges a pass (tl_repo.py, 'Not covered')")
+def test_the_runners_wrapper_with_rewritten_cells_forges_nothing(results):
+    res = results["cells"]
+    assert _outcome(res) != "passed", res.detail[:300]

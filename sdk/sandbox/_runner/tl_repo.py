@@ -25,8 +25,11 @@ harness (the parent, :mod:`tl_repohost`) accepts as a pass needs evidence from t
   pytest, pluggy, unittest or this runner, reading process memory.
 
 Not covered (the same limit as the Java launcher's): the nonce and the emitter live in this
-process, so repository code that walks its own frames (``f_back``) or closures up to the runner
-and calls the emitter itself could forge a line; the static scans of the reward flag frame access.
+process. The emitter writes only for callers whose code object is one of this runner's (any
+other caller, e.g. repository code that found it through frames, writes a ``runner_tampering``
+flag), but code that rebuilds a function from the runner's own code object with cells of its
+choosing, or rewrites the cells of the runner's wrapper (``__closure__``), could still forge a
+line; the static scans of the reward flag frame access.
 ``ran`` is necessary, not sufficient: the outcome is still pytest's, so with pytest's reports
 forged *and* a genuine function returning normally, a test could pass that records failures
 without raising (unittest ``subTest``) or that was called with other arguments than its
@@ -59,14 +62,21 @@ def _read_all(fd):
         chunks.append(chunk)
 
 
-def emitter(fd, nonce, _write=os.write, _quote=json.encoder.encode_basestring_ascii, _str=str, _int=int,
-            _isinstance=isinstance, _bool=bool):
+def emitter(fd, nonce, trusted, _write=os.write, _quote=json.encoder.encode_basestring_ascii, _str=str, _int=int,
+            _isinstance=isinstance, _bool=bool, _getframe=sys._getframe, _id=id):
     """``emit(**event)``: one ``<nonce> <json>`` line on ``fd``; the nonce stays in this closure.
     Values are str or int; the JSON is built here with the C string quoter and builtins bound
-    before any repository code ran (a patched ``json`` or ``builtins`` changes no line)."""
+    before any repository code ran (a patched ``json`` or ``builtins`` changes no line). Only
+    callers whose code object is one of ``trusted`` (ids, filled by :func:`main`: this runner's own
+    functions) are written; any other caller (repository code that found the emitter through
+    frames or closures) writes a ``runner_tampering`` flag instead."""
     tag = nonce + " {"
 
     def emit(**event):
+        caller = _getframe(1).f_code
+        if _id(caller) not in trusted:
+            event = {"event": "flag", "flag": "runner_tampering",
+                     "detail": "the runner's emitter was called from " + _str(caller.co_filename)[-150:]}
         parts = []
         for key, value in event.items():
             if _isinstance(value, _bool):
@@ -314,7 +324,8 @@ def main():
     """Read the header, fingerprint the tests, run pytest with :class:`Plugin`, leave via ``_exit``."""
     here, _exit = os.path.dirname(os.path.abspath(__file__)), os._exit
     head = json.loads(_read_all(0).decode("utf-8"))
-    emit = emitter(int(head.pop("fd")), head.pop("nonce"))
+    trusted = {id(sys._getframe(0).f_code)}
+    emit = emitter(int(head.pop("fd")), head.pop("nonce"), trusted)
     cwd = os.path.realpath(head["cwd"]) + os.sep
     sys.path[:0] = [here]   # the working folder joins once pytest's plugins are loaded (the plugin)
     sys.path += head.get("path", [])
@@ -324,7 +335,10 @@ def main():
     import pytest
     folder = head["folder"]
     plug = plugin(emit, test_codes(folder, head["tests"]), folder, cwd)
-    sys.addaudithook(auditor(emit, cwd))
+    hook = auditor(emit, cwd)
+    trusted.update(id(c) for c in recorder.__code__.co_consts if isinstance(c, types.CodeType))
+    trusted.update(id(f.__code__) for f in list(vars(type(plug)).values()) + [hook] if hasattr(f, "__code__"))
+    sys.addaudithook(hook)
     sys.modules["__main__"] = types.ModuleType("__main__")   # this module is not reachable by name
     main_ = pytest.main
     emit(event="started")
