@@ -30,9 +30,10 @@ and the harness re-derives every outcome from that process's nonce-tagged pipe
 reports, hooks or test functions, registering plugins, ``os._exit``, forged lines, result files
 and ``atexit`` hooks earn nothing, and a pass pytest reports without that evidence is flagged
 ``runner_tampering`` (score 0). Files that load themselves (:data:`~sdk.tasks.change.LOADER_GLOBS`)
-are dropped and flagged ``edits_ci`` like CI files. Not covered, said here and in ``tl_repo.py``:
-the emitter lives in the test process, so code that walks frames or closures up to the runner's
-own objects could still forge a line (the static scans below flag frame access). The static scans
+are dropped and flagged ``edits_ci`` like CI files. Not covered, said here and in ``tl_repo.py``
+(a strict xfail in ``tests/sandbox/test_repo_mode.py``): the emitter lives in the test process and
+writes only for the runner's own code, but code that rewrites the closure cells of the runner's own
+wrapper and calls it could still forge a line (the static scans below flag frame access). The static scans
 of :mod:`sdk.rewards.integrity` read every patched ``.py`` file, and a hacking finding its parent
 version lacks (``import _pytest``, a ``pytest_*`` hook, ...) forces 0 (``suspected_hacking``)
 before anything runs.
