@@ -397,6 +397,37 @@ def test_unsigned_lines_on_the_java_channel_are_flagged_at_run_time(scored_runti
     assert "runner_tampering" in res.flags, (name, res)
 
 
+# signals the driver's parent: bubblewrap's init in a namespace, but the host's own process under
+# the process backend (which, without root, runs the code as the host's uid)
+C_SIGNAL_HOST = ('#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n'
+                 'static int parent(int of) { char p[64]; int pid = 0, pp = 0;\n'
+                 '  snprintf(p, sizeof p, "/proc/%d/stat", of); FILE *f = fopen(p, "r");\n'
+                 '  if (f) { if (fscanf(f, "%d %*s %*c %d", &pid, &pp) != 2) pp = 0; fclose(f); }\n'
+                 '  return pp; }\n'
+                 'int add(int a, int b) { int host = parent(parent((int)getppid()));  /* runner -> driver -> host */\n'
+                 '  if (host > 1) kill(host, 0); return 0; }\n')
+
+
+def test_c_guard_covers_every_ancestor_of_the_driver_under_the_process_backend():
+    """tl_test.h's guard protected the runner, the driver and pid 1 only: under the process backend
+    the driver's parent is the host, which a test child could signal (signal 0 here, harmless).
+    The driver now passes its whole ancestry (TL_GUARD_IDS): the child dies of SIGSYS, flagged."""
+    if _unavailable(L.C):
+        pytest.skip(_unavailable(L.C))
+    from sdk.config import SandboxConfig
+    from sdk.sandbox import make_sandbox
+
+    sb = make_sandbox(SandboxConfig(backend="process", allow_unisolated=True, concurrency=2))
+    try:
+        res, control = score_batch([lang_task(L.C)] * 2, [fenced(L.C, C_SIGNAL_HOST), fenced(L.C, WRONG[L.C])], sb,
+                                   RewardConfig(), static_checks=False)
+    finally:
+        sb.close()
+    assert control.score == pytest.approx(0.1), control
+    assert res.score is not None and res.score <= control.score, res
+    assert "runner_tampering" in res.flags, res
+
+
 # --- Python, through the reward side: counting and hidden-input hangs ---------------------------
 PY_WRONG = "```python\ndef add(a, b):\n    return 0\n```\n"
 PY_ADD = "```python\ndef add(a, b):\n    return a + b\n```\n"

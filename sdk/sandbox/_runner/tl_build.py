@@ -48,6 +48,8 @@ def main():
     shutil.copytree(os.getcwd(), build, dirs_exist_ok=True)
     os.chdir(build)
     env = dict(os.environ, **spec.get("env", {}))
+    if spec.get("elf"):   # tl_test.h guards these too: every ancestor of this driver and its group
+        env["TL_GUARD_IDS"] = _guard_ids()
     for d in spec.get("mkdirs", []):
         os.makedirs(d, exist_ok=True)
     if spec.get("compile"):
@@ -142,6 +144,17 @@ def _elf_refusal(path):
     except (OSError, struct.error, ValueError, IndexError) as exc:
         return f"the program could not be checked ({exc})"
     return None
+
+
+def _guard_ids():
+    """``pid,-pgid,...`` of this driver, its ancestors (``tl_guard.ancestors``: under the process
+    backend the host's own processes) and their groups, for ``tl_test.h``'s guard."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:   # run with -I: the script's folder is not on the path
+        sys.path.insert(0, here)
+    import tl_guard
+    chain = [(os.getpid(), os.getpgid(0))] + tl_guard.ancestors()
+    return ",".join(dict.fromkeys(str(v) for pid, pgid in chain for v in (pid, -pgid) if abs(v) > 1))
 
 
 def _read_nonce() -> str:

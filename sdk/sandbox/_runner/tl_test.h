@@ -26,8 +26,9 @@
  *   inside the code under test is "exited_early"; /proc/<pid>/fd and /proc/<pid>/mem of the
  *   runner are closed to the tests (non-dumpable before any solution code ran); the children
  *   leave through exit_group, so atexit handlers and destructors never run after a verdict;
- * - a child cannot signal, stop or prlimit the runner, the driver or their group (tl_guard,
- *   installed before the constructors: seccomp kills it with SIGSYS, reported
+ * - a child cannot signal, stop or prlimit the runner, the driver, the driver's ancestors
+ *   (TL_GUARD_IDS, set by tl_build.py: under the process backend the host itself) or their
+ *   groups (tl_guard, installed before the constructors: seccomp kills it with SIGSYS, reported
  *   "tampering_signal" and flagged by the sandbox).
  * Not covered: code inside a test's own child (its constructors included) shares that child's
  * address space and could find that test's token; a process it forks and that is killed by the
@@ -100,6 +101,26 @@ static void tl_utoa(unsigned v, char *out) { char b[16]; int i = 0; do { b[i++] 
 
 static char tl_nonce[80];
 static long tl_ids[3];   /* the runner, its parent (tl_build.py), the runner's process group */
+static long tl_extra[40];  /* TL_GUARD_IDS: the driver's ancestors (pid) and their groups (-pgid) */
+static int tl_nextra = 0;
+static void tl_parse_ids(char **envp) {
+  const char *key = "TL_GUARD_IDS=";
+  for (; envp && *envp; envp++) {
+    const char *e = *envp;
+    int i = 0;
+    while (key[i] && e[i] == key[i]) i++;
+    if (key[i]) continue;
+    for (e += i; *e && tl_nextra < 40; ) {
+      long sign = 1, v = 0;
+      int any = 0;
+      if (*e == '-') { sign = -1; e++; }
+      while (*e >= '0' && *e <= '9') { v = v * 10 + (*e - '0'); e++; any = 1; }
+      if (any && v > 1) tl_extra[tl_nextra++] = sign * v;
+      if (*e != ',') break;
+      e++;
+    }
+  }
+}
 static long tl_selected = -1, tl_token_fd = -1;   /* set in a test child only */
 static unsigned long long tl_token;
 
@@ -117,10 +138,17 @@ static void tl_guard(void) {
 #endif
   const unsigned sig_nr[5] = {SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo};
   const unsigned pid_nr[2] = {434 /* pidfd_open */, SYS_prlimit64};
-  unsigned sig_ids[6] = {(unsigned)tl_ids[0], (unsigned)tl_ids[1], 1u, 0u, 0xFFFFFFFFu, (unsigned)-tl_ids[2]};
-  unsigned pid_ids[3] = {(unsigned)tl_ids[0], (unsigned)tl_ids[1], 1u};
-  struct tl_bpf p[40];
-  int n = 0, hdr = 4 + x86 + 1 + 5 + 2 + 1, sig_at = hdr, pid_at = sig_at + 1 + 6 + 1, kill_at = pid_at + 1 + 3 + 1;
+  unsigned sig_ids[6 + 40], pid_ids[3 + 40];
+  int nsig = 0, npid = 0;
+  sig_ids[nsig++] = (unsigned)tl_ids[0]; sig_ids[nsig++] = (unsigned)tl_ids[1]; sig_ids[nsig++] = 1u;
+  sig_ids[nsig++] = 0u; sig_ids[nsig++] = 0xFFFFFFFFu; sig_ids[nsig++] = (unsigned)-tl_ids[2];
+  pid_ids[npid++] = (unsigned)tl_ids[0]; pid_ids[npid++] = (unsigned)tl_ids[1]; pid_ids[npid++] = 1u;
+  for (int i = 0; i < tl_nextra; i++) {   /* the driver's ancestors (process backend: the host) */
+    sig_ids[nsig++] = (unsigned)tl_extra[i];
+    if (tl_extra[i] > 0) pid_ids[npid++] = (unsigned)tl_extra[i];
+  }
+  struct tl_bpf p[16 + 6 + 40 + 3 + 40 + 4];
+  int n = 0, hdr = 4 + x86 + 1 + 5 + 2 + 1, sig_at = hdr, pid_at = sig_at + 1 + nsig + 1, kill_at = pid_at + 1 + npid + 1;
 #define TL_OP(c, t, f, kk) do { p[n].code = (c); p[n].jt = (unsigned char)(t); p[n].jf = (unsigned char)(f); p[n].k = (kk); n++; } while (0)
 #define TL_TO(label) ((label) - n - 1)
   TL_OP(0x20, 0, 0, 4); TL_OP(0x15, 1, 0, arch); TL_OP(0x06, 0, 0, 0x80000000u); TL_OP(0x20, 0, 0, 0);
@@ -129,8 +157,8 @@ static void tl_guard(void) {
   for (int i = 0; i < 5; i++) TL_OP(0x15, TL_TO(sig_at), 0, sig_nr[i]);
   for (int i = 0; i < 2; i++) TL_OP(0x15, TL_TO(pid_at), 0, pid_nr[i]);
   TL_OP(0x06, 0, 0, 0x7FFF0000u);
-  TL_OP(0x20, 0, 0, 16); for (int i = 0; i < 6; i++) TL_OP(0x15, TL_TO(kill_at), 0, sig_ids[i]); TL_OP(0x06, 0, 0, 0x7FFF0000u);
-  TL_OP(0x20, 0, 0, 16); for (int i = 0; i < 3; i++) TL_OP(0x15, TL_TO(kill_at), 0, pid_ids[i]); TL_OP(0x06, 0, 0, 0x7FFF0000u);
+  TL_OP(0x20, 0, 0, 16); for (int i = 0; i < nsig; i++) TL_OP(0x15, TL_TO(kill_at), 0, sig_ids[i]); TL_OP(0x06, 0, 0, 0x7FFF0000u);
+  TL_OP(0x20, 0, 0, 16); for (int i = 0; i < npid; i++) TL_OP(0x15, TL_TO(kill_at), 0, pid_ids[i]); TL_OP(0x06, 0, 0, 0x7FFF0000u);
   TL_OP(0x06, 0, 0, 0x80000000u);
 #undef TL_OP
 #undef TL_TO
@@ -196,7 +224,8 @@ static int tl_run_one(long i) {
  * the solution ever runs in this process: it never returns here (exit_group), only the test
  * children do. Raw syscalls only: libc is not initialised yet. */
 static void tl_preinit(int argc, char **argv, char **envp) {
-  (void)argc; (void)argv; (void)envp;
+  (void)argc; (void)argv;
+  tl_parse_ids(envp);
   tl_sys(SYS_prctl, 4 /* PR_SET_DUMPABLE */, 0, 0, 0, 0);
   tl_ids[0] = tl_sys(SYS_getpid, 0, 0, 0, 0, 0); tl_ids[1] = tl_sys(SYS_getppid, 0, 0, 0, 0, 0);
   tl_ids[2] = tl_sys(SYS_getpgid, 0, 0, 0, 0, 0);
