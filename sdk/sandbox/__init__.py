@@ -84,14 +84,20 @@ What is NOT isolated or not covered:
   of a test's or the repository's own instances, never of a module, class, function or
   standard-library object; a test's ``Mapping`` is a ``Mapping`` there); a repository class is rebuilt by value only when its module was imported by
   the tests or by the solution's file and it pickles through classes (a ``__reduce__`` naming a
-  function keeps it behind a handle); a remote object compared with plain data is unequal,
-  ``isinstance`` against the solution's own classes (its exception classes in ``pytest.raises``
-  included), ``monkeypatch`` of the solution module and calling the solution at test-module
-  import time do not work (validation quarantines the latter as ``harness_limit``, naming the
-  file; a solution inside a package is loaded before collection, so the *package's* own
-  import-time calls into it work: ``_runner/tl_early.py``, which stops the candidate with
-  SIGSTOP while the test files exist and refuses the run if it left another process; what it
-  can learn is that a folder with a random name was created in ``$TMPDIR``) (nor is one ordered against or
+  function keeps it behind a handle); a function, class or module of another repository module comes back
+  as the harness's own object of that name, and the same candidate object always as the same proxy
+  (``f(x) is x``, sentinels keep their identity); a remote object compared with plain data is unequal
+  (a test's own object with ``__eq__`` decides, as in one process); ``isinstance``/``issubclass``
+  against the solution's classes follow the real MRO; its exception classes are mirrored as real
+  classes (``pytest.raises(mod.Error)`` works: ``_runner/tl_rmodule.py``); ``__name__``, ``__doc__``,
+  ``__module__`` of its objects are read there; a handle kept as a class attribute binds through
+  the candidate's ``__get__``; ``pickle.dumps`` of a handle pickles it in the candidate; a clock
+  frozen by the test (freezegun) is frozen for the call too; the tests' sources are served to pytest
+  from memory (``_runner/tl_memtests.py``: the files on disk are placeholders), so the solution is
+  loaded before collection and a test module may call it at import. What does not work: a test
+  class that subclasses the solution's class, ``monkeypatch`` of the solution module, state of
+  another repository module (it exists once per process: a registry the test fills is not the
+  candidate's), a test's function pickled by the candidate (nor is one ordered against or
   computed with plain data: ``<``, ``-``... raise TypeError; a builtin subclass of the
   solution's, a ``namedtuple``, an ``IntEnum`` member, arrives as its base value) (``from solution import *`` gives
   the names read from its source); after a timed-out call the remaining tests of the run fail

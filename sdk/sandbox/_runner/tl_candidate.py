@@ -25,6 +25,7 @@ import resource
 import sys
 import traceback
 
+import tl_cops
 import tl_cvalues
 import tl_guard
 import tl_pickle
@@ -33,32 +34,16 @@ import tl_wire
 MSG = 2000
 
 
-class _Steps:
-    """An iterator the harness steps one element per call (``iterh``, then ``step``): lazy, so
-    infinite iterators and ``groupby``-style shared ones behave as they do in one process."""
-
-    __slots__ = ("it",)
-
-    def __init__(self, it):
-        self.it = it
-
-
-def _step(obj):
-    """``[next element]``, or ``[]`` once the iterator is exhausted."""
-    it = obj.it if type(obj) is _Steps else obj
-    for value in it:
-        return [value]
-    return []
-
-
 OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
        "ge": operator.ge, "add": operator.add, "sub": operator.sub, "mul": operator.mul,
        "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
-       "getitem": operator.getitem, "contains": operator.contains, "len": len, "bool": bool, "str": str,
+       "getitem": operator.getitem, "setitem": operator.setitem, "delitem": operator.delitem, "contains": operator.contains, "len": len, "bool": bool, "str": str,
        "repr": repr, "hash": hash, "list": list, "neg": operator.neg, "abs": abs, "int": int, "float": float,
-       "iter": lambda o: list(iter(o)), "next": next, "iterh": lambda o: _Steps(iter(o)), "step": _step,
+       "iter": lambda o: list(iter(o)), "next": next, "iterh": lambda o: tl_cops.Steps(iter(o)), "step": tl_cops.step,
        "suspect": lambda o: isinstance(o, (int, float, str, bytes, list, tuple, dict, set, frozenset, complex))
        or type(o).__eq__ is not object.__eq__,
+       "bind": tl_cops.bind, "isa": lambda o, c: tl_cops.in_mro(type(o), c),
+       "subclass": lambda a, b: isinstance(a, type) and tl_cops.in_mro(a, b),
        "defines": lambda o, names: any(getattr(type(o), n, None) not in (None, getattr(object, n, None)) for n in names)}
 INTROSPECTION = {"sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects",
                  "gc.get_referrers", "gc.get_referents", "sys.addaudithook"}
@@ -146,7 +131,8 @@ class Candidate(tl_cvalues.Values):
         self.trust = tl_pickle.Trust([req["cwd"]] + list(req.get("path", [])), req["module"])
         sys.path[:] = [req["cwd"]] + [p for p in sys.path if p.startswith("/usr") or "python" in p] + req.get("path", [])
         for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "tl_remote", "tl_values",
-                     "tl_pickle", "tl_cvalues", "tl_guard", "tl_rmodule", "tl_early", "__main__"):
+                     "tl_pickle", "tl_cvalues", "tl_guard", "tl_rmodule", "tl_early", "tl_memtests", "tl_rproxy",
+                     "tl_cops", "tl_hproxy", "__main__"):
             sys.modules[name] = _Tripwire(name, self)
         mod = type(sys)(req["module"])
         self.filename = os.path.join(req["cwd"], req["target"])
@@ -193,6 +179,12 @@ class Candidate(tl_cvalues.Values):
                 return self.module.__dict__[req["name"]]
         elif op == "call":
             return self.call(req)
+        elif op == "gset":   # an item of a module-level dict or list of the solution's module
+            target, args = self.module.__dict__[req["name"]], self.value(req["args"])
+            fn = lambda: operator.setitem(target, *args) if len(args) == 2 else operator.delitem(target, *args)  # noqa: E731
+        elif op in ("pickle", "unpickle"):   # pickle.dumps/loads of a handle, done here
+            args = self.value(req["args"])
+            fn = lambda: self.dumps(*args) if op == "pickle" else self.loads(*args)  # noqa: E731
         elif op == "attr":
             target = self.handles[req["h"]]
             fn = lambda: getattr(target, req["name"])  # noqa: E731
@@ -232,6 +224,7 @@ class Candidate(tl_cvalues.Values):
         except BaseException as exc:  # noqa: BLE001 - every failure goes back as data
             answer = {"err": {"type": type(exc).__name__[:100], "builtin": _builtin_exc(exc),
                               "msg": _safe_str(exc)[-MSG:], "tb": _safe_tb()[-MSG:]}}
+            _describe(answer["err"], exc)
             if self.trust.allowed_class(type(exc)):
                 try:
                     exc.__traceback__ = None
@@ -261,6 +254,8 @@ class Candidate(tl_cvalues.Values):
     def answer(self, req):
         """The answer frame of one request (a protocol failure is a RuntimeError answer)."""
         try:
+            if type(req.get("clock")) is list:
+                return tl_cops.frozen(req["clock"], lambda: self.run(req))
             return self.run(req)
         except BaseException as exc:  # noqa: BLE001 - a bad handle, a broken value
             return {"err": {"type": "RuntimeError", "builtin": True, "msg": "protocol: %s" % _safe_str(exc), "tb": ""}}
@@ -319,6 +314,17 @@ def _listing_for_tests(path):
         return True
     path = os.path.normpath(os.fsdecode(path)) if isinstance(path, (str, bytes)) else ""
     return path in (os.getcwd(), "/tmp", os.path.normpath(os.environ.get("TMPDIR") or "/tmp"))
+
+
+def _describe(err, exc):
+    """Add the exception's class (module, qualified name) and its plain ``args`` to ``err`` (so
+    the harness can raise it as the mirror of the solution's own exception class)."""
+    try:
+        t = type(exc)
+        err["mod"], err["qual"] = str(t.__module__)[:200], str(t.__qualname__)[:200]
+        err["args"] = tl_wire.encode(list(exc.args))
+    except BaseException:  # noqa: BLE001 - not plain: the message alone crosses
+        err.pop("args", None)
 
 
 def _builtin_exc(exc):

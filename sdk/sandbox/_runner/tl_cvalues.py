@@ -15,16 +15,19 @@ an overridden ``__eq__`` never decides anything there.
 """
 
 import builtins
-import collections.abc
 import copyreg
-import inspect
+import io
 import os
 import pickle
+import sys
+import types
 
 import tl_pickle
 import tl_wire
+from tl_hproxy import HARNESS_TYPES, HarnessCallable, HarnessIterator, HarnessMapping, HarnessProxy  # noqa: F401
 
 SCALARS = (type(None), bool, int, float, complex, str, bytes)
+BOUND = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)   # reduce to getattr: honest
 CONTAINERS = (list, tuple, dict, set, frozenset)
 TRUTHS = ("__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__")
 LIES = TRUTHS + ("__ne__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__")
@@ -68,9 +71,16 @@ class Values:
         """A persistent id of the harness's pickle: a local handle, a reverse handle (proxy back to the harness), or a value."""
         if pid[0] == "h":
             return self.handles[pid[1]]
+        if pid[0] == "m":   # a module, by name (the harness's repository or standard modules)
+            import importlib
+            return importlib.import_module(pid[1])
         if pid[0] == "r":
-            kind = {("mapping",): HarnessMapping, ("iterator",): HarnessIterator}.get(tuple(pid[3:]), HarnessProxy)
-            return kind(self, pid[1], pid[2])
+            seen = self.__dict__.setdefault("_tl_reverse", {})   # one proxy per harness object
+            if pid[1] not in seen:
+                kind = {("mapping",): HarnessMapping, ("iterator",): HarnessIterator,
+                        ("callable",): HarnessCallable}.get(tuple(pid[3:]), HarnessProxy)
+                seen[pid[1]] = kind(self, pid[1], pid[2])
+            return seen[pid[1]]
         return self.value(pid[1])
 
     def persistent_id(self, obj):
@@ -86,7 +96,7 @@ class Values:
             return None
         if not isinstance(obj, type) and self.trust.allowed_class(t):
             return None
-        if "__reduce__" in t.__dict__ or "__reduce_ex__" in t.__dict__:
+        if ("__reduce__" in t.__dict__ or "__reduce_ex__" in t.__dict__) and t not in BOUND:
             self._smuggle(obj)
         return ("h", self.handle(obj), t.__name__[:80])
 
@@ -175,6 +185,25 @@ class Values:
                 os.write(self.afd, ("always_equal %s.%s answered for an unknown object\n" % (t.__name__[:80], name)).encode())
                 return
 
+    def global_ref(self, obj):
+        """``{"g": [module, qualname, handle]}`` for a function, class or module of a repository
+        module (never the solution's) that is reachable by that name; else NotPlain."""
+        t = type(obj)
+        if t is types.ModuleType:
+            module, qual = getattr(obj, "__name__", None), ""
+        elif t in (types.FunctionType, types.BuiltinFunctionType) or isinstance(obj, type):
+            module, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        else:
+            raise tl_wire.NotPlain("not a global")
+        if type(module) is not str or type(qual) is not str or "<" in qual or self.trust.repo_module(module) is None:
+            raise tl_wire.NotPlain("not a repository global")
+        found = sys.modules[module]
+        for part in qual.split(".") if qual else ():
+            found = getattr(found, part, None)
+        if found is not obj:
+            raise tl_wire.NotPlain("not reachable by its name")
+        return {"g": [module, qual, self.handle(obj)]}
+
     def encode(self, value):
         """A value for the harness: plain JSON, a handle, or a pickle (see the module doc)."""
         try:
@@ -184,6 +213,10 @@ class Values:
         value = self.lower(value)
         try:
             return tl_wire.encode(value)
+        except tl_wire.NotPlain:
+            pass
+        try:   # plain data holding the repository's functions, classes, modules: named
+            return tl_wire.encode(value, self.global_ref)
         except tl_wire.NotPlain:
             pass
         pid = self.persistent_id(value)
@@ -202,6 +235,21 @@ class Values:
         if t in tl_pickle.EXACT or t in HARNESS_TYPES or isinstance(value, type) or self.handles.get(id(value)) is value:
             return False
         return self.trust.allowed_class(t) and (hasattr(value, "__dict__") or hasattr(t, "__slots__"))
+
+    def dumps(self, obj, protocol):
+        """``pickle.dumps(obj)`` as in one process, a test's object in it by reference (its
+        proxy's id: it never leaves the harness); the bytes only come back here (:meth:`loads`)."""
+        buf = io.BytesIO()
+        pickler = pickle.Pickler(buf, protocol)
+        pickler.persistent_id = lambda o: ("r", o._tl_rid) if type(o) in HARNESS_TYPES else None
+        pickler.dump(obj)
+        return buf.getvalue()
+
+    def loads(self, data):
+        """``pickle.loads`` of what :meth:`dumps` made (a test's object: the same proxy again)."""
+        unpickler = pickle.Unpickler(io.BytesIO(data))
+        unpickler.persistent_load = lambda pid: self.__dict__.get("_tl_reverse", {})[pid[1]]
+        return unpickler.load()
 
     def call_back(self, rid, op, args, kwargs):
         """Run ``op`` on the harness's object ``rid`` (serving the harness's nested requests
@@ -227,93 +275,3 @@ class Values:
                 raise exc
             raise RuntimeError("%s: %s" % (err.get("type"), err.get("msg")))
         return self.value(req["v"])
-
-
-class HarnessProxy:
-    """An object of the harness (a test's key function, callback, own object): calling it,
-    iterating it or printing it is a call back into the harness, which runs it there."""
-
-    __slots__ = ("_tl_cand", "_tl_rid", "_tl_type")
-
-    def __init__(self, cand, rid, type_name):
-        self._tl_cand, self._tl_rid, self._tl_type = cand, rid, type_name
-
-    def __call__(self, *args, **kwargs):
-        return self._tl_cand.call_back(self._tl_rid, "call", args, kwargs)
-
-    def __next__(self):
-        return self._tl_cand.call_back(self._tl_rid, "next", (), {})
-
-    def __iter__(self):
-        return self._tl_cand.call_back(self._tl_rid, "iter", (), {})
-
-    def __len__(self):
-        return self._tl_cand.call_back(self._tl_rid, "len", (), {})
-
-    def __repr__(self):
-        return self._tl_cand.call_back(self._tl_rid, "repr", (), {})
-
-    def __str__(self):
-        return self._tl_cand.call_back(self._tl_rid, "str", (), {})
-
-    def __bool__(self):
-        return self._tl_cand.call_back(self._tl_rid, "bool", (), {})
-
-    def __getattr__(self, name):   # a public attribute or method of the test's own object
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self._tl_cand.call_back(self._tl_rid, "getattr", (name,), {})
-
-    def __getitem__(self, key):
-        return self._tl_cand.call_back(self._tl_rid, "getitem", (key,), {})
-
-    def __setitem__(self, key, value):
-        self._tl_cand.call_back(self._tl_rid, "setitem", (key, value), {})
-
-    def __delitem__(self, key):
-        self._tl_cand.call_back(self._tl_rid, "delitem", (key,), {})
-
-    def __contains__(self, key):
-        return self._tl_cand.call_back(self._tl_rid, "contains", (key,), {})
-
-    @property
-    def __name__(self):
-        return self._tl_cand.call_back(self._tl_rid, "meta", ("__name__",), {})
-
-    @property
-    def __signature__(self):
-        """The test callable's signature, rebuilt here from names and kinds (defaults are
-        placeholders: their values stay in the harness)."""
-        spec = self._tl_cand.call_back(self._tl_rid, "signature", (), {})
-        return inspect.Signature([inspect.Parameter(str(n), inspect.Parameter.POSITIONAL_OR_KEYWORD.__class__(int(k)),
-                                                    default=_DEFAULT if d else inspect.Parameter.empty) for n, k, d in spec])
-
-
-class HarnessMapping(HarnessProxy):
-    """A test's own mapping (``isinstance(x, Mapping)`` holds; methods are called back)."""
-
-    __slots__ = ()
-
-
-class HarnessIterator:
-    """A test's iterator (``iter(xs)``, a generator): stepped in the harness, one element per
-    call back; only the iterator protocol (no ``len``: ``hasattr(it, "__len__")`` is False)."""
-
-    __slots__ = ("_tl_cand", "_tl_rid", "_tl_type")
-
-    def __init__(self, cand, rid, type_name):
-        self._tl_cand, self._tl_rid, self._tl_type = cand, rid, type_name
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        return self._tl_cand.call_back(self._tl_rid, "next", (), {})
-
-    def __repr__(self):
-        return "<the test's %s>" % self._tl_type
-
-
-collections.abc.MutableMapping.register(HarnessMapping)
-HARNESS_TYPES = (HarnessProxy, HarnessMapping, HarnessIterator)
-_DEFAULT = type("default", (), {"__repr__": lambda self: "<default of the test's callable>"})()

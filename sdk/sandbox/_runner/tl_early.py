@@ -3,28 +3,17 @@
 Real packages use their own modules while they import: ``toolz/__init__.py`` ends with
 ``functoolz._sigs.create_signature_registry()`` and ``toolz/curried`` calls ``toolz.curry(...)``
 on every function, so ``import toolz`` in any test needs the solution (``toolz._signatures``,
-``toolz.functoolz``) to answer *while the tests are collected*. The harness normally loads the
-solution only after collection (no solution code runs while a test file is on disk), so every
-such task failed at collection.
+``toolz.functoolz``) to answer while the tests are collected. The solution is loaded before
+collection (the tests' sources are never on disk: :mod:`tl_memtests`); for a target inside a
+package, :func:`prepare` then imports the target's parent packages and the repository modules
+the tests import (read from the test sources with :mod:`ast`, only modules found under the
+task's folders) here, in Python's order, before the test modules, and only then what the
+solution's file imports (:func:`tl_harness.preimport`: trusted for pickles).
 
-For a target inside a package, :func:`prepare` therefore runs before any test file is written:
-
-1. the solution is loaded (:meth:`tl_remote.Remote.load`; nothing of the tests exists yet);
-2. the harness imports the target's parent packages and the repository modules the tests
-   import (read from the test sources with :mod:`ast`, only modules found under the task's
-   folders), so their import-time calls into the solution are answered now;
-3. the candidate is stopped (``SIGSTOP``: every thread of it) and the harness checks that it
-   has no other process (a child, or an orphan re-parented to the harness, which is a child
-   subreaper: :func:`subreaper`); if it has one, no test is written and the run fails with the
-   reason. Only then are the tests written and collected; the candidate stays stopped, and any
-   use of the solution during collection fails as before (a test module that calls the solution
-   at import); the test files are deleted, then the candidate continues (:func:`thaw`).
-
-What the candidate could still learn: that a folder was created in ``$TMPDIR`` (an inotify
-watch set while loading sees the folder's random name, never a file inside it or its content).
-The task's files stay read-only to the solution (bubblewrap: a read-only bind; the process
-backend: caller-owned files, a leased slot uid), so the modules imported in step 2 are the
-task's own.
+The harness is the child subreaper of everything the solution starts (:func:`subreaper`), so a
+process the solution leaves running never leaves the harness's view; the task's files stay
+read-only to the solution (bubblewrap: a read-only bind; the process backend: caller-owned files,
+a leased slot uid), so the modules imported here are the task's own.
 """
 
 import ast
@@ -32,8 +21,6 @@ import ctypes
 import importlib
 import importlib.machinery
 import os
-import signal
-import time
 
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 
@@ -94,13 +81,13 @@ def _in_roots(name, roots):
 
 
 def prepare(payload, remote, cwd, load):
-    """Steps 1-3 of the module docstring. ``load()`` loads the solution (True when it loaded).
-    Returns ``(loaded, refusal)``: ``refusal`` is None, or why no test may be written now."""
+    """Load the solution (``load()``: True when it loaded), then import the parents and the
+    repository modules the tests import (see the module docstring). Returns whether it loaded."""
     import sys
     import tl_harness
     if not load():
-        remote.kill()   # whatever it started while failing to load ends before a test file exists
-        return False, None
+        remote.kill()   # whatever it started while failing to load ends here
+        return False
     roots = tuple(os.path.realpath(r) + os.sep for r in [cwd] + list(payload.get("path", [])))
     sources = list(payload.get("conftests", {}).values()) + list(payload["tests"].values())
     for name in test_imports(sources, tl_harness.module_name(payload["target"])):
@@ -111,68 +98,4 @@ def prepare(payload, remote, cwd, load):
         except BaseException:  # noqa: BLE001 - it fails again (and is reported) at collection
             continue
     tl_harness.preimport(payload, cwd)   # what the solution's file imports (trusted for pickles)
-    return True, freeze(remote)
-
-
-def _stat(pid):
-    """``(ppid, state)`` of ``pid`` from ``/proc``, or None when it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return int(fields[1]), fields[0].decode()
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def others(candidate):
-    """Live processes that descend from the candidate or are re-parented children of this
-    process (other than the candidate): pids, from two consecutive scans of ``/proc``."""
-    found = set()
-    for _ in range(2):
-        kids = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                st = _stat(int(entry))
-                if st is not None and st[1] not in ("Z", "X"):
-                    kids.setdefault(st[0], []).append(int(entry))
-        todo = [p for p in kids.get(os.getpid(), []) if p != candidate] + kids.get(candidate, [])
-        while todo:
-            pid = todo.pop()
-            if pid not in found:
-                found.add(pid)
-                todo += kids.get(pid, [])
-    return sorted(found)
-
-
-def freeze(remote):
-    """Stop the candidate (waiting until it is stopped) and check it is alone; None, or why
-    the tests may not be written. While stopped, the solution counts as not loaded (a use of it
-    raises the harness's collection-time error instead of waiting for an answer)."""
-    if remote.gone or remote.status is not None:
-        return None
-    try:
-        os.kill(remote.pid, signal.SIGSTOP)
-    except ProcessLookupError:
-        return None
-    for _ in range(2000):
-        st = _stat(remote.pid)
-        if st is None or st[1] in ("T", "t", "Z", "X"):
-            break
-        time.sleep(0.0005)
-    else:
-        return "the solution's process could not be stopped before the tests were collected"
-    remote.loaded = False
-    extra = others(remote.pid)
-    if extra:
-        return ("the solution started %d other process(es) while it loaded; a solution inside a package is "
-                "loaded before its tests are collected, and then it must not leave processes running" % len(extra))
-    return None
-
-
-def thaw(remote):
-    """Let the stopped candidate continue (the test files are gone); the solution is usable again."""
-    remote.loaded = True
-    try:
-        os.kill(remote.pid, signal.SIGCONT)
-    except ProcessLookupError:
-        pass
+    return True

@@ -8,9 +8,10 @@ repository's own classes, as pickles decoded here only by a restricted unpickler
 never open in the candidate; this process is not dumpable, so ``/proc/<pid>/{mem,fd}`` of it
 cannot be opened from the candidate (and seccomp denies ptrace and process_vm_*).
 
-``pytest`` mode: the tests arrive in the request (never in the working folder). They are written
-to a private folder, collected, and the folder is deleted *before* the solution is loaded, so
-no solution code ever runs while a test file exists on disk. ``script`` mode (HumanEval): the
+``pytest`` mode: the tests arrive in the request (never in the working folder). Their files are
+written to a private folder as placeholders and their sources served from memory
+(:mod:`tl_memtests`), so no test's source is ever on disk while solution code runs; the solution
+is loaded before collection and the folder is deleted once collection is over. ``script`` mode (HumanEval): the
 test source is executed here, in a namespace whose unknown names resolve to the solution's
 (``poly``, ``candidate``...), then ``check(<entry_point>)``.
 
@@ -239,7 +240,7 @@ def run_script(chan, payload, remote, cwd):
 
 class Reporter:
     """pytest plugin: one ``test`` event per test item, ``collect_error`` per broken module;
-    deletes the test files and loads the solution once collection is over."""
+    deletes the test folder once collection is over (no test runs if the solution did not load)."""
 
     def __init__(self, chan, on_collected):
         self.chan, self.results, self.collected, self.on_collected = chan, {}, 0, on_collected
@@ -250,8 +251,8 @@ class Reporter:
             self.chan.emit(event="collect_error", nodeid=report.nodeid, message=str(report.longreprtext)[-MSG:])
 
     def pytest_collection_modifyitems(self, session, config, items):
-        """pytest hook (after every test module is imported): no test file stays on disk while
-        solution code runs; a solution that does not load runs no test."""
+        """pytest hook (after every test module is imported): the test folder goes; a solution
+        that did not load runs no test."""
         self.collected = len(items)
         if not self.on_collected():
             items[:] = []
@@ -290,35 +291,38 @@ def _write_tests(payload):
 
 
 def run_pytest(chan, payload, remote, cwd):
-    """pytest on the request's tests, written to a private folder removed before the solution
-    runs again (a target inside a package is loaded, and then stopped, before: :mod:`tl_early`)."""
+    """pytest on the request's tests. Their files are placeholders in a private folder and
+    their sources are served from memory (:mod:`tl_memtests`), so the solution is loaded before
+    collection (a test module may call it at import) and never sees a test's source; the folder
+    is removed once collection is over."""
     import pytest  # noqa: E402  (from the runtime folder)
+    import tl_memtests
 
     name = module_name(payload["target"])
     package = os.path.dirname(os.path.join(cwd, payload["target"])) if payload["target"].endswith("__init__.py") else None
-    module = tl_rmodule.RemoteModule(name, remote, public_names(_source(payload, cwd)))
+    source = _source(payload, cwd)
+    module = tl_rmodule.RemoteModule(name, remote, public_names(source), source)
     sys.meta_path.insert(0, _Finder(name, module, package))
     remote.echo = True
-    early = tl_early.wanted(payload)
-    if early:
-        loaded, refusal = tl_early.prepare(payload, remote, cwd, lambda: _load(chan, payload, remote, cwd, True))
-        if refusal:
-            chan.emit(event="runtime_error", message=refusal)
-            chan.emit(event="end", exitstatus=0, collected=0)
-            return
-    folder = _write_tests(payload)
+    folder = tempfile.mkdtemp(prefix=".tl-tests-", dir=os.environ.get("TMPDIR") or "/tmp")
+    files = dict(payload.get("conftests", {}), **payload["tests"])
+    files.setdefault("pytest.ini", "[pytest]\n")
+    sources = tl_memtests.write(folder, files)
+    sources.install()
+    if tl_early.wanted(payload):   # parents first, then the repository modules the tests import
+        loaded = tl_early.prepare(payload, remote, cwd, lambda: _load(chan, payload, remote, cwd, True))
+    else:
+        loaded = _load(chan, payload, remote, cwd)
 
     def collected():
         shutil.rmtree(folder, ignore_errors=True)
-        if early:
-            tl_early.thaw(remote)
-            return loaded
-        return _load(chan, payload, remote, cwd)
+        return loaded
 
     args = ["-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:pastebin", "-p", "no:legacypath", "--rootdir", folder,
             "--confcutdir", folder, "-c", os.path.join(folder, "pytest.ini")]
     try:
-        pytest.main(args + [os.path.join(folder, p) for p in sorted(payload["tests"])], plugins=[Reporter(chan, collected)])
+        pytest.main(args + [os.path.join(folder, p) for p in sorted(payload["tests"])],
+                    plugins=[Reporter(chan, collected), tl_memtests.Installer(sources)])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -7,7 +7,7 @@ parts travels as a pickle (``{"p": base64}``) under these rules:
   whose file lies under the working folder or a test-dependency folder, already imported in the
   receiving process, and never the module that holds the candidate's code), a short list of
   standard classes (:data:`SAFE_STDLIB`: datetime, decimal, fractions, collections, uuid,
-  pathlib, SimpleNamespace) and the builtin containers/exceptions of :data:`SAFE_BUILTINS`;
+  pathlib, SimpleNamespace, inspect's Signature and Parameter) and the builtin containers/exceptions of :data:`SAFE_BUILTINS`;
 - everything else is a *persistent id*: a handle to an object that stays in the candidate
   (``("h", id, type)``: the solution's own classes, functions, anything unknown) or a *reverse
   handle* to an object that stays in the harness (``("r", id, type)``: a lambda key function,
@@ -40,6 +40,7 @@ SAFE_STDLIB = {
     "uuid": {"UUID", "SafeUUID"},
     "pathlib": {"PurePath", "PurePosixPath", "PosixPath", "Path"},
     "types": {"SimpleNamespace"},
+    "inspect": {"Signature", "Parameter", "_ParameterKind", "_empty"},
 }
 STDLIB_DIR = os.path.dirname(os.__file__)
 _STDLIB_NAMES = getattr(sys, "stdlib_module_names", frozenset({

@@ -20,6 +20,7 @@ import time
 
 import tl_values
 import tl_wire
+from tl_rproxy import CURRENT, RemoteObject, _meta, _unpickle  # noqa: F401  (re-exported)
 
 NEVER_RAISED = ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopIteration", "StopAsyncIteration")
 
@@ -54,6 +55,8 @@ class Remote:
         self.deadline, self.flags, self.events = None, {}, []
         self.gone, self.timed_out, self.status, self.rusage, self.stopped = None, False, None, None, False
         self.loaded = False
+        CURRENT[:] = [self]
+        self.mirrors = (None, {})   # (solution module, {name: mirrored exception class}): tl_rmodule
         self.codec = tl_values.Codec(self, RemoteObject, CandidateGone)
 
     # -- plumbing -------------------------------------------------------------------------
@@ -85,6 +88,9 @@ class Remote:
             raise CandidateGone(self.gone)
         if not self.loaded:
             raise RuntimeError("the solution was used while the tests were being collected (it is loaded after)")
+        clock = tl_wire.faked_clock()
+        if clock is not None:   # the test froze time (freezegun): the call sees the same clock
+            req = dict(req, clock=clock)
         try:
             tl_wire.send(self.wfd, req)
             answer = self.reader.recv(self.deadline)
@@ -204,6 +210,9 @@ class Remote:
             exc = self.codec.error(err)
             if exc is not None:
                 raise exc
+            exc = self._mirrored(err, msg.split(": ", 1)[1] if msg.startswith(name + ": ") else msg)
+            if exc is not None:
+                raise exc
             cls = getattr(builtins, name, None) if err.get("builtin") and name not in NEVER_RAISED else None
             text = msg.split(": ", 1)[1] if msg.startswith(name + ": ") else msg
             if isinstance(cls, type) and issubclass(cls, BaseException):
@@ -216,170 +225,28 @@ class Remote:
             raise exc
         return self.codec.decode(answer.get("v"))
 
+    def _mirrored(self, err, text):
+        """The candidate's exception as its mirrored class (:mod:`tl_rmodule`), or None."""
+        module, found = self.mirrors
+        cls = found.get(err.get("qual")) if module is not None and err.get("mod") == module else None
+        if cls is None:
+            return None
+        try:
+            args = self.codec.decode(err["args"]) if "args" in err else [text]
+            return cls(*args) if type(args) is list else cls(text)
+        except Exception:  # noqa: BLE001 - arguments that do not cross: the message still does
+            return cls(text)
+
+    def handle_of(self, name):
+        """The persistent id of the solution module's object ``name`` (a handle), or None."""
+        got = self.result(self.ask({"op": "get", "name": name}))
+        if isinstance(got, RemoteObject) and got._tl_target()[0] == "h":
+            return ("h", got._tl_target()[1])
+        return None
+
     def op(self, name, *args):
         """Ask the candidate to apply operation ``name`` to ``args`` (wire-encoded); its decoded answer."""
         return self.result(self.ask({"op": name, "args": self.codec.to_wire(list(args))}))
-
-
-COMPARISONS = ("lt", "le", "gt", "ge")
-
-
-def _binop(name, reflected=False, decides=True):
-    """An operator of :class:`RemoteObject`; with ``decides``, a handle meeting anything but a
-    handle is refused (its method would see the expected value and choose the outcome)."""
-    def method(self, other):
-        kind, x = self._tl_target()
-        if kind == "v":
-            import operator
-            fn = getattr(operator, name)
-            return fn(other, x) if reflected else fn(x, other)
-        if decides and not _is_handle(other):
-            self._tl_refuse(name, other)
-        args = (other, self) if reflected else (self, other)
-        return self._tl_remote.op(name, *args)
-    return method
-
-
-def _is_handle(value):   # a proxy of an object that lives in the candidate
-    return isinstance(value, RemoteObject) and value._tl_target()[0] == "h"
-
-
-def _strict(name, want):
-    def method(self, *args):
-        kind, x = self._tl_target()
-        if kind == "v":
-            return getattr(x, "__%s__" % name)(*args)
-        got = self._tl_remote.op(name, self, *args)
-        if type(got) is not want:
-            raise TypeError("%s() of a %s returned %s" % (name, self._tl_type, type(got).__name__))
-        return got
-    return method
-
-
-class RemoteIterator:
-    """Iteration over an object of the candidate, one element per call (``step``), as lazy as
-    in one process: ``take(3, count())`` ends, ``groupby``'s groups see their elements."""
-
-    def __init__(self, handle):
-        self.handle = handle
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        got = self.handle._tl_remote.op("step", self.handle)
-        if type(got) is not list or not got:
-            raise StopIteration
-        return got[0]
-
-
-class RemoteObject:
-    """A value living in the candidate process (see the module docstring)."""
-
-    def __init__(self, remote, target, type_name="object"):
-        object.__setattr__(self, "_tl_remote", remote)
-        object.__setattr__(self, "_tl_ref", target)
-        object.__setattr__(self, "_tl_type", type_name)
-
-    def _tl_target(self):
-        return self._tl_ref
-
-    def __call__(self, *args, **kwargs):
-        kind, x = self._tl_target()
-        if kind == "v":
-            return x(*args, **kwargs)
-        remote = self._tl_remote
-        if remote.codec.decoding:
-            raise tl_values.tl_pickle.Refused(self._tl_type, "__call__ (a value rebuilt by calling the solution)", True)
-        req = {"op": "call", "h": x, "args": remote.codec.to_wire(list(args)),
-               "kwargs": remote.codec.to_wire(list(kwargs.items()))}
-        answer = remote.ask(req)
-        remote.codec.apply_mutations(answer, args, kwargs)
-        return remote.result(answer)
-
-    def __getattr__(self, name):
-        if (name.startswith("__") and name.endswith("__")) or not self._tl_remote.loaded:
-            raise AttributeError(name)
-        kind, x = self._tl_target()
-        if kind == "v":
-            return getattr(x, name)
-        return self._tl_remote.result(self._tl_remote.ask({"op": "attr", "h": x, "name": name}))
-
-    def __setattr__(self, name, value):
-        kind, x = self._tl_target()
-        if kind == "v":
-            raise AttributeError("cannot set %r on a plain value" % name)
-        self._tl_remote.result(self._tl_remote.ask({"op": "setattr", "h": x, "name": name, "value": self._tl_remote.codec.to_wire(value)}))
-
-    def __eq__(self, other):
-        kind, x = self._tl_target()
-        if kind == "v":
-            return x == other
-        if _is_handle(other):
-            got = self._tl_remote.op("eq", self, other)
-            return got if type(got) is bool else False
-        if self._tl_remote.op("suspect", self) is True:
-            self._tl_remote.flag("always_equal", "a %s (not plain data, own __eq__) was compared with %s"
-                                 % (self._tl_type, type(other).__name__))
-        return False
-
-    def __ne__(self, other):
-        return not self.__eq__(other)
-
-    def _tl_refuse(self, name, other):
-        """Raise TypeError for ``name`` on this handle and ``other`` (no handle); report
-        ``always_equal`` when the solution's class defines the operator itself."""
-        family = COMPARISONS if name in COMPARISONS else (name, "r" + name)
-        if self._tl_remote.op("defines", self, ["__%s__" % n for n in family]) is True:
-            self._tl_remote.flag("always_equal", "a %s (not plain data, own __%s__) met %s"
-                                 % (self._tl_type, name, type(other).__name__))
-        raise TypeError("'%s' between the solution's %s and a %s is refused: only plain data is compared "
-                        "or computed with in the tests" % (name, self._tl_type, type(other).__name__))
-
-    def __hash__(self):
-        kind, x = self._tl_target()
-        return hash(x) if kind == "v" else hash(("tl-remote", x))
-
-    def __iter__(self):
-        kind, x = self._tl_target()
-        return iter(x) if kind == "v" else RemoteIterator(self._tl_remote.op("iterh", self))
-
-    def __next__(self):
-        kind, x = self._tl_target()
-        return next(x) if kind == "v" else RemoteIterator(self).__next__()
-
-    def __repr__(self):
-        kind, x = self._tl_target()
-        if kind == "v":
-            return repr(x)
-        got = self._tl_remote.op("repr", self)
-        return got if type(got) is str else "<%s>" % self._tl_type
-
-    def __str__(self):
-        kind, x = self._tl_target()
-        if kind == "v":
-            return str(x)
-        got = self._tl_remote.op("str", self)
-        return got if type(got) is str else "<%s>" % self._tl_type
-
-    __bool__ = _strict("bool", bool)
-    __len__ = _strict("len", int)
-    __int__ = _strict("int", int)
-    __float__ = _strict("float", float)
-    __contains__ = _strict("contains", bool)
-    __lt__, __le__, __gt__, __ge__ = (_binop(n) for n in ("lt", "le", "gt", "ge"))
-    __add__, __sub__, __mul__, __truediv__, __floordiv__, __mod__, __pow__ = (
-        _binop(n) for n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"))
-    __radd__, __rsub__, __rmul__ = (_binop(n, True) for n in ("add", "sub", "mul"))
-    __getitem__ = _binop("getitem", decides=False)
-
-    def __neg__(self):
-        kind, x = self._tl_target()
-        return -x if kind == "v" else self._tl_remote.op("neg", self)
-
-    def __abs__(self):
-        kind, x = self._tl_target()
-        return abs(x) if kind == "v" else self._tl_remote.op("abs", self)
 
 
 def _signame(num):

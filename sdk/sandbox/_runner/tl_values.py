@@ -22,7 +22,9 @@ their contents are fresh objects (an element the test kept a reference to is not
 import builtins
 import collections.abc
 import operator
+import os
 import pickle
+import sys
 import types
 
 import tl_pickle
@@ -42,6 +44,8 @@ class Codec:
         self.trust = tl_pickle.Trust((), None)
         self.reverse = {}
         self.decoding = 0   # > 0 while a candidate pickle is decoded: no handle may be called then
+        self.interned = {}   # handle id -> its proxy (:meth:`handle`)
+        self.mirrors = {}   # mirrored exception class -> its name in the solution's module (tl_rmodule)
 
     def configure(self, roots, target):
         """Trusted folders and the solution's module name (known once the request is read)."""
@@ -69,11 +73,20 @@ class Codec:
         t = type(obj)
         if t in tl_pickle.EXACT:
             return None
+        if t is object:   # a sentinel (``start = object()``): its identity is all it has
+            return self._rpid(obj)
         if tl_pickle.std_iterator(t):   # the candidate steps the test's own iterator (its position)
             return self._rpid(obj)
         if isinstance(obj, self.proxy):
             kind, x = obj._tl_target()
             return ("h", x) if kind == "h" else ("v", self.to_wire(x))
+        if isinstance(obj, types.ModuleType) and type(obj.__name__) is str and (
+                self._importable(obj.__name__) or obj.__name__ == self.trust.target):
+            return ("m", obj.__name__)
+        if isinstance(obj, type) and obj in self.mirrors:   # the solution's own class, there
+            pid = self.remote.handle_of(self.mirrors[obj])
+            if pid is not None:
+                return pid
         if isinstance(obj, type) or t in BY_NAME:
             owner = getattr(obj, "__objclass__", obj)
             qual = str(getattr(obj, "__qualname__", "<"))
@@ -95,17 +108,19 @@ class Codec:
         return id(obj)
 
     def _rpid(self, obj):
-        """The reverse handle of ``obj``: ``("r", id, type name[, "mapping" or "iterator"])``."""
+        """The reverse handle of ``obj``: ``("r", id, type name[, "mapping", "iterator" or "callable"])``."""
         pid = ("r", self._reverse(obj), type(obj).__name__[:80])
         if tl_pickle.std_iterator(type(obj)):
             return pid + ("iterator",)
-        return pid + ("mapping",) if isinstance(obj, collections.abc.Mapping) else pid
+        if isinstance(obj, collections.abc.Mapping):
+            return pid + ("mapping",)
+        return pid + ("callable",) if callable(obj) else pid   # only a callable one is callable there
 
     # -- candidate -> harness --------------------------------------------------------------
     def load_id(self, pid):
         """A persistent id in a candidate pickle -> a proxy or the harness's own object."""
         if type(pid) is tuple and len(pid) == 3 and pid[0] == "h" and type(pid[1]) is int:
-            return self.proxy(self.remote, ("h", pid[1]), str(pid[2])[:80])
+            return self.handle(pid[1], str(pid[2])[:80])
         if type(pid) is tuple and len(pid) == 3 and pid[0] == "r" and pid[1] in self.reverse:
             return self.reverse[pid[1]]
         raise tl_pickle.Refused("persistent id", repr(pid)[:80], True)
@@ -122,7 +137,8 @@ class Codec:
         """A value from the candidate (raises TypeError for an honest mismatch; kills the
         candidate and raises CandidateGone for a hostile or broken value)."""
         try:
-            return tl_wire.decode(tree, lambda h, t: self.proxy(self.remote, ("h", h), t), loads=self.loads)
+            return tl_wire.decode(tree, self.handle, loads=self.loads,
+                                  ref=self.global_ref)
         except tl_pickle.Refused as exc:
             if not exc.hostile:
                 raise TypeError("the solution returned a %s.%s: only plain data, the repository's classes "
@@ -134,6 +150,49 @@ class Codec:
         self.remote.kill()
         self.remote.gone = reason
         raise self.gone(reason)
+
+    def handle(self, key, type_name):
+        """The one proxy of the candidate's object ``key`` (interned: the same object comes back
+        as the same proxy, so ``f(x) is x`` and ``pickle.loads(pickle.dumps(f)) is f`` hold)."""
+        got = self.interned.get(key)
+        if got is None:
+            got = self.interned[key] = self.proxy(self.remote, ("h", key), type_name)
+        return got
+
+    def global_ref(self, module, qual, handle):
+        """A function, class or module the candidate named (``module``, ``qual``; "" for the module
+        itself): this process's own object of that name when ``module`` is a repository module
+        imported here (never the solution's), so identity holds (``merge(d)["f"] is f``); else the
+        handle. Only plain-data trees carry such names, never a pickle (nothing is called)."""
+        mod = self.trust.repo_module(module) or self._import_repo(module)
+        obj = mod
+        for part in qual.split(".") if mod is not None and qual else ():
+            if part.startswith("__") or part == "<locals>":
+                obj = None
+                break
+            obj = getattr(obj, part, None)
+        if obj is not None and (obj is mod or (isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType))
+                                               and getattr(obj, "__module__", None) == module
+                                               and getattr(obj, "__qualname__", None) == qual)):
+            return obj
+        return self.handle(handle, qual.rpartition(".")[2][:80] or "module")
+
+    def _import_repo(self, module):
+        """Import the repository module ``module`` here (its file under the trusted folders, never
+        the solution's): the module the solution holds is then this process's own, as in one
+        process (``functoolz._sigs.create_signature_registry()`` fills the registry the tests read)."""
+        import importlib
+        import importlib.util
+        if module == self.trust.target or module.startswith("tl_") or module in sys.modules:
+            return None
+        try:
+            spec = importlib.util.find_spec(module)
+            origin = os.path.realpath(spec.origin) if spec is not None and spec.origin else ""
+            if origin.startswith(self.trust.roots):
+                importlib.import_module(module)
+        except BaseException:  # noqa: BLE001 - it stays behind its handle
+            return None
+        return self.trust.repo_module(module)
 
     def error(self, err):
         """The exception object of a candidate error, when it came by value, else None."""
@@ -184,6 +243,8 @@ class Codec:
                 value = getattr(builtins, op)(obj)
             elif op in ("getitem", "setitem", "delitem", "contains"):
                 value = getattr(operator, op)(obj, *args)
+            elif op in ("keys", "items", "values") and isinstance(obj, collections.abc.Mapping):
+                value = list(getattr(obj, op)())
             elif op in ("getattr", "meta", "signature"):
                 value = reflect(obj, op, args)
             else:
@@ -211,15 +272,15 @@ def reflect(obj, op, args):
     """What a call back may read of the harness's object ``obj``: ``getattr`` a public
     attribute of a test's or the repository's own instance (never of a module, class, function
     or standard-library object, never a module as the value: nothing leads to the harness's
-    internals); ``meta`` its ``__name__``/``__qualname__`` (a string); ``signature`` its
+    internals); ``meta`` its ``__name__``/``__qualname__``/``__module__``/``__doc__`` (a string; the doc may be None); ``signature`` its
     parameters as ``[name, kind, has default]`` (plain data)."""
     name = args[0] if args else None
     if op == "signature":
         import inspect
         return [[p.name, int(p.kind), p.default is not p.empty] for p in inspect.signature(obj).parameters.values()]
     if op == "meta":
-        value = getattr(obj, name) if name in ("__name__", "__qualname__") else None
-        if type(value) is not str:
+        value = getattr(obj, name, None) if name in ("__name__", "__qualname__", "__module__", "__doc__") else None
+        if type(value) is not str and not (value is None and name == "__doc__"):
             raise AttributeError(name)
         return value
     owner = str(getattr(type(obj), "__module__", "") or "")

@@ -55,29 +55,32 @@ def encode(value, handles=None, depth=0):
         return {"c": [value.real, value.imag]}
     if handles is None:
         raise NotPlain("%s is not plain data" % t.__name__)
-    return {"h": handles(value), "type": t.__name__[:80]}
+    node = handles(value)   # an id, or a node of its own (``{"g": ...}``: a global by name)
+    return node if type(node) is dict else {"h": node, "type": t.__name__[:80]}
 
 
-def decode(tree, handle=None, depth=0, loads=None):
+def decode(tree, handle=None, depth=0, loads=None, ref=None):
     """JSON tree -> fresh builtin values; ``handle(id, type_name)`` builds what a handle
     stands for (without it a handle raises :class:`WireError`); ``loads(text)`` decodes a
-    pickled value (``{"p": base64}``, :mod:`tl_pickle`; without it one raises WireError)."""
+    pickled value (``{"p": base64}``, :mod:`tl_pickle`; without it one raises WireError);
+    ``ref(module, qualname, id)`` what a global named by the candidate stands for
+    (``{"g": [module, qualname, handle id]}``; without it one raises WireError)."""
     if depth > MAX_DEPTH:
         raise WireError("nested too deeply")
     t = type(tree)
     if t in PLAIN_SCALARS:
         return tree
     if t is list:
-        return [decode(v, handle, depth + 1, loads) for v in tree]
+        return [decode(v, handle, depth + 1, loads, ref) for v in tree]
     if t is not dict or len(tree) not in (1, 2):
         raise WireError("unknown value %r" % (t,))
     (tag, body), = [(k, v) for k, v in tree.items() if k != "type"] or [("?", None)]
     if tag == "t":
-        return tuple(decode(v, handle, depth + 1, loads) for v in body)
+        return tuple(decode(v, handle, depth + 1, loads, ref) for v in body)
     if tag == "d":
-        return {decode(k, handle, depth + 1, loads): decode(v, handle, depth + 1, loads) for k, v in body}
+        return {decode(k, handle, depth + 1, loads, ref): decode(v, handle, depth + 1, loads, ref) for k, v in body}
     if tag in ("s", "fs"):
-        items = [decode(v, handle, depth + 1, loads) for v in body]
+        items = [decode(v, handle, depth + 1, loads, ref) for v in body]
         return set(items) if tag == "s" else frozenset(items)
     if tag == "b":
         return bytes.fromhex(body)
@@ -85,6 +88,9 @@ def decode(tree, handle=None, depth=0, loads=None):
         return complex(float(body[0]), float(body[1]))
     if tag == "p" and loads is not None:
         return loads(body)
+    if tag == "g" and ref is not None and type(body) is list and len(body) == 3 \
+            and type(body[0]) is str and type(body[1]) is str and type(body[2]) is int:
+        return ref(body[0], body[1], body[2])
     if tag == "h" and handle is not None and type(body) is int:
         return handle(body, str(tree.get("type", "object")))
     raise WireError("unknown tag %r" % (tag,))
@@ -102,6 +108,21 @@ def send(fd, obj):
 # and every module attribute that refers to it (a tuple element is not one), and a faked clock
 # would make every call of the test miss its deadline.
 CLOCK = (time.monotonic,)
+WALL = (time.time,)   # the real wall clock, for :func:`faked_clock`
+
+
+def faked_clock():
+    """``[epoch seconds, local offset seconds]`` of this process's clock when a test faked it
+    (``freezegun.freeze_time``: ``time.time()`` more than a second from the real clock), else None."""
+    try:
+        import datetime
+        now = time.time()
+        if abs(now - WALL[0]()) < 1.0:
+            return None
+        local = datetime.datetime.now() - datetime.datetime.utcnow()
+        return [float(now), float(local.total_seconds())]
+    except Exception:  # noqa: BLE001 - a clock that cannot be read is not forwarded
+        return None
 
 
 class Reader:
