@@ -69,24 +69,10 @@ def main():
         emit(event="run", exit=1, stdout="")
         emit(event="end")
         return
-    if spec.get("channel"):
-        ran = _run_channel(spec, env)
-        if ran is None or ran == "stopped":
-            emit(event="run_timeout", stopped=ran == "stopped")   # stopped: someone sent it SIGSTOP
-            return
-        out, code, lines, forged = ran
-        emit(event="channel_used")
-        if forged:   # lines on the result pipe that its program did not sign: the code under test wrote them
-            emit(event="channel_forged", count=forged)
-        for line in lines:
-            emit(event="channel", line=line)
-    else:
-        try:
-            p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"])
-            out, code = p.stdout, p.returncode
-        except subprocess.TimeoutExpired:
-            emit(event="run_timeout")
-            return
+    ran = _run(spec, env, emit)
+    if ran is None:
+        return
+    out, code = ran
     sys.stdout.buffer.write(out[-65536:])
     sys.stdout.flush()
     emit(event="run", exit=code, stdout=out.decode("utf-8", "replace")[-CAP:])
@@ -95,6 +81,29 @@ def main():
             with open(path, "rb") as fh:
                 emit(event="artifact", path=path, content=fh.read(CAP).decode("utf-8", "replace"))
     emit(event="end")
+
+
+def _run(spec, env, emit):
+    """Run the test command; (stdout, exit code), or None after a timeout (already emitted).
+    A channel run emits its verified lines as ``channel`` events (and ``channel_forged``)."""
+    if spec.get("channel"):
+        ran = _run_channel(spec, env)
+        if ran is None or ran == "stopped":
+            emit(event="run_timeout", stopped=ran == "stopped")   # stopped: someone sent it SIGSTOP
+            return None
+        out, code, lines, forged = ran
+        emit(event="channel_used")
+        if forged:   # lines on the result pipe that its program did not sign: the code under test wrote them
+            emit(event="channel_forged", count=forged)
+        for line in lines:
+            emit(event="channel", line=line)
+        return out, code
+    try:
+        p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"])
+        return p.stdout, p.returncode
+    except subprocess.TimeoutExpired:
+        emit(event="run_timeout")
+        return None
 
 
 IRELATIVE = {62: 37, 183: 1032}   # e_machine (x86_64, aarch64) -> R_*_IRELATIVE
