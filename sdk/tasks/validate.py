@@ -58,15 +58,7 @@ def stub_for(task: Task) -> str | None:
     return None
 
 
-COLLECTION_USE = "the solution was used while the tests were being collected"
-
-
 def _reason(result: ExecResult, what: str) -> str | None:
-    if COLLECTION_USE in (result.detail or ""):
-        where = (result.detail or "").split(COLLECTION_USE)[0].strip().splitlines()[:1]
-        return ("harness_limit: a test module calls the function while it is imported (the harness runs the "
-                "solution only after every test file is collected, so no solution code ever sees one); move the "
-                f"call into a test or fixture ({' '.join(where)[-200:]})")
     if result.status.is_infrastructure:
         return f"{result.status.value}: {result.detail or what}"
     if not result.all_passed:

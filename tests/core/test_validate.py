@@ -90,7 +90,10 @@ def test_a_reference_that_only_timed_out_gets_one_longer_try_and_keeps_its_limit
     assert not valid and bad[0].reason.startswith("reference_fails: visible and hidden tests gave timeout")
 
 
-def test_a_test_module_calling_the_solution_at_import_is_a_named_harness_limit(sandbox):
+def test_a_test_module_calling_the_solution_at_import_validates(sandbox):
+    # issue 13: the tests' sources are served from memory, so the solution loads before collection
     at_import = {"test_add.py": "from solution import add\n\nSUM = add(1, 1)\n\ndef test_add():\n    assert SUM == 2\n"}
     valid, bad = validate_tasks([task("def add(a, b):\n    return a + b\n", tests=at_import)], sandbox)
-    assert not valid and bad[0].reason.startswith("harness_limit: a test module calls the function while it is imported")
+    assert valid and not bad
+    valid, bad = validate_tasks([task("def add(a, b):\n    return a - b\n", tests=at_import)], sandbox)
+    assert not valid and bad[0].reason.startswith("reference_fails")

@@ -87,7 +87,7 @@ class Remote:
         if self.gone:
             raise CandidateGone(self.gone)
         if not self.loaded:
-            raise RuntimeError("the solution was used while the tests were being collected (it is loaded after)")
+            raise RuntimeError("the solution did not load, so the tests cannot use it")
         clock = tl_wire.faked_clock()
         if clock is not None:   # the test froze time (freezegun): the call sees the same clock
             req = dict(req, clock=clock)
