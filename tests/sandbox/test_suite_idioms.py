@@ -308,3 +308,29 @@ def test_module_globals_and_namespace_as_in_one_process(sandbox):
     assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])
     wrong = sandbox.run_one(req.model_copy(update={"solution": REGISTRY.replace("HANDLERS.get(key", "{}.get(key")}))
     assert [t.outcome for t in wrong.tests] == ["failed", "passed"]
+
+
+LOADER = '''
+import importlib
+
+
+def load(name):
+    return importlib.import_module(name).thing
+'''
+
+LOADER_TESTS = '''import sys
+
+from solution import load
+
+
+def test_a_module_outside_the_imported_packages_is_not_imported_here():
+    thing = load("elsewhere")
+    assert thing(2) == 4 and "elsewhere" not in sys.modules   # the candidate's, behind a handle
+'''
+
+
+def test_the_candidate_cannot_make_the_harness_import_any_module(sandbox):
+    req = ExecRequest(solution=LOADER, tests={"test_loader.py": LOADER_TESTS},
+                      files={"elsewhere.py": "def thing(x):\n    return 2 * x\n"}, limits=FAST)
+    res = sandbox.run_one(req)
+    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])

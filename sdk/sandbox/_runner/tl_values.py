@@ -178,12 +178,14 @@ class Codec:
         return self.handle(handle, qual.rpartition(".")[2][:80] or "module")
 
     def _import_repo(self, module):
-        """Import the repository module ``module`` here (its file under the trusted folders, never
-        the solution's): the module the solution holds is then this process's own, as in one
+        """Import the repository module ``module`` here (its file under the trusted folders, in a
+        package already imported here, never the solution's): the module the solution holds is then
+        this process's own, as in one
         process (``functoolz._sigs.create_signature_registry()`` fills the registry the tests read)."""
         import importlib
         import importlib.util
-        if module == self.trust.target or module.startswith("tl_") or module in sys.modules:
+        if module == self.trust.target or module.startswith("tl_") or module in sys.modules \
+                or module.split(".")[0] not in sys.modules:   # only inside a package imported here already
             return None
         try:
             spec = importlib.util.find_spec(module)
