@@ -35,6 +35,7 @@ def small_overrides(tmp_path: Path, model: str) -> dict:
         FB_URL: f"sqlite:///{tmp_path / 'feedback.db'}", f"sources.{POOL}.limit": 3,
         "sft.max_steps": 3, "sft.batch_size": 2, "sft.self_distill.max_new_tokens": 12,
         "rl.expert.k": 2, "rl.expert.max_tasks": 3,  # quickstart: expert iteration
+        "rl.expert.replay_self_distill": True,  # the rounds read the SFT stage's self-distillation rows file
         "rl.max_steps": 1, "rl.num_generations": 2, "rl.batch_size": 2, "rl.max_completion_length": 12,
         "eval.max_new_tokens": 12, "eval.limit_per_split": 3,
         "rl.heldout.max_new_tokens": 12, "rl.compare.difficulty.max_new_tokens": 12,  # quickstart: rl.compare on
@@ -60,6 +61,7 @@ def test_every_stage_leaves_its_artefacts(finished_run):
     for stage in ("sft", "rl"):
         assert (run / stage / "adapter" / "adapter_config.json").is_file()
     assert json.loads((run / "sft" / "log_history.json").read_text())
+    assert (run / "sft" / "self_distill_rows.jsonl").is_file(), "kept for rl.expert.replay_self_distill"
     rl = json.loads((run / "state" / "rl.json").read_text())["stats"]
     assert rl["algorithm"] == "expert_iteration" and [r["round"] for r in rl["rounds"]] == [1, 2]
     assert rl["validation"]["probe_split"] == "none" and "validation_tasks" in rl["validation"]
