@@ -159,20 +159,20 @@ def test_wrong_solution_still_fails(sandbox):
 
 def test_a_thread_started_at_load_never_reads_a_test(sandbox):
     res = sandbox.run_one(_req(SPY, SPY_TESTS))
-    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])
+    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-1500:]) for t in res.tests])
     assert len(res.tests) == 4
 
 
 def test_a_process_left_running_at_load_never_reads_a_test(sandbox):
     res = sandbox.run_one(_req(FORKS, FORK_TESTS))
-    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])
+    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-1500:]) for t in res.tests])
     assert len(res.tests) == 4
 
 
 def test_a_test_module_may_call_the_solution_at_import(sandbox):
     tests = TESTS + "\nFIFTEEN = scale(3, 5)\n\n\ndef test_import_time_value():\n    assert FIFTEEN == 15\n"
     res = sandbox.run_one(_req(REGISTRY, tests))
-    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])
+    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-1500:]) for t in res.tests])
     wrong = sandbox.run_one(_req(REGISTRY.replace("return k * x", "return k + x"), tests))
     assert {t.name.rsplit("::", 1)[1]: t.outcome for t in wrong.tests}["test_import_time_value"] == "failed"
 
@@ -180,3 +180,12 @@ def test_a_test_module_may_call_the_solution_at_import(sandbox):
 def test_a_solution_that_does_not_load_runs_no_test(sandbox):
     res = sandbox.run_one(_req(REGISTRY + "\nraise RuntimeError('broken at import')\n"))
     assert res.status != ExecStatus.OK and not any(t.outcome == "passed" for t in res.tests)
+
+
+def test_a_test_folder_that_is_a_package_of_the_working_folder_keeps_its_package(sandbox):
+    # attrs: tests/__init__.py and tests/strategies.py travel with the task, the test module with the tests
+    tests = "from .helpers import three\nfrom pkg.registry import scale\n\n\ndef test_relative():\n    assert scale(three(), 2) == 6\n"
+    req = _req(REGISTRY, tests).model_copy(update={"files": {**_req(REGISTRY).files, "tests/__init__.py": "",
+                                                               "tests/helpers.py": "def three():\n    return 3\n"}})
+    res = sandbox.run_one(req)
+    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-1500:]) for t in res.tests])

@@ -11,7 +11,7 @@ cannot be opened from the candidate (and seccomp denies ptrace and process_vm_*)
 ``pytest`` mode: the tests arrive in the request (never in the working folder). Their files are
 written to a private folder as placeholders and their sources served from memory
 (:mod:`tl_memtests`), so no test's source is ever on disk while solution code runs; the solution
-is loaded before collection and the folder is deleted once collection is over. ``script`` mode (HumanEval): the
+is loaded before collection and the folder of placeholders is deleted at the end. ``script`` mode (HumanEval): the
 test source is executed here, in a namespace whose unknown names resolve to the solution's
 (``poly``, ``candidate``...), then ``check(<entry_point>)``.
 
@@ -240,7 +240,7 @@ def run_script(chan, payload, remote, cwd):
 
 class Reporter:
     """pytest plugin: one ``test`` event per test item, ``collect_error`` per broken module;
-    deletes the test folder once collection is over (no test runs if the solution did not load)."""
+    no test runs if the solution did not load."""
 
     def __init__(self, chan, on_collected):
         self.chan, self.results, self.collected, self.on_collected = chan, {}, 0, on_collected
@@ -251,8 +251,7 @@ class Reporter:
             self.chan.emit(event="collect_error", nodeid=report.nodeid, message=str(report.longreprtext)[-MSG:])
 
     def pytest_collection_modifyitems(self, session, config, items):
-        """pytest hook (after every test module is imported): the test folder goes; a solution
-        that did not load runs no test."""
+        """pytest hook (after every test module is imported): a solution that did not load runs no test."""
         self.collected = len(items)
         if not self.on_collected():
             items[:] = []
@@ -294,7 +293,7 @@ def run_pytest(chan, payload, remote, cwd):
     """pytest on the request's tests. Their files are placeholders in a private folder and
     their sources are served from memory (:mod:`tl_memtests`), so the solution is loaded before
     collection (a test module may call it at import) and never sees a test's source; the folder
-    is removed once collection is over."""
+    of placeholders is removed at the end."""
     import pytest  # noqa: E402  (from the runtime folder)
     import tl_memtests
 
@@ -307,16 +306,15 @@ def run_pytest(chan, payload, remote, cwd):
     folder = tempfile.mkdtemp(prefix=".tl-tests-", dir=os.environ.get("TMPDIR") or "/tmp")
     files = dict(payload.get("conftests", {}), **payload["tests"])
     files.setdefault("pytest.ini", "[pytest]\n")
-    sources = tl_memtests.write(folder, files)
+    sources = tl_memtests.write(folder, files, cwd)
     sources.install()
     if tl_early.wanted(payload):   # parents first, then the repository modules the tests import
         loaded = tl_early.prepare(payload, remote, cwd, lambda: _load(chan, payload, remote, cwd, True))
     else:
         loaded = _load(chan, payload, remote, cwd)
 
-    def collected():
-        shutil.rmtree(folder, ignore_errors=True)
-        return loaded
+    def collected():   # the folder stays until the end: only placeholders (pytest imports a package's
+        return loaded  # ``__init__`` again when its tests are set up)
 
     args = ["-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:pastebin", "-p", "no:legacypath", "--rootdir", folder,
             "--confcutdir", folder, "-c", os.path.join(folder, "pytest.ini")]

@@ -35,8 +35,8 @@ class MemorySources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     The module is found where Python's own path finder finds it (the placeholder's place, so
     package and ``sys.path`` rules are Python's); only its code comes from here."""
 
-    def __init__(self, sources, config=None):
-        self.sources, self.config = dict(sources), config
+    def __init__(self, sources, config=None, extra=None):
+        self.sources, self.config, self.extra = dict(sources), config, dict(extra or {})
         for path, text in self.sources.items():
             lines = text.splitlines(True)
             linecache.cache[path] = (len(text), None, lines, path)   # mtime None: never re-read
@@ -70,6 +70,8 @@ class MemorySources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         text = self.sources[path]
         module.__file__ = path
         module.__cached__ = None
+        if path in self.extra and isinstance(getattr(module, "__path__", None), list):
+            module.__path__.append(self.extra[path])   # the package's other modules: the working folder's
         exec(self.compile(text, path), module.__dict__)
 
     def compile(self, text, path):
@@ -83,9 +85,30 @@ class MemorySources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return compile(tree, path, "exec", dont_inherit=True)
 
 
-def write(folder, files):
+def _packages(files, cwd):
+    """``{rel __init__.py: working-folder dir}`` for each folder of a test file that is a package in
+    the working folder (``tests/__init__.py`` shipped with the task, not with the tests), so the
+    test modules keep their package (``from .strategies import ...`` finds ``tests/strategies.py``)."""
+    out = {}
+    for rel in files:
+        parts = rel.split("/")[:-1] if rel.endswith(".py") else []
+        for i in range(1, len(parts) + 1):
+            init = "/".join(parts[:i]) + "/__init__.py"
+            real = os.path.join(cwd or "", init)
+            if cwd and init not in files and os.path.isfile(real):
+                out[init] = os.path.dirname(real)
+    return out
+
+
+def write(folder, files, cwd=None):
     """Write ``files`` (relative path -> text) under ``folder``: ``.py`` files and data files as
-    placeholders, ``pytest.ini`` as it is; returns the :class:`MemorySources` of the ``.py`` files."""
+    placeholders, ``pytest.ini`` as it is; returns the :class:`MemorySources` of the ``.py`` files
+    (and of the working folder's package ``__init__`` of each test folder, see :func:`_packages`)."""
+    packages = _packages(files, cwd)
+    files = dict(files)
+    for init, real in packages.items():
+        with open(os.path.join(real, "__init__.py"), encoding="utf-8") as fh:
+            files[init] = fh.read()
     held = {}
     for rel, text in files.items():
         path = os.path.abspath(os.path.join(folder, rel))
@@ -96,7 +119,7 @@ def write(folder, files):
             body = text if rel == "pytest.ini" else ""
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(body)
-    return MemorySources(held)
+    return MemorySources(held, extra={os.path.abspath(os.path.join(folder, i)): r for i, r in packages.items()})
 
 
 class Installer:
