@@ -65,18 +65,6 @@ class _Meta(str):
     """A class attribute of :class:`RemoteObject` that reads, on a handle, the remote object's
     own ``__doc__`` or ``__module__`` (a string or None); on the class, its own value."""
 
-    def __setitem__(self, key, value):
-        kind, x = self._tl_target()
-        if kind == "v":
-            raise TypeError("'%s' object does not support item assignment" % type(x).__name__)
-        self._tl_remote.op("setitem", self, key, value)
-
-    def __delitem__(self, key):
-        kind, x = self._tl_target()
-        if kind == "v":
-            raise TypeError("'%s' object doesn't support item deletion" % type(x).__name__)
-        self._tl_remote.op("delitem", self, key)
-
     def __get__(self, obj, owner=None):
         if obj is None:
             return str(self)
