@@ -112,15 +112,19 @@ class HarnessMapping(HarnessProxy):
     __slots__ = ()
 
     def keys(self):
+        """The test mapping's keys, called back."""
         return self._tl_cand.call_back(self._tl_rid, "keys", (), {})
 
     def items(self):
+        """The test mapping's items, called back."""
         return self._tl_cand.call_back(self._tl_rid, "items", (), {})
 
     def values(self):
+        """The test mapping's values, called back."""
         return self._tl_cand.call_back(self._tl_rid, "values", (), {})
 
     def get(self, key, default=None):
+        """``self[key]`` if present, else ``default``."""
         return self[key] if key in self else default
     __doc__ = _meta("__doc__", __doc__)
     __module__ = _meta("__module__", __name__)

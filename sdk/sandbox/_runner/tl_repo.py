@@ -234,18 +234,22 @@ def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _recorder=
     class Plugin:
         @pytest.hookimpl(tryfirst=True)
         def pytest_load_initial_conftests(self, early_config):
+            """The working folder joins sys.path only now (no entry-point plugin from it)."""
             sys.path.insert(0, root)   # after pytest loaded its entry-point plugins: none from here
 
         def pytest_collectreport(self, report):
+            """Emit a collection error with its message."""
             if report.failed:
                 emit(event="collect_error", nodeid=report.nodeid, message=str(report.longreprtext)[-MSG:])
 
         def pytest_collection_modifyitems(self, session, config, items):
+            """Count the tests; the test files leave the disk."""
             collected[0] = len(items)   # the test files leave the disk, as in the harness's pytest mode
             shutil.rmtree(folder, ignore_errors=True)
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_call(self, item):
+            """Swap the test for its recorder, which alone can emit ``ran``."""
             fn, name = getattr(item, "obj", None), item.nodeid
             if fn is None:
                 return
@@ -258,6 +262,7 @@ def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _recorder=
             item.obj = genuine_test
 
         def pytest_runtest_logreport(self, report):
+            """Emit each test's outcome once, at teardown."""
             outcome, msg = results.get(report.nodeid, (None, ""))
             if report.failed:
                 outcome = "failed" if report.when == "call" else (outcome if outcome in ("failed", "error") else "error")
@@ -271,6 +276,7 @@ def plugin(emit, codes, folder, cwd, _genuine=genuine, _key=node_key, _recorder=
                 emit(event="test", name=report.nodeid, outcome=outcome or "error", message=msg.strip())
 
         def pytest_sessionfinish(self, session, exitstatus):
+            """Emit the end marker (no marker: the harness reads a crash)."""
             emit(event="end", exitstatus=int(exitstatus), collected=collected[0])
     return Plugin()
 
