@@ -131,6 +131,23 @@ def strength_summary(tasks: list[Task], quarantined: list, labels: dict[str, str
     return out
 
 
+def brief_reason(reason: str, width: int = 160) -> str:
+    """``reason`` on one line of at most about ``width`` characters that keeps its cause.
+
+    A long reason (a pytest collection error, a traceback) keeps its start and its last line naming an
+    error (``ModuleNotFoundError: No module named 'coerce'``), joined by `` … ``: cutting at ``width``
+    alone hid the cause, which only ``tasks.quarantine.jsonl`` held.
+    """
+    flat = " ".join(reason.split())
+    if len(flat) <= width:
+        return flat
+    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
+    cause = next((ln for ln in reversed(lines) if "Error" in ln or "Exception" in ln), lines[-1] if lines else "")
+    cause = " ".join(cause.split())[: width * 2 // 3]
+    head = flat[: max(width - len(cause) - 3, 20)]
+    return head if cause in head else f"{head} … {cause}"
+
+
 def _print_built(ctx: StageContext, taskset: TaskSet, summary: dict, findings) -> None:
     """Splits, quarantine reasons with examples, health warnings and the files written."""
     ctx.console.print(f"  task set {taskset.version}: " + ", ".join(
@@ -138,7 +155,7 @@ def _print_built(ctx: StageContext, taskset: TaskSet, summary: dict, findings) -
     for group in summary["quarantine"]:
         ctx.console.print(f"  quarantined {group['count']:4}  {group['reason']}")
         for ex in group["examples"]:
-            ctx.console.print(f"       e.g. {ex['where']}: {ex['reason'][:160]}")
+            ctx.console.print(f"       e.g. {ex['where']}: {brief_reason(ex['reason'])}")
     print_findings(findings, ctx.console)
     layout = ctx.layout
     ctx.console.print(f"  wrote {layout.tasks_jsonl}, {layout.quarantine_jsonl.name}, {layout.sft_examples_jsonl.name}, "
