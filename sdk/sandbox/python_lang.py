@@ -55,6 +55,19 @@ class Plan:
         return json.dumps(self.payload).encode()
 
 
+def support_beside_tests(files: dict[str, str], tests) -> set[str]:
+    """Python files of ``files`` beside a test module in a folder that is not a package.
+
+    pytest's default import mode puts such a folder on ``sys.path``, so its tests and conftest
+    import these helpers by bare name (semver's ``from coerce import coerce``): they travel with
+    the tests, where that folder is, and stay in the working folder too (a flat folder may hold
+    repository modules the solution imports); a package's helpers are left to the package.
+    """
+    dirs = {t.rsplit("/", 1)[0] if "/" in t else "" for t in tests}
+    dirs = {d for d in dirs if (d + "/__init__.py" if d else "__init__.py") not in files}
+    return {p for p in files if p.endswith(".py") and (p.rsplit("/", 1)[0] if "/" in p else "") in dirs and "/" in p}
+
+
 def plan(req: ExecRequest) -> Plan | ExecResult:
     """Build the :class:`Plan` for ``req``, or an :class:`ExecResult` when no run is needed
     (syntax error, missing entry point, unknown framework)."""
@@ -79,6 +92,7 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
     # conftest.py files are test code: they travel with the tests (never in the working folder)
     conftests = {p: files.pop(p) for p in sorted(files)
                  if p.rsplit("/", 1)[-1] == "conftest.py" and p != req.target_path}
+    conftests.update({p: files[p] for p in sorted(support_beside_tests(files, req.tests)) if p != req.target_path})
     clash = set(files) & set(req.tests)
     if clash:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"paths in both tests and files/target: {sorted(clash)}")
