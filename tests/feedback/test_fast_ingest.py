@@ -58,6 +58,18 @@ def table_rows(n: int = 400, seed: int = 3) -> list[tuple]:
 OPTIONS = {"table": "fb", "rating": {"kind": "range", "min": 1, "max": 5}, "timezone": "Asia/Shanghai",
            "since": "2026-03-01T00:00:00Z"}
 
+def server_table(url: str, table: str, rows) -> sa.engine.Engine:
+    """Create ``table`` on the server at ``url`` holding ``rows`` (ratings as INTEGER); its engine."""
+    engine = sa.create_engine(url)
+    rows = [r[:7] + (None if isinstance(r[7], str) else r[7],) + r[8:] for r in rows]
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, conversation_id TEXT, message_id TEXT, "
+                             "user_id TEXT, created_at TEXT, prompt TEXT, response TEXT, rating INTEGER, "
+                             "correction TEXT, tests TEXT, expected TEXT)"))
+        conn.execute(sa.text(f"INSERT INTO {table} VALUES ({', '.join(':' + c for c in COLS)})"),
+                     [dict(zip(COLS, r)) for r in rows])
+    return engine
+
 
 def jsonl(url: str, base: Path, **extra) -> tuple[list[str], dict]:
     source = SqlFeedbackSource({"url": url, **OPTIONS, **extra}, base, "feedback/test")
@@ -121,14 +133,7 @@ def test_columnar_lane_matches_rows_on_sqlite(tmp_path, monkeypatch):
 def test_fast_ingest_matches_rows_on_postgres_through_arrow(tmp_path):
     url = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
     table = f"fb_{uuid.uuid4().hex[:8]}"
-    engine = sa.create_engine(url)
-    rows = [r[:7] + (None if isinstance(r[7], str) else r[7],) + r[8:] for r in table_rows()]  # INTEGER ratings
-    with engine.begin() as conn:
-        conn.execute(sa.text(f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, conversation_id TEXT, message_id TEXT, "
-                             "user_id TEXT, created_at TEXT, prompt TEXT, response TEXT, rating INTEGER, "
-                             "correction TEXT, tests TEXT, expected TEXT)"))
-        conn.execute(sa.text(f"INSERT INTO {table} VALUES ({', '.join(':' + c for c in COLS)})"),
-                     [dict(zip(COLS, r)) for r in rows])
+    engine = server_table(url, table, table_rows())
     try:
         from connectors.feedback_tables.fast import arrow_batches
         assert arrow_batches(url, f"SELECT * FROM {table}") is not None  # really the ADBC path

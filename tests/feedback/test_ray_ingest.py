@@ -26,7 +26,7 @@ from conftest import SERVERS, fresh_server_database
 
 from connectors.feedback_tables import fast, lane, shards
 from connectors.feedback_tables.source import SqlFeedbackSource
-from tests.feedback.test_fast_ingest import COLS, OPTIONS, table_rows
+from tests.feedback.test_fast_ingest import COLS, OPTIONS, server_table, table_rows
 
 
 @pytest.fixture(scope="module")
@@ -78,14 +78,7 @@ def test_ray_read_matches_single_process_on_postgres(tmp_path, cluster, monkeypa
     exact bounds (window query), then bounds from a block sample (the id is a NOT NULL integer key)."""
     url = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
     table = f"fb_{uuid.uuid4().hex[:8]}"
-    engine = sa.create_engine(url)
-    rows = [r[:7] + (None if isinstance(r[7], str) else r[7],) + r[8:] for r in rows_with_null_keys()]
-    with engine.begin() as conn:
-        conn.execute(sa.text(f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, conversation_id TEXT, message_id TEXT, "
-                             "user_id TEXT, created_at TEXT, prompt TEXT, response TEXT, rating INTEGER, "
-                             "correction TEXT, tests TEXT, expected TEXT)"))
-        conn.execute(sa.text(f"INSERT INTO {table} VALUES ({', '.join(':' + c for c in COLS)})"),
-                     [dict(zip(COLS, r)) for r in rows])
+    engine = server_table(url, table, rows_with_null_keys())
     try:
         source = read(url, tmp_path, table, ingest="rows")[2]
         assert shards.plan(source, 5)[-1].nulls is True  # PostgreSQL: NULLs last
