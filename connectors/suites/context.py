@@ -7,8 +7,11 @@ docstring, fields, method signatures), enums (members), module constants (the as
 methods reached through an attribute (``x.total()``) when the call trace of the task's tests ran
 ``Class.total`` (the static pass cannot know ``x``'s class). Definitions are ranked (called
 helpers in order of first use, then types, then constants, then traced methods) and cut to a
-token budget (4 characters a token), then shown under the instruction. Where the target has no
-docstring, assertions of its visible tests that mention it are shown as examples (as MBPP does).
+token budget (4 characters a token), then shown under the instruction. Where the target's callers
+set its contract (a private helper, or no docstring / a one-line one), its call sites in the package
+follow, within what the budget leaves (:mod:`connectors.suites.callsites`). Where the target has no
+docstring or a one-line one, its visible tests are shown as examples (as MBPP does;
+:mod:`connectors.suites.examples`), through a caller's tests when none mentions it.
 
 The lookup is a langchain-core ``BaseRetriever`` (:class:`RepoContextRetriever`): the query is the
 reference's source; keyword arguments ``path``, ``qualname`` and ``traced`` are passed to
@@ -36,6 +39,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field
 
+from connectors.suites.callsites import CallSiteIndex, needs_callers, render_callers
+from connectors.suites.examples import example_block
 from sdk.errors import ConfigError
 from sdk.sources import import_dotted
 from sdk.tasks.records import Message, Task
@@ -50,8 +55,15 @@ class RepoContextOptions(BaseModel):
     Attributes:
         enabled: add the context block to every prompt.
         token_budget: most tokens (4 characters each) of definitions shown per prompt.
-        examples: show assertions of the visible tests when the target has no docstring.
-        max_example_lines: at most this many example lines.
+        examples: show visible tests as examples when the target has no docstring or a one-line one
+            (:mod:`connectors.suites.examples`).
+        max_example_lines: at most this many ``assert`` lines shown.
+        max_example_test_lines: at most this many lines of whole test functions, shown when no
+            ``assert`` line calls the target.
+        callers: show the target's call sites in the package when its callers set its contract (a
+            private helper, or no docstring / a one-line one; :mod:`connectors.suites.callsites`),
+            within what ``token_budget`` leaves after the definitions it uses.
+        max_callers: at most this many callers shown.
         retriever: ``package.module:factory`` of a company's own retriever (see the module docstring).
     """
 
@@ -60,6 +72,9 @@ class RepoContextOptions(BaseModel):
     token_budget: int = Field(800, ge=0, le=32_000)
     examples: bool = True
     max_example_lines: int = Field(6, ge=0, le=50)
+    max_example_test_lines: int = Field(24, ge=0, le=200)
+    callers: bool = True
+    max_callers: int = Field(2, ge=0, le=10)
     retriever: str | None = None
 
 
@@ -220,6 +235,7 @@ class RepoContext:
 
     def __init__(self, options: RepoContextOptions, files: dict[str, str], pkg_rel: str, package_dir=None) -> None:
         self.options, self.index, self.pkg_rel = options, RepoIndex(files, pkg_rel), pkg_rel
+        self.callsites = CallSiteIndex(files, pkg_rel)
         self.retriever: BaseRetriever = RepoContextRetriever(index=self.index, token_budget=options.token_budget)
         if options.retriever:
             try:
@@ -244,7 +260,10 @@ class RepoContext:
         docs = self.retriever.invoke(task.reference, path=path, qualname=qualname, traced=traced)
         docs = cut_to_budget(docs, self.options.token_budget)
         block = _render(docs)
-        examples = self._examples(task, qualname)
+        spent = sum(len(d.page_content) // 4 + 1 for d in docs)
+        sites = self._callers(task.reference, path, qualname, self.options.token_budget - spent)
+        block += render_callers(sites)
+        examples = self._examples(task, qualname, [c.caller.split(".")[-1] for c in sites])
         content = task.prompt[-1].content
         shown_text = "\n".join([content, block])
         used = resolve(self.index, task.reference, path, qualname, traced)
@@ -252,7 +271,8 @@ class RepoContext:
         missing = [d.qualname for d in used if d.name not in shown and not _appears(d, shown_text)]
         info = {"used": len(used), "shown": len(used) - len(missing), "missing": missing,
                 "coverage": round((len(used) - len(missing)) / len(used), 4) if used else 1.0,
-                "tokens": sum(len(d.page_content) // 4 + 1 for d in docs), "examples": bool(examples)}
+                "tokens": spent + sum(len(c.text) // 4 + 1 for c in sites), "examples": bool(examples),
+                "callers": [c.caller for c in sites]}
         if counts is not None:
             counts["context_names_used"] += info["used"]
             counts["context_names_shown"] += info["shown"]
@@ -261,16 +281,28 @@ class RepoContext:
         prompt = (*task.prompt[:-1], Message(role=task.prompt[-1].role, content=new))
         return task.with_(prompt=prompt, metadata={**task.metadata, "context": info})
 
-    def _examples(self, task: Task, qualname: str) -> str:
+    def _callers(self, reference: str, path: str, qualname: str, budget: int) -> list:
+        """Ranked call sites of the target that fit ``budget`` tokens, when its callers set its contract."""
+        if not self.options.callers or not needs_callers(reference, qualname):
+            return []
+        sites = self.callsites.callers(qualname.split(".")[-1], path, qualname, self.options.max_callers)
+        out = []
+        for site in sites:
+            cost = len(site.text) // 4 + 1
+            if cost <= budget:
+                out.append(site)
+                budget -= cost
+        return out
+
+    def _examples(self, task: Task, qualname: str, callers: list[str]) -> str:
         fn = ast.parse(task.reference).body if _parses(task.reference) else []
         name = qualname.split(".")[-1]
         target = next((n for n in fn if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
-        if not self.options.examples or target is None or ast.get_docstring(target):
+        doc = ast.get_docstring(target) if target is not None else None
+        if not self.options.examples or target is None or len([x for x in (doc or "").splitlines() if x.strip()]) > 1:
             return ""
-        lines = [ln.strip() for text in task.verifier.tests.values() for ln in text.splitlines()
-                 if ln.strip().startswith("assert") and f"{name}(" in ln]
-        lines = list(dict.fromkeys(lines))[: self.options.max_example_lines]
-        return ("\n\nExamples from the tests:\n```python\n" + "\n".join(lines) + "\n```") if lines else ""
+        return example_block(task.verifier.tests, name, callers, self.options.max_example_lines,
+                             self.options.max_example_test_lines)
 
 
 def _parses(text: str) -> bool:
