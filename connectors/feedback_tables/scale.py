@@ -7,7 +7,8 @@ its options on its worker, reads its range with the single-process fast path (AD
 or SQLAlchemy rows, the columnar lane; inline, Ray gives the parallelism) and emits blocks with
 the columns ``shard``, ``pos`` (order inside the shard), ``kind`` (record class, or null for
 JSON lines), ``record`` (the record's JSON) and, on one last row per shard, ``counts`` (JSON).
-The driver streams the blocks in order (``preserve_order``) and gives the same records, byte
+The driver streams the blocks in order (``preserve_order``, set in the dataset's own copy of the
+current ``DataContext``: the caller's context is left as it was) and gives the same records, byte
 for byte, as ``ingest: fast``, and the same ``counts``.
 
 The cluster is the running one (``RAY_ADDRESS``, or an initialised ``ray``), else a local one
@@ -109,10 +110,11 @@ def dataset(source: Any, as_json: bool, columnar: bool, n_shards: int | None = N
     factory = fast.SourceFactory(type(source), source._raw_options, source.base_dir, source.domain)
     key_env = source.options.redaction_key_env
     remote = {"runtime_env": {"env_vars": {key_env: os.environ[key_env]}}} if os.environ.get(key_env) else {}
-    ctx = DataContext.get_current()
+    ctx = DataContext.get_current().copy()  # the dataset keeps its own; the caller's stays as it was
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
-    return ray.data.read_datasource(ShardDatasource(factory, plan, as_json, columnar), ray_remote_args=remote)
+    with DataContext.current(ctx):
+        return ray.data.read_datasource(ShardDatasource(factory, plan, as_json, columnar), ray_remote_args=remote)
 
 
 def read(ds: Dataset, source: Any, as_json: bool) -> Iterator[list]:

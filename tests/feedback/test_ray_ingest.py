@@ -72,6 +72,34 @@ def test_ray_read_matches_single_process_on_sqlite(tmp_path, cluster):
 
 
 @pytest.mark.slow
+def test_dataset_leaves_the_callers_data_context_alone(tmp_path, cluster):
+    """``scale.dataset`` orders its own dataset (``preserve_order`` in the dataset's context) and
+    leaves the caller's global Ray Data context as it was (it used to switch it on for everyone)."""
+    from ray.data import DataContext
+
+    from connectors.feedback_tables import scale
+
+    con = sqlite3.connect(tmp_path / "fb.db")
+    con.execute(f"CREATE TABLE fb({', '.join(COLS)})")
+    con.executemany(f"INSERT INTO fb VALUES ({','.join('?' * len(COLS))})", table_rows(60))
+    con.commit()
+    con.close()
+    url = f"sqlite:///{tmp_path / 'fb.db'}"
+    reference, _, source = read(url, tmp_path, "fb", ingest="rows")
+    ctx = DataContext.get_current()
+    before = (ctx.execution_options.preserve_order, ctx.enable_progress_bars)
+    ctx.execution_options.preserve_order, ctx.enable_progress_bars = False, True
+    try:
+        ds = scale.dataset(source, as_json=True, columnar=lane.fits(source, SqlFeedbackSource), n_shards=3)
+        assert DataContext.get_current() is ctx
+        assert (ctx.execution_options.preserve_order, ctx.enable_progress_bars) == (False, True)
+        assert ds.context.execution_options.preserve_order and not ds.context.enable_progress_bars
+        assert [line for out in scale.read(ds, source, True) for line in out] == reference
+    finally:
+        ctx.execution_options.preserve_order, ctx.enable_progress_bars = before
+
+
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_ray_read_matches_single_process_on_postgres(tmp_path, cluster, monkeypatch):
     """PostgreSQL: every shard read through ADBC Arrow batches and the columnar lane; NULLs last;
