@@ -15,8 +15,9 @@ Environment:
         not the whole suite. Default 60; 0 disables.
 
 Output shape: ``{"items": [{"nodeid", "path", "cls", "name", "kind", "outcome", "duration",
-"calls": [[relpath, qualname, direct], ...]}], "errors": [str], "exitstatus": int}``; duration is
-the item's setup + call + teardown seconds (traced, so slower than untraced).
+"calls": [[relpath, qualname, direct], ...], "detail"?}], "errors": [str], "exitstatus": int}``;
+duration is the item's setup + call + teardown seconds (traced, so slower than untraced); ``detail``
+(failed or skipped items only) is the crash message or skip reason on one line.
 ``direct`` is 1 when the caller's frame is outside the package (the test itself called it) the
 first time that code object ran in the test (later calls take a fast path; the flag only ranks
 tests, it never decides coverage).
@@ -140,10 +141,20 @@ def pytest_runtest_logreport(report):
     rec["duration"] += float(getattr(report, "duration", 0.0) or 0.0)
     if report.failed:
         rec["outcome"] = "failed" if report.when == "call" else "error"
+        rec["detail"] = _detail(report)
     elif report.skipped and rec["outcome"] == "passed":
         rec["outcome"] = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+        rec["detail"] = _detail(report)
     elif report.when == "call" and hasattr(report, "wasxfail"):
         rec["outcome"] = "xpassed"
+
+
+def _detail(report) -> str:
+    """Why an item failed or skipped, on one short line (the crash message or the skip reason)."""
+    rep = report.longrepr
+    crash = getattr(rep, "reprcrash", None)
+    text = crash.message if crash is not None else rep[2] if isinstance(rep, tuple) and len(rep) == 3 else str(rep)
+    return " ".join(str(text).split())[:300]
 
 
 def pytest_collectreport(report):

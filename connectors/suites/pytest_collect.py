@@ -44,6 +44,7 @@ class TestItem(BaseModel):
         duration: setup + call + teardown seconds in the traced run (an over-estimate).
         calls: ``(module path relative to the package folder, qualname, direct)``; direct is
             1 when the test's own code made the call.
+        detail: why it failed or skipped (crash message or skip reason, one line); empty otherwise.
     """
 
     __test__ = False
@@ -57,6 +58,7 @@ class TestItem(BaseModel):
     outcome: str = "passed"
     duration: float = 0.0
     calls: tuple[tuple[str, str, int], ...] = ()
+    detail: str = ""
 
     @property
     def unit(self) -> tuple[str, str | None, str]:
@@ -117,7 +119,8 @@ def _item(repo: Path, raw: dict) -> TestItem:
     except ValueError:
         pass
     return TestItem(nodeid=raw["nodeid"], path=path, cls=raw.get("cls"), name=raw["name"], kind=raw["kind"],
-                    outcome=raw["outcome"], duration=float(raw.get("duration", 0.0)), calls=tuple(tuple(c) for c in raw.get("calls", ())))
+                    outcome=raw["outcome"], duration=float(raw.get("duration", 0.0)), calls=tuple(tuple(c) for c in raw.get("calls", ())),
+                    detail=str(raw.get("detail", "")))
 
 
 def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout_s: float,

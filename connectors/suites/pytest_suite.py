@@ -43,7 +43,7 @@ from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, modul
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
 from connectors.suites.testreqs import find_test_requirements
 from sdk.errors import SourceError
-from sdk.sandbox.deps import DependencyError, ensure_env
+from sdk.sandbox.deps import DependencyError, ensure_env, missing_modules, requirements_fix
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.records import Message, Quarantined, Source, Task, UnitTestVerifier
 
@@ -242,7 +242,12 @@ class _Builder:
         if fn.ambiguous:
             return "ambiguous definition: the name is defined more than once in its scope"
         broken = sorted("::".join(filter(None, u)) for u, direct in covering.items() if direct and u in self.failing)
+        missing = missing_modules(" ".join(i.detail for u in covering if u in self.failing for i in self.units[u]))
         if broken:  # the code disagrees with a test that calls it: the reference would teach the bug
+            if missing:  # ... or the test cannot import its helpers here
+                return (f"failing tests: {', '.join(broken[:5])}{' …' if len(broken) > 5 else ''} fail or skip on "
+                        f"the original code: No module named {', '.join(map(repr, missing))}\nfix: "
+                        + requirements_fix(missing))
             return (f"failing tests: {', '.join(broken[:5])}{' …' if len(broken) > 5 else ''} fail or skip on the "
                     "original code; fix the code or the test (or add it to `exclude:`)")
         usable = [u for u in covering if u not in self.flaky and u not in self.failing]
@@ -251,7 +256,8 @@ class _Builder:
         if any(u in self.flaky for u in covering):
             return f"flaky tests: {len(usable)} stable covering test(s), need {self.opts.min_tests}"
         if any(u in self.failing for u in covering):
-            return f"failing tests: covering tests fail or skip on the original code; {len(usable)} usable, need {self.opts.min_tests}"
+            return (f"failing tests: covering tests fail or skip on the original code; {len(usable)} usable, need "
+                    f"{self.opts.min_tests}" + (f"\nfix: {requirements_fix(missing)}" if missing else ""))
         return f"too few tests: {len(usable)} covering test(s), need {self.opts.min_tests}"
 
     def _quarantine(self, fn: PyFunction, reason: str, covering: dict[Unit, int]) -> None:

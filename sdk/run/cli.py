@@ -130,6 +130,30 @@ def tasks_show(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, as_
     _guard(go, as_json)
 
 
+@tasks_app.command("prompt")
+def tasks_prompt(config: Path = ConfigArg,
+                 task: str = typer.Argument(..., help="task id, a unique prefix of it, or a locator pkg/mod.py::func"),
+                 raw: bool = typer.Option(False, "--raw", help="the messages, not the chat template's text"),
+                 set_: Optional[list[str]] = SetOpt, as_json: bool = JsonOpt) -> None:
+    """Print a task's prompt exactly as the model sees it (through the model's chat template when the
+    model is on this machine, else the raw messages)."""
+    def go():
+        pipe = _pipeline(config, set_)
+        if not pipe.layout.tasks_jsonl.is_file():
+            raise TuneloopError(f"no task set in {pipe.run_dir}", "run `tuneloop tasks build CONFIG` first")
+        from sdk.run.prompt_view import show_prompt
+        from sdk.tasks.taskset import TaskSet
+
+        cfg = pipe.cfg
+        out = show_prompt(TaskSet.load(pipe.layout.tasks_jsonl), task, cfg.model.name, cfg.model.cache_dir, raw)
+        console.print(f"[bold]{out['id']}[/bold] {out['locator']} ({out['where']}); rendered by {out['rendered_by']}")
+        if not as_json:
+            sys.stdout.write(out["text"] + ("" if out["text"].endswith("\n") else "\n"))
+        emit(out, as_json)
+
+    _guard(go, as_json)
+
+
 @app.command()
 def sft(config: Path = ConfigArg, set_: Optional[list[str]] = SetOpt, force: bool = ForceOpt,
         as_json: bool = JsonOpt) -> None:

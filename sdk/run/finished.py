@@ -64,7 +64,7 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
     markers = {s: stats for s in cost_stages if (stats := (_read_json(layout.marker(s)) or {}).get("stats"))}
     costs = [stage_cost({**stats, "stage": s}) for s, stats in markers.items()]
     logs = {name: hist for name, stage in TRAIN_LOGS.items() if (hist := _read_json(layout.log_history(stage)))}
-    header = {"run_dir": str(layout.root), **({"task_set": counts["version"]} if "version" in counts else {}),
+    header = {"run_dir": str(layout.root), **({"task_set": counts["version"]} if counts.get("version") else {}),
               **dict(meta or {})}
     by_label = {"base": rows["base"], **{k: v for k, v in extra.items() if k != "reference"}, "tuned": rows["tuned"]}
     curve = checkpoint_curve(by_label, checkpoint_compute(markers, costs)) if len(by_label) > 2 else None

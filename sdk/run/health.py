@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from rich.console import Console
 
 from sdk.errors import SourceError
+from sdk.sandbox.deps import missing_modules, requirements_fix
 from sdk.tasks.records import Split, Task
 
 MIN_TRAIN = 8       # fewer train tasks rarely teach a house convention (DESIGN: 50 train tasks gave +4/30)
@@ -96,7 +97,8 @@ def refuse_stage(stage: str, health: Sequence[dict[str, Any]]) -> None:
 
 def quarantine_summary(quarantined: Sequence[Any], examples: int = 3) -> list[dict[str, Any]]:
     """Quarantine reasons summed (by the reason's first clause), most common first, each with up to
-    ``examples`` examples (task locator or row, and the full reason's first line)."""
+    ``examples`` examples (task locator or row, and the full reason's first line) and its fix
+    (:func:`group_fix`; empty when none is known)."""
     groups: dict[str, list[Any]] = {}
     for q in quarantined:
         groups.setdefault(q.reason.split(":")[0].strip(), []).append(q)
@@ -106,8 +108,20 @@ def quarantine_summary(quarantined: Sequence[Any], examples: int = 3) -> list[di
         for q in items[:examples]:
             where = q.task.source.locator if q.task is not None else (q.source.locator if q.source else "")
             shown.append({"where": where or "(row)", "reason": q.reason.splitlines()[0][:300]})
-        out.append({"reason": reason, "count": len(items), "examples": shown})
+        out.append({"reason": reason, "count": len(items), "examples": shown, "fix": group_fix(items)})
     return out
+
+
+def group_fix(items: Sequence[Any]) -> str:
+    """One fix for a quarantine group: a ``fix:`` line its reasons carry, else, where they say a module
+    is missing (``ModuleNotFoundError``, an ``importorskip`` skip), the ``test_requirements`` fix;
+    empty when neither."""
+    for q in items:
+        for line in q.reason.splitlines():
+            if line.startswith("fix: "):
+                return line[5:]
+    missing = missing_modules("\n".join(q.reason for q in items))
+    return requirements_fix(missing) if missing else ""
 
 
 def print_findings(findings: Sequence[Finding], console: Console) -> None:

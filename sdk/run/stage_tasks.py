@@ -80,6 +80,15 @@ def _read_sources(ctx: StageContext) -> _Collected:
     return got
 
 
+def _all_quarantined(quarantined: list) -> SourceError:
+    """Every task a source gave was quarantined (and no SFT example came): nothing to train on."""
+    reasons = Counter(q.reason.split(":")[0] for q in quarantined).most_common(3)
+    why = ", ".join(f"{n} {r}" for r, n in reasons)
+    return SourceError(f"every one of the {len(quarantined)} tasks was quarantined ({why}); the task set is empty",
+                       "read the reasons and their fixes above (all in tasks/tasks.quarantine.jsonl; `tuneloop tasks "
+                       "show CONFIG` sums them), fix the cause, then build again")
+
+
 def _nothing_read(quarantined: list) -> SourceError:
     reasons = Counter(q.reason for q in quarantined).most_common(3)
     why = "".join(f"\n  - {n} quarantined: {r[:300]}" for r, n in reasons)
@@ -150,12 +159,17 @@ def brief_reason(reason: str, width: int = 160) -> str:
 
 def _print_built(ctx: StageContext, taskset: TaskSet, summary: dict, findings) -> None:
     """Splits, quarantine reasons with examples, health warnings and the files written."""
-    ctx.console.print(f"  task set {taskset.version}: " + ", ".join(
-        f"{split} {sum(d.values())}" for split, d in summary["splits"].items() if split != "quarantined"))
+    if not len(taskset):
+        ctx.console.print("  task set: empty (no validated task)")
+    else:
+        ctx.console.print(f"  task set {taskset.version}: " + ", ".join(
+            f"{split} {sum(d.values())}" for split, d in summary["splits"].items() if split != "quarantined"))
     for group in summary["quarantine"]:
         ctx.console.print(f"  quarantined {group['count']:4}  {group['reason']}")
         for ex in group["examples"]:
             ctx.console.print(f"       e.g. {ex['where']}: {brief_reason(ex['reason'])}")
+        if group.get("fix"):
+            ctx.console.print(f"       fix: {group['fix']}")
     print_findings(findings, ctx.console)
     layout = ctx.layout
     ctx.console.print(f"  wrote {layout.tasks_jsonl}, {layout.quarantine_jsonl.name}, {layout.sft_examples_jsonl.name}, "
@@ -166,7 +180,8 @@ def stage_tasks(ctx: StageContext) -> StageStats:
     """Read every source, split, validate references in the sandbox, save the task set.
 
     Raises:
-        SourceError: the sources gave no task and no SFT example (names the top quarantine reasons).
+        SourceError: the sources gave no task and no SFT example, or every task was quarantined and no
+            SFT example came (names the top quarantine reasons; the files are written first).
             A task set that cannot feed a later stage is recorded (``counts.json`` ``health``) and
             refused when that stage starts (:mod:`sdk.run.health`).
     """
@@ -189,7 +204,7 @@ def stage_tasks(ctx: StageContext) -> StageStats:
     taskset.save(layout.tasks_jsonl)
     write_jsonl(layout.sft_examples_jsonl, [e.model_dump(mode="json") for e in got.examples])
     write_jsonl(layout.preference_pairs_jsonl, [x.model_dump(mode="json") for x in got.pairs])
-    summary = {"sources": got.counts, "splits": taskset.counts(), "version": taskset.version,
+    summary = {"sources": got.counts, "splits": taskset.counts(), "version": taskset.version if len(taskset) else None,
                "data_version": data_version(taskset, got.examples, got.pairs),
                "sft_examples": len(got.examples), "preference_pairs": len(got.pairs),
                "quarantine_reasons": dict(Counter(q.reason.split(":")[0] for q in quarantined)),
@@ -197,5 +212,7 @@ def stage_tasks(ctx: StageContext) -> StageStats:
                "quarantine": quarantine_summary(quarantined), "health": [f.as_dict() for f in findings]}
     write_json(layout.counts_json, summary)
     _print_built(ctx, taskset, summary, findings)
+    if not len(taskset) and not got.examples:  # files written first, so `tasks show` can explain it
+        raise _all_quarantined(quarantined)
     return StageStats("tasks", extra={"tasks": len(taskset), "quarantined": len(quarantined),
                                       "sft_examples": len(got.examples)})

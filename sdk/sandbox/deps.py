@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,3 +138,22 @@ def _writable(root: Path) -> None:
     for path in [root, *root.rglob("*")]:
         if path.is_dir() and not path.is_symlink():
             path.chmod(0o755)
+
+
+_MISSING = re.compile(r"No module named '([\w.]+)'|could not import '([\w.]+)'")
+
+
+def missing_modules(text: str) -> list[str]:
+    """Top-level modules that ``text`` (a failure message, skip reason or traceback) says could not be
+    imported, in order of first mention: ``No module named 'x.y'`` and pytest's ``importorskip``
+    reason ``could not import 'x'`` give ``x``."""
+    found = [next(g for g in m.groups() if g).split(".")[0] for m in _MISSING.finditer(text)]
+    return list(dict.fromkeys(found))
+
+
+def requirements_fix(modules: list[str]) -> str:
+    """The fix for tests that need ``modules`` that are not installed: name ``test_requirements``."""
+    names = ", ".join(modules)
+    return (f"add the package(s) that provide {names} to the source's `test_requirements:` option (e.g. "
+            f"--set sources.0.options.test_requirements='[{modules[0]}]'; the pip name can differ from the "
+            "module name), or `pip_args: [--no-index, --find-links, DIR]` for a local wheel folder")
