@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tl_candidate  # noqa: E402,F401  (preloaded: each forked candidate starts without reading a module file)
+import tl_guard  # noqa: E402
 import tl_harness  # noqa: E402
 import tl_remote  # noqa: E402
 import tl_wire  # noqa: E402
@@ -222,6 +223,7 @@ CHAN = [-1]
 def main():
     """Entry point of the pre-forked interpreter: one supervisor per request until stdin closes."""
     _libc()
+    tl_guard.remember_server()
     CHAN[0] = chan = os.dup(1)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
