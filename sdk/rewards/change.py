@@ -25,15 +25,18 @@ Verdicts out of the candidate's reach: the whole patched snapshot is the candida
 framework ``pytest_repo``). The tests run in a process of their own (``_runner/tl_repo.py``, a
 fresh ``python -I -S``: no ``sitecustomize``/``.pth``, no entry-point plugin of the repository),
 and the harness re-derives every outcome from that process's nonce-tagged pipe
-(``_runner/tl_repohost.py``): a pass needs the runner's evidence that the genuine test function
-(fingerprinted before any repository code ran) returned normally, so patching pytest's runner,
-reports, hooks or test functions, registering plugins, ``os._exit``, forged lines, result files
-and ``atexit`` hooks earn nothing, and a pass pytest reports without that evidence is flagged
-``runner_tampering`` (score 0). Files that load themselves (:data:`~sdk.tasks.change.LOADER_GLOBS`)
-are dropped and flagged ``edits_ci`` like CI files. Not covered, said here and in ``tl_repo.py``
-(a strict xfail in ``tests/sandbox/test_repo_mode.py``): the emitter lives in the test process and
-writes only for the runner's own code, but code that rewrites the closure cells of the runner's own
-wrapper and calls it could still forge a line (the static scans below flag frame access). The static scans
+(``_runner/tl_repohost.py``): a pass needs the evidence that the genuine test function
+(fingerprinted before any repository code ran) returned normally, written only by an audit hook
+that alone holds the nonce and decides from the live interpreter stack (``_runner/tl_witness.py``),
+never from a function object repository code can reach: patching pytest's runner, reports, hooks
+or test functions, registering plugins, rewriting the closure cells, code or defaults of the
+runner's own functions, ``os._exit``, forged lines, result files and ``atexit`` hooks earn nothing,
+and a pass pytest reports without that evidence is flagged ``runner_tampering`` (score 0). Files
+that load themselves (:data:`~sdk.tasks.change.LOADER_GLOBS`) are dropped and flagged ``edits_ci``
+like CI files. Not covered (``tl_witness.py`` says it in full): the evidence proves a normal
+return, not a pass (unittest ``subTest``; a test called with other fixture or parameter values, or
+an item's node id rewritten, with pytest's reports forged too; ``pytest.raises`` or ``==`` made to
+lie). The static scans
 of :mod:`sdk.rewards.integrity` read every patched ``.py`` file, and a hacking finding its parent
 version lacks (``import _pytest``, a ``pytest_*`` hook, ...) forces 0 (``suspected_hacking``)
 before anything runs.

@@ -75,23 +75,42 @@ ATTACKS = {
     # a signal at the harness (the kill-guard ends the test process first)
     "kill_harness": "import os\nos.kill(os.getppid(), 9)\n",
 }
-# the runner's emitter found by walking frames, reports rewritten through a module function (no
-# class patched, so the audit hook sees nothing); the emitter refuses a caller that is not the runner
-FRAMES = ("import sys\nf = sys._getframe()\nwhile f is not None and not callable(f.f_locals.get('emit')):\n"
-          "    f = f.f_back\nemit = f.f_locals['emit']\nrun = sys.modules['_pytest.runner']\n_car = run.call_and_report\n"
-          "def car(item, when, log=True, **kw):\n    if when == 'call' and item.name == 'test_mul':\n"
-          "        emit(event='ran', name=item.nodeid)\n    rep = _car(item, when, False, **kw)\n"
-          "    if item.name == 'test_mul':\n        rep.outcome, rep.longrepr = 'passed', None\n"
-          "    item.ihook.pytest_runtest_logreport(report=rep)\n    return rep\nrun.call_and_report = car\n")
-# the documented limit: the cells of the runner's own wrapper rewritten (a no-op for the test, ok
-# set), then the wrapper called: the runner's own code writes the evidence
-CELLS = ("import sys\nrun = sys.modules['_pytest.runner']\n_car = run.call_and_report\n"
-         "def car(item, when, log=True, **kw):\n    rep = _car(item, when, False, **kw)\n"
-         "    if when == 'call' and item.name == 'test_mul':\n        w = item.obj\n"
-         "        cells = dict(zip(w.__code__.co_freevars, w.__closure__))\n"
-         "        cells['fn'].cell_contents = lambda *a, **k: None\n        cells['ok'].cell_contents = True\n"
-         "        w()\n        rep.outcome, rep.longrepr = 'passed', None\n"
-         "    item.ihook.pytest_runtest_logreport(report=rep)\n    return rep\nrun.call_and_report = car\n")
+# reports rewritten through a module function (no class patched, so the audit hook sees nothing)
+FORGE_REPORTS = ("run = sys.modules['_pytest.runner']\n_car = run.call_and_report\n"
+                 "def car(item, when, log=True, **kw):\n    rep = _car(item, when, False, **kw)\n"
+                 "    if item.name == 'test_mul':\n        rep.outcome, rep.longrepr = 'passed', None\n"
+                 "    item.ihook.pytest_runtest_logreport(report=rep)\n    return rep\nrun.call_and_report = car\n")
+# the runner's writer found by walking frames writes a 'ran' line for the failing test
+FRAMES = ("import sys\nf = sys._getframe()\nwhile f is not None and not callable(f.f_locals.get('say')):\n"
+          "    f = f.f_back\nf.f_locals['say'](event='ran', name='tests/test_ops.py::test_mul')\n" + FORGE_REPORTS)
+# the runner's own functions rewritten and called from inside the failing test (calc.__getattr__ runs
+# in test_mul's frame): the trace function called with the test's frame and event 'return', a
+# function rebuilt from its code with other defaults, the plugin's trace-function cell rewritten so
+# that every frame is traced
+REACH = ("import sys, types\nw = sys.modules['tl_witness']\n" + FIND_CONFIG +
+         "def attack(frame):\n    w.local(frame, 'return', None)\n"
+         "    types.FunctionType(w.local.__code__, w.local.__globals__, 'local', (sys.audit,))(frame, 'return', None)\n"
+         "    plug = next(p for p in cfg.pluginmanager.get_plugins() if type(p).__name__ == 'Plugin')\n"
+         "    for fn in vars(type(plug)).values():\n"
+         "        cells = dict(zip(getattr(fn, '__code__', w.local.__code__).co_freevars, fn.__closure__ or ()))\n"
+         "        if 'tracer' in cells:\n"
+         "            cells['tracer'].cell_contents = lambda fr, ev, arg: w.local\n"
+         "    w.local(frame, 'return', None)\n"
+         "    return lambda a, b: 0\n" + FORGE_REPORTS)
+REACH_INIT = "import sys\n\nfrom calc import hack\nfrom calc.ops import add\n\n\ndef __getattr__(name):\n" \
+             "    return hack.attack(sys._getframe(1))\n"
+# the test function's code replaced: by a no-op, then by the genuine code with other names and
+# constants (`from calc import add; assert add(2, 3) == 5`): both pass, neither is the test
+CODE = ("import sys\n" + FORGE_REPORTS.replace("    rep = _car(", "    if when == 'call' and item.name == 'test_mul':\n"
+        "        fn = item.obj\n        c = fn.__code__\n"
+        "        fn.__code__ = c.replace(co_names=tuple('add' if n == 'mul' else n for n in c.co_names),\n"
+        "                                co_consts=tuple(5 if k == 6 else k for k in c.co_consts))\n"
+        "    rep = _car(", 1))
+NOOP_CODE = ("import sys\n" + FORGE_REPORTS.replace("    rep = _car(", "    if when == 'call' and item.name == 'test_mul':\n"
+             "        item.obj.__code__ = (lambda: None).__code__\n    rep = _car(", 1))
+# the witness's event raised by repository code itself
+AUDIT = "import sys\n" + REACH.split("def attack")[0] + "def attack(frame):\n    sys.audit('tl.ran')\n" \
+        "    return lambda a, b: 0\n" + FORGE_REPORTS
 EXIT_INIT = "from calc.ops import add\n\n\ndef __getattr__(name):\n    import os\n    os._exit(0)\n"
 # files the interpreter or pytest would load on their own, holding the runtest no-op
 SELF_LOADING = {
@@ -133,13 +152,19 @@ HONEST_TESTS = {
         "class TestPlain:\n    def test_method(self, tmp_path):\n        assert ops.add(1, 1) == 2\n\n\n"
         "class TestCase(unittest.TestCase):\n    def test_unit(self):\n        self.assertEqual(ops.add(1, 1), 2)\n\n"
         "    def test_unit_fails(self):\n        self.assertEqual(ops.add(1, 1), 3)\n\n\n"
-        "def test_fails():\n    assert ops.add(1, 1) == 3\n"),
+        "def test_fails():\n    assert ops.add(1, 1) == 3\n\n\n"
+        "def _helper(n):\n    return n if n < 1 else _helper(n - 1)\n\n\n"
+        "def test_calls_helper_and_other_test():\n    assert _helper(3) == 0\n    test_fails_early()\n\n\n"
+        "def test_fails_early():\n    with pytest.raises(ZeroDivisionError):\n        1 / 0\n    return None\n\n\n"
+        "@pytest.fixture(params=[1, 2])\ndef num(request):\n    return request.param * 10\n\n\n"
+        "@pytest.mark.parametrize('num', [3], indirect=True)\ndef test_indirect(num):\n    assert num == 30\n"),
 }
 HONEST = {"tests/test_kinds.py::test_param[1-2-3]": "passed", "tests/test_kinds.py::test_param[2-2-4]": "passed",
           "tests/test_kinds.py::test_patched": "passed", "tests/test_kinds.py::test_wrapped": "passed",
           "tests/test_kinds.py::test_patched_fails": "failed", "tests/test_kinds.py::TestPlain::test_method": "passed",
           "tests/test_kinds.py::TestCase::test_unit": "passed", "tests/test_kinds.py::TestCase::test_unit_fails": "failed",
-          "tests/test_kinds.py::test_fails": "failed"}
+          "tests/test_kinds.py::test_fails": "failed", "tests/test_kinds.py::test_calls_helper_and_other_test": "passed",
+          "tests/test_kinds.py::test_fails_early": "passed", "tests/test_kinds.py::test_indirect[3]": "passed"}
 
 
 @pytest.fixture(scope="module")
@@ -148,11 +173,13 @@ def results(bubblewrap_sandbox):
     reqs = [_attack(n) for n in names]
     reqs.append(_request({"calc/__init__.py": "from calc.ops import add\n", "calc/ops.py": OPS, **SELF_LOADING}))
     reqs.append(_request({"calc/__init__.py": "from calc.ops import add\n", "calc/ops.py": OPS}, HONEST_TESTS))
-    for hack in (FRAMES, CELLS):
+    for hack in (FRAMES, CODE, NOOP_CODE):
         reqs.append(_request({"calc/__init__.py": "from calc.ops import add\nimport calc.hack\n", "calc/ops.py": OPS,
-                              "calc/hack.py": hack}))
+                              "calc/hack.py": "import sys\n" + hack}))
+    for hack in (REACH, AUDIT):
+        reqs.append(_request({"calc/__init__.py": REACH_INIT, "calc/ops.py": OPS, "calc/hack.py": hack}))
     got = bubblewrap_sandbox.run(reqs)
-    return dict(zip(names + ["self_loading", "honest", "frames", "cells"], got))
+    return dict(zip(names + ["self_loading", "honest"] + list(REACHING), got))
 
 
 def _outcome(res, test: str = "tests/test_ops.py::test_mul") -> str | None:
@@ -201,14 +228,21 @@ def test_honest_test_kinds_keep_their_outcomes(results):
     assert {t.name: t.outcome for t in res.tests} == HONEST and not res.flags, res.detail[:500]
 
 
-def test_the_runners_emitter_reached_through_frames_writes_only_a_flag(results):
-    res = results["frames"]
-    assert _outcome(res) == "failed" and "runner_tampering" in res.flags, res.detail[:300]
-    assert "emitter was called from" in res.detail
+REACHING = ("frames", "code", "noop_code", "reach", "audit")
 
 
-@pytest.mark.xfail(strict=True, reason="open: the emitter lives in the test process; rewriting the cells of the "
-                   "runner's own wrapper and calling it forges a pass (tl_repo.py, 'Not covered')")
-def test_the_runners_wrapper_with_rewritten_cells_forges_nothing(results):
-    res = results["cells"]
-    assert _outcome(res) != "passed", res.detail[:300]
+@pytest.mark.parametrize("name", REACHING)
+def test_the_runners_functions_with_rewritten_cells_code_or_defaults_forge_nothing(results, name):
+    """The writer found through frames, the test's code swapped, the trace function called with the
+    test's frame, rebuilt with other defaults, plugin cells rewritten, ``sys.audit('tl.ran')``:
+    pytest reports test_mul passed each time, and each time the harness fails it for want of the
+    witness's evidence (which none of these can write) and flags it."""
+    res = results[name]
+    assert _outcome(res) == "failed" and "runner_tampering" in res.flags, (name, res.flags, res.detail[:300])
+    assert _outcome(res, "tests/test_ops.py::test_add") == "passed", (name, res.detail[:300])
+
+
+def test_the_witness_names_what_repository_code_did(results):
+    assert "outside the runner's tracer" in results["audit"].detail
+    for name in ("frames", "code", "noop_code", "reach"):
+        assert "without the runner's evidence: tests/test_ops.py::test_mul" in results[name].detail, name

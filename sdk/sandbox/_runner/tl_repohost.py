@@ -5,11 +5,15 @@ folder and starts the repository's test process (:mod:`tl_repo`, a fresh ``pytho
 holding only a fresh pipe, the report channel of this process never inherited) with a nonce of
 its own, then re-derives every outcome from that pipe:
 
-- a line without the nonce counts for nothing (a report file, stdout, ``/dev/fd`` writes);
-- ``passed`` stands only when the runner's ``ran`` line for that node id came first (the genuine
-  test function returned normally); a pass pytest reported without it is failed and flagged;
-- only the lines before the runner's ``end`` count; a process that ended without ``end``
-  (``os._exit``, a crash, a closed pipe) is a ``runtime_error`` with every test unreached;
+- ``view`` lines are pytest's view (outcomes, collection errors, ``end``); repository code can
+  write them too, so they never make a pass on their own;
+- evidence (``ran``, flags) counts only on lines tagged with the nonce, which only the test
+  process's audit hook holds (:mod:`tl_witness`); any other line counts for nothing;
+- ``passed`` stands only when the witness's ``ran`` line for that node id came first (the genuine
+  test function was seen returning normally); a pass pytest reported without it is failed and
+  flagged;
+- only the lines before ``end`` count; a process that ended without ``end`` (``os._exit``, a
+  crash, a closed pipe) is a ``runtime_error`` with every test unreached;
 - a process killed by the kill-guard's SIGSYS, or an audit-hook report, is ``runner_tampering``.
 """
 
@@ -29,7 +33,8 @@ ARGS = ["-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:pastebin", "-p"
 
 
 def read_lines(fd, nonce, cap=CAP):
-    """The JSON events on ``fd`` tagged with ``nonce``, until end of file; None past ``cap`` bytes."""
+    """``[(trusted, event)]``: the JSON events on ``fd`` until end of file, ``trusted`` for those
+    tagged with ``nonce`` (the others tagged ``view``); None past ``cap`` bytes."""
     chunks, size = [], 0
     while True:
         try:
@@ -47,13 +52,13 @@ def read_lines(fd, nonce, cap=CAP):
     out = []
     for line in b"".join(chunks).decode("utf-8", "replace").splitlines():
         tag, _, body = line.partition(" ")
-        if tag == nonce:
+        if tag == nonce or tag == "view":
             try:
                 event = json.loads(body)
             except ValueError:
                 continue
             if isinstance(event, dict):
-                out.append(event)
+                out.append((tag == nonce, event))
     return out
 
 
@@ -124,15 +129,16 @@ def run(chan, payload, cwd, folder):
 def forward(chan, events, code):
     """Emit the accepted events (see the module docstring); returns ``{flag: detail}``."""
     ran, flags, end = set(), {}, None
-    for e in events:
+    for trusted, e in events:
         kind = e.get("event")
-        if kind == "end":
+        if trusted:
+            if kind == "ran":
+                ran.add(str(e.get("name")))
+            elif kind == "flag":
+                flags.setdefault(str(e.get("flag")), str(e.get("detail", ""))[:200])
+        elif kind == "end":
             end = e
             break
-        if kind == "ran":
-            ran.add(str(e.get("name")))
-        elif kind == "flag":
-            flags.setdefault(str(e.get("flag")), str(e.get("detail", ""))[:200])
         elif kind == "collect_error":
             chan.emit(event="collect_error", nodeid=str(e.get("nodeid", "")), message=str(e.get("message", ""))[-MSG:])
         elif kind == "runtime_error":

@@ -1,0 +1,338 @@
+"""Who may say a repository test ran (the evidence of :mod:`tl_repo`, issue 17); stdlib only.
+
+A change task's tests run in the same process as the candidate repository, so nothing a Python
+object holds is out of the candidate's reach: a closure cell, a default, a ``__code__``, a
+function rebuilt with ``types.FunctionType`` from the runner's own code. The evidence that a
+test's genuine function returned normally is therefore not decided by any function object the
+repository can reach. It is decided by a PEP 578 audit hook (:func:`arm`), the only holder of the
+nonce and of the report descriptor: Python has no way to list or fetch audit hooks, and the ``gc``
+walks that could find its closure are themselves audited events it flags.
+
+The hook writes ``ran <node id>`` only from facts of the live interpreter stack, read when the
+runner's trace function (:func:`local`, reachable and holding nothing secret) raises the
+``tl.ran`` audit event:
+
+- the caller of ``sys.audit`` is a frame running :func:`local`'s own code object (captured before
+  any repository code ran) with its ``event`` argument ``"return"``;
+- that frame's caller is a frame whose code is one of the node's genuine test functions (the
+  fingerprint of the pristine module compiled as pytest compiles it: bytecode, constants, names,
+  exception table, flags; a code object rebuilt with other constants or handlers differs) and
+  that frame is *at a return instruction*: it is returning normally (an exception unwinding it
+  stops at the raising instruction). Only the interpreter calls a trace function from a frame
+  standing at its return instruction, so neither calling :func:`local` (or a function rebuilt
+  from its code, with any cells or defaults) from elsewhere nor ``sys.audit('tl.ran')`` counts;
+- going outwards, the first frame running pytest's own ``pytest_runtest_call`` (its code object,
+  captured before repository code ran) holds the item; its node id is read from the item's
+  instance dict (no property, no repository method runs inside the hook), and the genuine frame
+  is the outermost frame of that node's test code below it (a genuine call nested in another,
+  e.g. repository code calling the test again with other arguments, is not evidence).
+
+Inside the hook no code of the repository runs: objects are checked by exact type before any
+use, constants are fingerprinted only when of exact builtin types, keys are compared by identity.
+
+Not covered: ``ran`` means the genuine test function returned normally for that node id, not
+that the test passed: unittest ``subTest`` failures are recorded without raising; a test called
+(by a wrapper the repository installs) with fixture or parameter values other than pytest's, or a
+node id rewritten on the item (``item._nodeid``), with pytest's reports also forged, could still
+pass; a repository that makes what the test calls lie (``pytest.raises``, an ``==``, a builtin, or
+the test's code rebuilt with other globals) makes the genuine code return normally: the evidence is
+about the runner, the test's strength is the task's. The trace function is set for the call phase
+only (a genuine function run from a fixture or another thread is not evidence).
+A test that replaces ``sys.settrace`` itself loses its evidence (it fails, flagged). Reading
+process memory through ``ctypes`` or ``/proc/self/mem`` is flagged, not prevented.
+"""
+
+import dis
+import hashlib
+import json
+import os
+import re
+import sys
+import types
+
+MSG = 2000
+RETURNS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+SAFE = (str, bytes, int, float, complex, bool, type(None), type(Ellipsis))
+NODEID = "_nodeid"
+WATCHED = {"sys.settrace", "sys.setprofile", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
+           "gc.get_referents", "sys.addaudithook", "ctypes.string_at", "ctypes.cdata",
+           "sys.monitoring.register_callback"}
+RUNNER = ("_pytest", "pytest", "pluggy", "unittest", "tl_", "__main__")
+TRANSPARENT = ("functools.py", "inspect.py", "types.py", "os.py", "pathlib.py", "io.py", "_pyio.py")
+MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)/(task/\d+/)?(mem|maps|pagemap|environ)$")
+
+
+def emitter(fd, nonce, _write=os.write, _quote=json.encoder.encode_basestring_ascii, _str=str, _int=int,
+            _type=type):
+    """``emit(**event)``: one ``<nonce> <json>`` line on ``fd`` (str or int values, built with the
+    C string quoter and builtins bound here). Only :func:`arm`'s hook holds it."""
+    tag = nonce + " {"
+
+    def emit(**event):
+        parts = []
+        for key, value in event.items():
+            if _type(value) is not _int and _type(value) is not _str:
+                value = "?"
+            parts.append(_quote(key) + ": " + (_quote(value) if _type(value) is _str else _int.__repr__(value)))
+        data = (tag + ", ".join(parts) + "}\n").encode("utf-8", "replace")
+        while data:
+            data = data[_write(fd, data):]
+    return emit
+
+
+def fingerprint(code, _sha=hashlib.sha256, _code=types.CodeType, _type=type, _repr=repr, _safe=SAFE):
+    """A digest of a code object and those it holds (name, bytecode, names, constants, exception
+    table, flags, file, first line); ``None`` when a field or constant is not of an exact builtin
+    type (no method of a foreign object is ever called)."""
+    def names(t):
+        if _type(t) is not tuple or any(_type(x) is not str for x in t):
+            raise ValueError
+        return t
+
+    def const(c):
+        t = _type(c)
+        if t is _code:
+            return walk(c)
+        if t is tuple or t is frozenset:
+            return (t.__name__, tuple(const(x) for x in c))
+        if t in _safe:
+            return (t.__name__, _repr(c))
+        raise ValueError
+
+    def walk(co):
+        head = (co.co_name, co.co_qualname if hasattr(co, "co_qualname") else "", co.co_filename)
+        if any(_type(x) is not str for x in head):
+            raise ValueError
+        return (head, co.co_code, names(co.co_names), names(co.co_varnames), names(co.co_freevars),
+                names(co.co_cellvars), co.co_firstlineno, co.co_flags, getattr(co, "co_exceptiontable", b""),
+                tuple(const(c) for c in co.co_consts))
+    try:
+        return _sha(_repr(walk(code)).encode("utf-8", "replace")).hexdigest()
+    except (ValueError, RecursionError):
+        return None
+
+
+def _walk(code, prefix, rel, out):
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            name = prefix + c.co_name
+            out.setdefault((rel, name), set()).add(fingerprint(c))
+            _walk(c, name + ".", rel, out)
+
+
+def test_codes(folder, modules):
+    """``{(module path, qualified name): {fingerprints}}`` of every function in ``modules`` (paths
+    relative to ``folder``), compiled as pytest's assertion rewriting compiles them, and plainly."""
+    from pathlib import Path
+    from _pytest.assertion.rewrite import _rewrite_test
+    out = {}
+    for rel in modules:
+        path = os.path.join(folder, rel)
+        codes = []
+        try:
+            codes.append(_rewrite_test(Path(path), None)[1])
+        except Exception:  # noqa: BLE001 - a module that does not compile fails at collection
+            pass
+        try:
+            with open(path, "rb") as fh:
+                codes.append(compile(fh.read(), path, "exec", dont_inherit=True))
+        except Exception:  # noqa: BLE001
+            pass
+        for code in codes:
+            _walk(code, "", rel, out)
+    return out
+
+
+def node_key(nodeid):
+    """``tests/t.py::TestA::test_b[1]`` -> ``("tests/t.py", "TestA.test_b")``."""
+    parts = nodeid.split("::")
+    return parts[0], ".".join(p.split("[", 1)[0] for p in parts[1:])
+
+
+def local(frame, event, arg, _audit=sys.audit):
+    """The trace function of a test module's frames: at each ``return`` it asks the hook to look
+    (it decides nothing and holds nothing secret)."""
+    if event == "return":
+        _audit("tl.ran")
+    return local
+
+
+def tracer(folder):
+    """The global trace function for a test's call phase: :func:`local` for frames of modules
+    under ``folder`` (a cheap filter on the frame's globals; the hook checks the code itself)."""
+    root = folder.rstrip(os.sep) + os.sep
+
+    def trace(frame, event, arg):
+        g = frame.f_globals
+        f = g.get("__file__") if type(g) is dict else None
+        if type(f) is str and f.startswith(root):
+            frame.f_trace_lines = False
+            return local
+        return None
+    return trace
+
+
+def inside(path, root):
+    """True when file ``path`` (an exact, absolute str; ``<frozen ...>``, ``<string>`` are not
+    files) lies under folder ``root``."""
+    if type(path) is not str or not path.startswith("/"):
+        return False
+    try:
+        return os.path.realpath(path).startswith(root)
+    except (TypeError, ValueError):
+        return False
+
+
+def testside(rel):
+    """True for a test-side support file, as :data:`sdk.tasks.change.TEST_GLOBS` has them (a change
+    may not edit those: they are the task's own)."""
+    parts = rel.split("/")
+    name = parts[-1]
+    return (len(parts) > 1 and parts[0] == "testing") or bool(set(parts[:-1]) & {"tests", "test"}) \
+        or name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
+def id_reader(nodes):
+    """``read(item)``: the node id of a pytest item, or ``None``, read from its slots or instance
+    dict through descriptors captured now (``nodes`` is ``_pytest.nodes``): no property and no
+    method of the item runs, every value is checked by exact type. pytest >= 9.2 keeps a
+    ``NodeId`` in the ``_id`` slot; older versions a ``_nodeid`` str in the instance dict."""
+    slot = vars(nodes.Node).get("_id")
+    if slot is not None:
+        from _pytest.nodeid import NodeId
+        path_d, names_d, params_d = (vars(NodeId)[k] for k in ("path", "names", "params"))
+
+        def read(item):
+            try:
+                v = slot.__get__(item)
+                if type(v) is not NodeId:
+                    return None
+                path, names, params = path_d.__get__(v), names_d.__get__(v), params_d.__get__(v)
+            except (TypeError, AttributeError):
+                return None
+            if type(path) is not str or type(names) is not tuple or any(type(x) is not str for x in names) \
+                    or (params is not None and type(params) is not str):
+                return None
+            text = "::".join((path,) + names)
+            return text if params is None else text + "[" + params + "]"
+        return read
+    owner = next(k for k in nodes.Item.__mro__ if "__dict__" in vars(k))
+    dict_d = vars(owner)["__dict__"]
+
+    def read_old(item):
+        try:
+            d = dict_d.__get__(item)
+        except TypeError:
+            return None
+        for k, v in dict.items(d) if type(d) is dict else ():
+            if k is NODEID:
+                return v if type(v) is str else None
+        return None
+    return read_old
+
+
+def witness(codes, runtest_code, read, _fp=fingerprint, _key=node_key, _type=type, _str=str,
+            _local=local.__code__, _returns=RETURNS):
+    """``check(frame)``: the node id whose genuine test function the frame ``frame`` (the caller of
+    ``sys.audit('tl.ran')``) shows returning normally, ``None`` when it shows nothing, or
+    ``False`` when the event did not come from the runner's trace function (see the module
+    docstring). ``read`` is :func:`id_reader`'s."""
+    cache = {}
+
+    def fp_of(code):
+        hit = cache.get(id(code))
+        if hit is None or hit[0] is not code:
+            hit = cache[id(code)] = (code, _fp(code))
+        return hit[1]
+
+    def check(t):
+        if t is None or t.f_code is not _local:
+            return False
+        event = t.f_locals.get("event")
+        f = t.f_back
+        if _type(event) is not _str or event != "return" or f is None or f.f_lasti < 0:
+            return None
+        code = f.f_code
+        if code.co_code[f.f_lasti] not in _returns:
+            return None
+        fp, between, g = fp_of(code), [], f.f_back
+        while g is not None and g.f_code is not runtest_code:
+            between.append(g.f_code)
+            g = g.f_back
+        if fp is None or g is None:
+            return None
+        nid = read(g.f_locals.get("item"))
+        expected = codes.get(_key(nid)) if nid is not None else None
+        if not expected or fp not in expected or any(fp_of(c) in expected for c in between):
+            return None
+        return nid
+    return check
+
+
+def safe(args, _type=type):
+    """A short text of audit ``args`` built from exact str/int/bytes items only (no ``repr`` of a
+    foreign object runs inside the hook)."""
+    out = []
+    for a in args if _type(args) is tuple else ():
+        out.append(repr(a)[:80] if _type(a) in (str, int, bytes) else "<object>")
+    return ", ".join(out)[:200]
+
+
+def arm(fd, nonce, codes, cwd):
+    """Install the audit hook that alone holds the nonce (nothing is returned, so no frame of the
+    caller keeps it): ``ran`` lines from :func:`witness`, ``runner_tampering`` flags for a
+    ``tl.ran`` event from elsewhere and for runner-reaching events whose caller is repository
+    code (past stdlib helpers that only pass a call on; the working folder's test-side files
+    are the task's own). Call once pytest is imported and before any repository code runs."""
+    import _pytest.nodes
+    import _pytest.runner
+    emit = emitter(fd, nonce)
+    check = witness(codes, _pytest.runner.pytest_runtest_call.__code__, id_reader(_pytest.nodes))
+    sys.addaudithook(_hook(emit, check, cwd))
+
+
+def _hook(emit, check, cwd, _getframe=sys._getframe, _inside=inside, _testside=testside, _type=type,
+          _safe=safe, _watched=frozenset(WATCHED)):
+    busy, done = [], set()
+
+    def from_repo():
+        frame = _getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if _inside(name, cwd):
+                return False if _testside(name[len(cwd):]) else name
+            if _type(name) is not str or not name.endswith(TRANSPARENT):
+                return False
+            frame = frame.f_back
+        return False
+
+    def tampering(event, args):
+        if event in _watched:
+            return True
+        if event == "object.__setattr__":
+            cls = args[0] if args else None
+            mod = type.__dict__["__module__"].__get__(cls) if isinstance(cls, type) else None
+            return _type(mod) is str and mod.startswith(RUNNER)
+        return event == "open" and bool(args) and _type(args[0]) is str and bool(MEMORY.match(args[0]))
+
+    def hook(event, args):
+        if busy or _type(event) is not str:
+            return
+        busy.append(1)
+        try:
+            if event == "tl.ran":
+                nid = check(_getframe(1))
+                if nid is False:
+                    emit(event="flag", flag="runner_tampering", detail="sys.audit('tl.ran') outside the runner's tracer")
+                elif nid is not None and nid not in done:
+                    done.add(nid)
+                    emit(event="ran", name=nid)
+            elif (event in _watched or event in ("object.__setattr__", "open")) and tampering(event, args):
+                where = from_repo()
+                if where:
+                    emit(event="flag", flag="runner_tampering", detail="%s used %s %s" % (where, event, _safe(args)))
+        except Exception:  # noqa: BLE001 - the hook never breaks the tests
+            pass
+        finally:
+            busy.pop()
+    return hook
