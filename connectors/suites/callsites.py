@@ -106,18 +106,27 @@ class CallSiteIndex:
         return found[:max_callers]
 
 
+def doc_lines(reference: str, qualname: str) -> int | None:
+    """Non-blank lines of the target's docstring in ``reference`` (0: none); None when the reference
+    does not parse or does not define the target."""
+    name = qualname.split(".")[-1]
+    try:
+        body = ast.parse(reference).body
+    except SyntaxError:
+        return None
+    fn = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
+    if fn is None:
+        return None
+    return len([ln for ln in (ast.get_docstring(fn) or "").splitlines() if ln.strip()])
+
+
 def needs_callers(reference: str, qualname: str) -> bool:
     """Its callers set the contract: the target is private, or has no docstring or a one-line one."""
     name = qualname.split(".")[-1]
     if name.startswith("_") and not name.startswith("__"):
         return True
-    try:
-        body = ast.parse(reference).body
-    except SyntaxError:
-        return False
-    fn = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
-    doc = ast.get_docstring(fn) if fn is not None else None
-    return fn is not None and len([ln for ln in (doc or "").splitlines() if ln.strip()]) <= 1
+    n = doc_lines(reference, qualname)
+    return n is not None and n <= 1
 
 
 def render_callers(sites: list[CallSite]) -> str:
@@ -128,4 +137,4 @@ def render_callers(sites: list[CallSite]) -> str:
     return "\n\nWhere the repository uses it (callers; other lines omitted):\n```python\n" + "\n\n".join(parts) + "\n```"
 
 
-__all__ = ["CallSite", "CallSiteIndex", "needs_callers", "render_callers"]
+__all__ = ["CallSite", "CallSiteIndex", "doc_lines", "needs_callers", "render_callers"]

@@ -38,6 +38,7 @@ from pydantic import Field
 
 from connectors.suites.pyrepo import (dist_info, imported_roots, project_name, read_package, sibling_packages,
                                       support_files)
+from connectors.suites.callsites import doc_lines
 from connectors.suites.context import RepoContext, RepoContextOptions
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
@@ -69,6 +70,9 @@ class PytestSuiteOptions(SourceOptions):
             ``module`` (the whole module with the target's body removed).
         flaky_reruns: extra runs of the suite to find flaky tests (0: none).
         exclude: globs over module paths (``pkg/_vendor/*``) or locators (``pkg/mod.py::func``).
+        underspecified: ``keep`` or ``quarantine`` the private helpers (``_x``) with no docstring or a
+            one-line one that no test calls directly: only their callers (shown in the prompt,
+            ``repo_context.callers``) say what they must do. Counted as ``underspecified`` either way.
         methods: also make tasks of methods (``entry_point = "Class.method"``). Off by default:
             the sandbox's splicer replaces top-level definitions only, so method tasks need a
             splicer that re-indents a ``def`` into its class before they can validate.
@@ -93,6 +97,7 @@ class PytestSuiteOptions(SourceOptions):
     flaky_reruns: int = Field(0, ge=0)
     exclude: list[str] = Field(default_factory=list)
     methods: bool = False
+    underspecified: Literal["keep", "quarantine"] = "keep"
     timeout_s: float = Field(900.0, gt=0)
     test_timeout_s: float = Field(10.0, gt=0)
     python: str | None = None
@@ -252,13 +257,24 @@ class _Builder:
                     "original code; fix the code or the test (or add it to `exclude:`)")
         usable = [u for u in covering if u not in self.flaky and u not in self.failing]
         if len(usable) >= self.opts.min_tests:
-            return ""
+            return self._underspecified(fn, covering, usable)
         if any(u in self.flaky for u in covering):
             return f"flaky tests: {len(usable)} stable covering test(s), need {self.opts.min_tests}"
         if any(u in self.failing for u in covering):
             return (f"failing tests: covering tests fail or skip on the original code; {len(usable)} usable, need "
                     f"{self.opts.min_tests}" + (f"\nfix: {requirements_fix(missing)}" if missing else ""))
         return f"too few tests: {len(usable)} covering test(s), need {self.opts.min_tests}"
+
+    def _underspecified(self, fn: PyFunction, covering: dict[Unit, int], usable: list[Unit]) -> str:
+        """A private helper with no docstring or a one-line one that no test calls directly: only its
+        callers say what it must do. Counted always; quarantined when ``underspecified: quarantine``."""
+        if not fn.private or any(covering[u] for u in usable) or (doc_lines(fn.reference, fn.qualname) or 0) > 1:
+            return ""
+        self.counts["underspecified"] += 1
+        if self.opts.underspecified == "keep":
+            return ""
+        return ("underspecified: a private helper with no docstring or a one-line one, tested only through its "
+                "callers\nfix: give it a docstring or a direct test, or set the source option `underspecified: keep`")
 
     def _quarantine(self, fn: PyFunction, reason: str, covering: dict[Unit, int]) -> None:
         self.counts["quarantined_" + reason.split(":")[0].replace(" ", "_")] += 1
