@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
 import re
+from urllib.parse import unquote
 
+import phonenumbers
 import pytest
 
 from connectors.feedback_tables.source import SqlFeedbackSource
+from feedback import redact
 from feedback.redact import RedactionError, Redactor, Span, luhn_ok
 
 from conftest import row
@@ -102,3 +106,36 @@ def test_source_redacts_every_text_and_quarantines_rows_that_fail(feedback_db, m
     email = re.search(r"\[EMAIL_[0-9a-f]{6}\]", pair.rejected).group()
     assert email in pair.chosen and email in pair.prompt[-1].content  # consistent within conversation
     assert result.counts["redactions"] >= 7
+
+
+def _random_texts(alphabet: list[str], n: int, seed: int) -> list[str]:
+    rnd = random.Random(seed)
+    return ["".join(rnd.choice(alphabet) for _ in range(rnd.randrange(1, 40))) for _ in range(n)]
+
+
+def test_find_emails_finds_what_the_email_pattern_finds():
+    """find_emails starts from each @ / %40; its spans are ``_EMAIL.finditer``'s, including local
+    parts cut by the previous match, %40 next to @, and letters that only match ignoring case."""
+    alphabet = [*"aZk09._+-@% 4", "\u212a", "\u017f", "\u0130", "\u0131", "é", "%40", "x.io", ".com", "a@b.cc"]
+    found = 0
+    for text in _random_texts(alphabet, 20_000, seed=5) + ["a@b.cc_d@e.ff", "a%40@b.cc", "x@ab.cd.ef@gh.ij"]:
+        expected = [(m.start(), m.end(), unquote(m.group()).lower()) for m in redact._EMAIL.finditer(text)]
+        assert [(s.start, s.end, s.value) for s in redact.find_emails(text)] == expected, text
+        found += bool(expected)
+    assert found > 5_000
+
+
+def test_phone_verdicts_kept_per_candidate_give_the_plain_matchers_numbers():
+    """The phone detector parses each distinct candidate once (POSSIBLE leniency: the verdict
+    depends on the candidate alone); spans and numbers equal the plain matcher's, first and
+    repeated sightings alike."""
+    assert redact._MATCHER is redact._Matcher  # the installed phonenumbers has the overridden method
+    alphabet = [*"0123456789 -+()./x:", "+44 20 7946 0958", "(555) 010-4477", "ext. 12", "2024-05-01", "ab"]
+    texts = _random_texts(alphabet, 3_000, seed=11)
+    redact._VERDICTS.clear()
+    for _ in range(2):  # unseen candidates, then kept verdicts
+        for text in texts:
+            plain = phonenumbers.PhoneNumberMatcher(text, "US", leniency=phonenumbers.Leniency.POSSIBLE)
+            kept = redact._Matcher(text, "US", leniency=phonenumbers.Leniency.POSSIBLE)
+            assert [(m.start, m.end, m.number) for m in kept] == [(m.start, m.end, m.number) for m in plain], text
+    assert redact._VERDICTS and sum(v is not None for v in redact._VERDICTS.values()) > 100
