@@ -5,7 +5,9 @@ helper (``_port_regex``) or a function with a one-line docstring is often specif
 callers use it: the regex must start with a colon because the caller glues it after a host, the
 named groups are what the caller reads from the match. This module indexes, for every simple name,
 the package functions and methods that load it, and renders each caller as its signature, the first
-line of its docstring, and the lines that mention the target (``...`` between them).
+line of its docstring, and the lines that mention the target (``...`` between them). A module-level
+assignment that names it (a table of formats: ``"textile": TableFormat(datarow=_textile_row)``) is a
+caller too: its first line and each mention with the two lines before it.
 
 Ranking: callers in the target's own module first, then public callers before private ones, then
 fewer lines first (a short caller shows the contract more plainly); at most ``max_callers``.
@@ -50,7 +52,9 @@ def _mentions(node: ast.AST) -> dict[str, list[tuple[int, int]]]:
 def _render(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, spans: list[tuple[int, int]],
             owner: str) -> str:
     head_end = fn.body[0].lineno - 1
-    head = lines[fn.lineno - 1: max(head_end, fn.lineno)][:4]
+    head = lines[fn.lineno - 1: max(head_end, fn.lineno)]
+    if len(head) > 4:  # a long signature on one line, so the docstring below it stays valid Python
+        head = [" " * fn.col_offset + f"def {fn.name}({ast.unparse(fn.args)}):"]
     doc = ast.get_docstring(fn)
     out = [*head]
     pad = " " * (fn.col_offset + 4)
@@ -90,6 +94,9 @@ class CallSiteIndex:
             return
         lines = text.splitlines()
         for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):  # _table_formats = {"textile": TableFormat(datarow=f)}
+                self._scan_assignment(path, lines, node)
+                continue
             fns = [(node, "")] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
             if isinstance(node, ast.ClassDef):
                 fns = [(m, node.name) for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -98,6 +105,23 @@ class CallSiteIndex:
                 for name, spans in _mentions(fn).items():
                     if name != fn.name:
                         self.by_name[name].append(CallSite(qual, path, _render(lines, fn, spans, owner)))
+
+    def _scan_assignment(self, path: str, lines: list[str], node: ast.Assign | ast.AnnAssign) -> None:
+        """A module-level assignment that names a function (a registry, a table of formats) uses it too:
+        its first line, then each mention with the two lines before it (the entry's key)."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        owner = next((t.id for t in targets if isinstance(t, ast.Name)), "")
+        if not owner or node.value is None:
+            return
+        for name, spans in _mentions(node.value).items():
+            out, last = [lines[node.lineno - 1]], node.lineno
+            for first, end in sorted(set(spans))[:2]:
+                start = max(first - 2, last + 1)
+                if start > last + 1:
+                    out.append("    ...")
+                out += lines[start - 1: end]
+                last = max(last, end)
+            self.by_name[name].append(CallSite(owner, path, "\n".join(out)))
 
     def callers(self, name: str, path: str, qualname: str, max_callers: int = 2) -> list[CallSite]:
         """The ranked callers of ``name`` (the target at ``path::qualname`` itself excluded)."""

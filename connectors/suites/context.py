@@ -2,7 +2,8 @@
 
 For each task the reference is read with ``ast``: the names it loads and the attributes it
 reads. Each is resolved against an index of the package's top-level definitions
-(:class:`RepoIndex`): helper functions (signature + docstring), classes and dataclasses (header,
+(:class:`RepoIndex`): helper functions (signature + docstring; without a docstring, its first two
+``return`` lines), classes and dataclasses (header,
 docstring, fields, method signatures), enums (members), module constants (the assignment), and
 methods reached through an attribute (``x.total()``) when the call trace of the task's tests ran
 ``Class.total`` (the static pass cannot know ``x``'s class). Definitions are ranked (called
@@ -142,7 +143,8 @@ class RepoIndex:
         lines = text.splitlines()
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._add(Definition(node.name, node.name, path, "function", "\n".join(_header_and_doc(lines, node))))
+                text = "\n".join(_header_and_doc(lines, node)) + _returns(lines, node)
+                self._add(Definition(node.name, node.name, path, "function", text))
             elif isinstance(node, ast.ClassDef):
                 kind = _kind(node)
                 self._add(Definition(node.name, node.name, path, kind, _class_text(lines, node, kind)))
@@ -157,6 +159,27 @@ class RepoIndex:
                     if isinstance(t, ast.Name) and not t.id.startswith("__"):
                         seg = "\n".join(lines[node.lineno - 1: node.end_lineno])
                         self._add(Definition(t.id, t.id, path, "constant", seg if len(seg) < 400 else seg[:400] + " ..."))
+
+
+def _returns(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, most: int = 2) -> str:
+    """For a function without a docstring, its first distinct ``return`` lines (its own, not nested
+    functions'): what it gives back is its contract (``return strings, padfn``), or a note that it
+    returns no value (it works in place); ``""`` when it has a docstring."""
+    if ast.get_docstring(fn) is not None:
+        return ""
+    found: list[str] = []
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.Return) and node.value is not None:
+            found.append(lines[node.lineno - 1].strip())
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo += [c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.stmt, ast.excepthandler))]
+    pad = " " * (fn.col_offset + 4)
+    if not found and not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(fn)):
+        return f"\n{pad}...  # returns no value"
+    shown = list(dict.fromkeys(found))[:most]
+    return "".join(f"\n{pad}...\n{pad}{r}" if i == 0 else f"\n{pad}{r}" for i, r in enumerate(shown))
 
 
 def _dedent(text: str) -> str:

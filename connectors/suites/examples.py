@@ -5,8 +5,13 @@ shapes, tried in order for the target's name, then (a private helper tested only
 for each caller's name:
 
 1. ``assert`` lines of the visible tests that call the name (``assert f(2) == 4``);
-2. else whole test functions that mention it, shortest first: suites that write
-   ``result = f(x)`` then ``assert_equal(expected, result)`` have no one-line assertion to show.
+2. else whole test functions that mention it, those whose names share the target's words first, then
+   shortest first: suites that write ``result = f(x)`` then ``assert_equal(expected, result)`` have no
+   one-line assertion to show.
+
+Last, when neither the target nor a caller is named in the visible tests (a row formatter reached only
+through ``tabulate(..., tablefmt="textile")``), the visible tests whose own names share most of the
+target's words (``test_textile`` for ``_textile_row_with_attrs``) are shown.
 
 Only the task's *visible* tests are read: hidden tests never reach a prompt.
 """
@@ -24,8 +29,18 @@ def _assert_lines(tests: dict[str, str], name: str, limit: int) -> list[str]:
     return list(dict.fromkeys(lines))[:limit]
 
 
-def _test_functions(tests: dict[str, str], name: str) -> list[str]:
-    """Source of each ``test*`` function (module level or in a class) whose body mentions ``name``."""
+_COMMON = {"with", "for", "the", "and", "from", "into", "get", "set", "row", "rows", "value", "values", "test"}
+
+
+def name_words(name: str) -> set[str]:
+    """The telling words of an identifier (``_textile_row_with_attrs`` → ``{"textile", "attrs"}``)."""
+    return {w for w in name.lower().split("_") if len(w) >= 3 and w not in _COMMON}
+
+
+def _test_functions(tests: dict[str, str], name: str, words: set[str], by_words: bool = False) -> list[str]:
+    """Source of each ``test*`` function (module level or in a class) whose body mentions ``name`` (with
+    ``by_words``: whose own name shares the most of ``words``), those whose names share more of
+    ``words`` first, then shortest first."""
     word = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
     found = []
     for text in tests.values():
@@ -38,31 +53,34 @@ def _test_functions(tests: dict[str, str], name: str) -> list[str]:
         for fn in nodes:
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name.startswith("test"):
                 src = lines[fn.lineno - 1: fn.end_lineno]
-                if word.search("\n".join(src)):
+                shared = sum(w in fn.name.lower() for w in words)  # test_moinmoin shares "moin"
+                if (shared if by_words else word.search("\n".join(src))):
                     pad = min((len(x) - len(x.lstrip()) for x in src if x.strip()), default=0)
-                    found.append("\n".join(x[pad:] for x in src))
-    return sorted(dict.fromkeys(found), key=lambda s: (s.count("\n"), s))
+                    found.append((-shared, "\n".join(x[pad:] for x in src)))
+    top = min((k for k, _ in found), default=0)
+    picked = [(k, src) for k, src in found if not by_words or k == top]
+    return [src for _, src in sorted(set(picked), key=lambda p: (p[0], p[1].count("\n"), p[1]))]
 
 
 def example_block(tests: dict[str, str], name: str, callers: list[str] = (), max_lines: int = 6,
                   max_test_lines: int = 24) -> str:
     """The examples block for target ``name`` from the visible ``tests`` (``path -> source``); empty
     when nothing in them mentions the target or, failing that, one of its ``callers``."""
-    for who in [name, *callers]:
-        lines = _assert_lines(tests, who, max_lines)
+    for who in [name, *callers, ""]:  # "": tests whose names share the target's words (test_textile)
+        lines = _assert_lines(tests, who, max_lines) if who else []
         if not lines:
             picked: list[str] = []
             used = 0
-            for src in _test_functions(tests, who):
+            for src in _test_functions(tests, who or name, name_words(name), by_words=not who):
                 n = src.count("\n") + 1
                 if used + n <= max_test_lines:
                     picked.append(src)
                     used += n
             lines = ["\n\n".join(picked)] if picked else []
         if lines:
-            via = "" if who == name else f" (they test it through `{who}`)"
+            via = "" if who == name else f" (they test it through `{who}`)" if who else " (tests of the same feature)"
             return f"\n\nExamples from the tests{via}:\n```python\n" + "\n".join(lines) + "\n```"
     return ""
 
 
-__all__ = ["example_block"]
+__all__ = ["example_block", "name_words"]
