@@ -239,3 +239,52 @@ def test_sysv_shared_memory_is_unavailable(bw):
     body = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nreturn [libc.shmget(0, 300 << 20, 0o1600) for _ in range(3)]"
     res = bw.run_one(probe(body, "assert r == [-1, -1, -1], r", limits=LIM.model_copy(update={"memory_mb": 512})))
     assert res.status == ExecStatus.OK, res
+
+
+# -- issue 14: what one request changes in its processes never reaches the next one -----------
+# The writer changes its candidate process (environment, builtins, signal dispositions, rlimits,
+# umask, an open descriptor, cwd, recursion limit, sys.path, niceness) and, from its check, the
+# supervisor (environment, builtins, recursion limit, a signal disposition). Each later request
+# on the slot starts both processes afresh (a long-lived supervisor would fail the second half).
+STATE_WRITER = (
+    "import builtins, os, resource, signal, sys\n"
+    f"os.environ['TL_LEAK'] = '{SECRET}'\nbuiltins.TL_LEAK = '{SECRET}'\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nsignal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (77, 77))\nos.umask(0o067)\n"
+    "os.dup2(os.open('/dev/null', os.O_RDONLY), 37)\nos.chdir('/')\nsys.setrecursionlimit(4321)\n"
+    "sys.path.append('/tmp/tl-leak')\nos.nice(3)\nreturn 1")
+STATE_READER = (
+    "import builtins, os, resource, signal, sys\nfound = []\n"
+    "if os.environ.get('TL_LEAK') or hasattr(builtins, 'TL_LEAK'):\n    found.append('environment/builtins')\n"
+    "if signal.SIG_IGN in (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGUSR1)):\n    found.append('signals')\n"
+    "if resource.getrlimit(resource.RLIMIT_NOFILE) == (77, 77):\n    found.append('rlimit')\n"
+    "mask = os.umask(0o022)\nos.umask(mask)\nif mask == 0o067:\n    found.append('umask')\n"
+    "try:\n    os.fstat(37)\n    found.append('descriptor')\nexcept OSError:\n    pass\n"
+    "if os.getcwd() == '/':\n    found.append('cwd')\n"
+    "if sys.getrecursionlimit() == 4321 or '/tmp/tl-leak' in sys.path:\n    found.append('interpreter')\n"
+    "if os.getpriority(os.PRIO_PROCESS, 0) != os.getpriority(os.PRIO_PROCESS, os.getppid()):\n    found.append('nice')\n"
+    "return found")
+SUPERVISOR_WRITE = ("import builtins, os, signal, sys\nos.environ['TL_SUP_LEAK'] = '1'\nbuiltins.TL_SUP_LEAK = 1\n"
+                    "sys.setrecursionlimit(4321)\nsignal.signal(signal.SIGUSR1, signal.SIG_IGN)\nassert r == 1")
+SUPERVISOR_READ = ("import builtins, os, signal, sys\nassert r == [], r\n"
+                   "assert 'TL_SUP_LEAK' not in os.environ and not hasattr(builtins, 'TL_SUP_LEAK')\n"
+                   "assert sys.getrecursionlimit() != 4321 and signal.getsignal(signal.SIGUSR1) is not signal.SIG_IGN")
+
+
+def test_warm_slot_forgets_process_state(bw):
+    assert bw.run_one(probe(STATE_WRITER, SUPERVISOR_WRITE)).status == ExecStatus.OK
+    for _ in range(2):   # the next task on each slot
+        res = bw.run_one(probe(STATE_READER, SUPERVISOR_READ))
+        assert res.status == ExecStatus.OK, res
+
+
+@pytest.mark.parametrize("target", ["os.getppid()", "parent(os.getppid())", "-os.getpgid(0)"],
+                         ids=["supervisor", "warm_server", "process_group"])
+def test_warm_candidate_cannot_stop_its_judges(bw, target):
+    # the kill-guard's ids come from the warm server's recorded chain plus the candidate's parent
+    body = ("import os, signal\ndef parent(pid):\n    return int(open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()[1])\n"
+            f"os.kill({target}, signal.SIGSTOP)\nreturn 'sent'")
+    res = bw.run_one(probe(body, "assert r == 'sent'"))
+    assert res.status == ExecStatus.FAILED and "runner_tampering" in res.flags, res
+    again = bw.run([probe("return 5", "assert r == 5"), probe("return 6", "assert r == 6")])
+    assert [r.status for r in again] == [ExecStatus.OK, ExecStatus.OK], again

@@ -20,13 +20,9 @@ Every event is ``<nonce> <json>`` on the channel; ``end`` comes last.
 
 import builtins
 import ctypes
-import importlib.abc
-import importlib.machinery
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import traceback
 
@@ -70,30 +66,6 @@ def module_name(target):
     path = path[4:] if path.startswith("src/") else path
     path = path[:-len("/__init__")] if path.endswith("/__init__") else path
     return path.replace("/", ".")
-
-
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """``import <target module>`` in the tests gives the :class:`tl_rmodule.RemoteModule`."""
-
-    def __init__(self, name, module, package=None):
-        self.name, self.module, self.package = name, module, package
-
-    def find_spec(self, fullname, path=None, target=None):
-        """Claim the solution's module name so the harness never imports its real code."""
-        if fullname == self.name:
-            spec = importlib.machinery.ModuleSpec(fullname, self, is_package=self.package is not None)
-            if self.package is not None:
-                spec.submodule_search_locations = [self.package]   # the package's other modules: real files
-            return spec
-        return None
-
-    def create_module(self, spec):
-        """The module of proxies prepared for the solution's name."""
-        return self.module
-
-    def exec_module(self, module):
-        """Nothing to run: the module already holds the proxies (the solution never runs here)."""
-        pass
 
 
 class _Namespace(dict):
@@ -275,25 +247,14 @@ class Reporter:
         self.chan.emit(event="end", exitstatus=int(exitstatus), collected=self.collected)
 
 
-def _write_tests(payload):
-    """The private folder holding the request's tests (and conftests, a ``pytest.ini``)."""
-    folder = tempfile.mkdtemp(prefix=".tl-tests-", dir=os.environ.get("TMPDIR") or "/tmp")
-    for rel, text in list(payload.get("conftests", {}).items()) + list(payload["tests"].items()):
-        path = os.path.join(folder, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    if "pytest.ini" not in payload["tests"]:
-        with open(os.path.join(folder, "pytest.ini"), "w") as fh:
-            fh.write("[pytest]\n")
-    return folder
-
-
 def run_pytest(chan, payload, remote, cwd):
     """pytest on the request's tests. Their files are placeholders in a private folder and
     their sources are served from memory (:mod:`tl_memtests`), so the solution is loaded before
     collection (a test module may call it at import) and never sees a test's source; the folder
     of placeholders is removed at the end."""
+    import shutil  # noqa: E402  (pytest mode only: tempfile, shutil and importlib.abc stay out of the warm
+    import tempfile  # noqa: E402  server, whose every fork re-seeded random's state; issue 14)
+
     import pytest  # noqa: E402  (from the runtime folder)
     import tl_memtests
 
@@ -301,7 +262,7 @@ def run_pytest(chan, payload, remote, cwd):
     package = os.path.dirname(os.path.join(cwd, payload["target"])) if payload["target"].endswith("__init__.py") else None
     source = _source(payload, cwd)
     module = tl_rmodule.RemoteModule(name, remote, public_names(source), source)
-    sys.meta_path.insert(0, _Finder(name, module, package))
+    sys.meta_path.insert(0, tl_memtests.SolutionFinder(name, module, package))
     remote.echo = True
     folder = tempfile.mkdtemp(prefix=".tl-tests-", dir=os.environ.get("TMPDIR") or "/tmp")
     files = dict(payload.get("conftests", {}), **payload["tests"])

@@ -29,6 +29,30 @@ import pytest
 PLACEHOLDER = "raise ImportError('tuneloop: this test file is served from memory by the harness')\n"
 
 
+class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import <target module>`` in the tests gives the :class:`tl_rmodule.RemoteModule`."""
+
+    def __init__(self, name, module, package=None):
+        self.name, self.module, self.package = name, module, package
+
+    def find_spec(self, fullname, path=None, target=None):
+        """Claim the solution's module name so the harness never imports its real code."""
+        if fullname == self.name:
+            spec = importlib.machinery.ModuleSpec(fullname, self, is_package=self.package is not None)
+            if self.package is not None:
+                spec.submodule_search_locations = [self.package]   # the package's other modules: real files
+            return spec
+        return None
+
+    def create_module(self, spec):
+        """The module of proxies prepared for the solution's name."""
+        return self.module
+
+    def exec_module(self, module):
+        """Nothing to run: the module already holds the proxies (the solution never runs here)."""
+        pass
+
+
 class MemorySources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves the modules whose file is one of ``sources`` (absolute path -> text) from memory.
 

@@ -18,12 +18,14 @@ can outlive a request. The server is not dumpable and seccomp denies ptrace.
 
 import ctypes
 import json
+import math  # noqa: F401  (preloaded for candidates: solutions import it often, and it has no at-fork hook)
 import os
 import select
 import signal
 import stat
 import sys
 import time
+import typing  # noqa: F401  (likewise: ``from typing import List`` opens many prompts)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tl_candidate  # noqa: E402,F401  (preloaded: each forked candidate starts without reading a module file)
