@@ -167,18 +167,18 @@ def _returns(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef, most:
     returns no value (it works in place); ``""`` when it has a docstring."""
     if ast.get_docstring(fn) is not None:
         return ""
-    found: list[str] = []
+    found: list[tuple[int, str]] = []
     todo = list(fn.body)
     while todo:
         node = todo.pop(0)
         if isinstance(node, ast.Return) and node.value is not None:
-            found.append(lines[node.lineno - 1].strip())
+            found.append((node.lineno, lines[node.lineno - 1].strip()))
         elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             todo += [c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.stmt, ast.excepthandler))]
     pad = " " * (fn.col_offset + 4)
     if not found and not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(fn)):
         return f"\n{pad}...  # returns no value"
-    shown = list(dict.fromkeys(found))[:most]
+    shown = list(dict.fromkeys(text for _, text in sorted(found)))[:most]
     return "".join(f"\n{pad}...\n{pad}{r}" if i == 0 else f"\n{pad}{r}" for i, r in enumerate(shown))
 
 

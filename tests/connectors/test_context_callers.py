@@ -100,3 +100,61 @@ def test_coverage_counts_are_unchanged_by_callers():
     counts = defaultdict(int)
     out = RepoContext(RepoContextOptions(), FILES, "net").add(task(), counts=counts)
     assert out.metadata["context"]["coverage"] == 1.0 and counts["context_names_used"] == 0
+
+
+FORMATS = '''from functools import partial
+
+
+def _wiki_row(tag, cells):
+    return tag + tag.join(cells) + tag
+
+
+def _fill(rows):
+    rows.append(1)
+
+
+def _pair(x):
+    if x:
+        return x, 1
+    return None, 0
+
+
+FORMATS = {
+    "plain": None,
+    "wiki": partial(_wiki_row, "||"),
+}
+
+
+def render(rows, fmt):
+    """Render ``rows`` in ``fmt``."""
+    _fill(rows)
+    a, b = _pair(rows)
+    return FORMATS[fmt]
+'''
+
+
+def test_a_module_level_table_naming_the_target_is_shown_as_its_caller():
+    index = CallSiteIndex({"p/__init__.py": FORMATS}, "p")
+    (site,) = index.callers("_wiki_row", "p/__init__.py", "_wiki_row")
+    assert site.caller == "FORMATS"
+    assert site.text.splitlines() == ["FORMATS = {", '    "plain": None,', '    "wiki": partial(_wiki_row, "||"),']
+    assert [c.caller for c in index.by_name["_fill"]] == ["render"]
+
+
+def test_docstring_less_helpers_show_what_they_return():
+    ref = 'def render(rows, fmt):\n    """Render ``rows`` in ``fmt``."""\n    _fill(rows)\n    a, b = _pair(rows)\n'
+    t = Task(domain="py/p", prompt=(Message(role="user", content="Write `render`."),),
+             verifier=UnitTestVerifier(tests={"t.py": ""}, files={"p/__init__.py": FORMATS}, target_path="p/__init__.py",
+                                       entry_point="render"),
+             reference=ref, source=Source(connector="pytest", locator="p/__init__.py::render"))
+    text = RepoContext(RepoContextOptions(), {"p/__init__.py": FORMATS}, "p").add(t).prompt[-1].content
+    assert "def _pair(x):\n    ...\n    return x, 1\n    return None, 0" in text
+    assert "def _fill(rows):\n    ...  # returns no value" in text
+
+
+def test_tests_of_the_same_feature_are_shown_when_none_names_the_target():
+    tests = {"t.py": "def test_moinmoin():\n    assert render(T, 'moinmoin') == '|| a ||'\n\n\n"
+                     "def test_plain():\n    assert render(T, 'plain') == 'a'\n"}
+    block = example_block(tests, "_moin_row_with_attrs")
+    assert "(tests of the same feature)" in block and "test_moinmoin" in block and "test_plain" not in block
+    assert example_block(tests, "_latex_row") == ""
