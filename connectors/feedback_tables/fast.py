@@ -183,21 +183,23 @@ def _text_arrays(chunk: Chunk, columns: list[str]) -> dict[str, pa.Array]:
 
 
 def process_chunk(source: Any, chunk: Chunk, start: int, key_fields: list[str], as_json: bool,
-                  columnar: bool = False) -> tuple[list, dict]:
+                  columnar: bool = False, joined: bool = False) -> tuple[list, dict]:
     """Records of one chunk (JSON lines if ``as_json``) and the counts it added: through the
     columnar lane (:mod:`connectors.feedback_tables.lane`) when ``columnar`` and the chunk's types
     allow, else through the source's own row path with redaction hints. ``start``: index of the
-    chunk's first row in the read."""
+    chunk's first row in the read; ``joined`` (with ``as_json``): the lines as one string, each
+    ending in a newline (``[]`` when there is none)."""
     saved = source.counts
     source.reset_counts()
     try:
         table = (as_table(chunk) if isinstance(chunk, list) else chunk) if columnar else None
         if table is not None:
             try:
-                return lane.ChunkLane(source, table, start, key_fields).run(as_json), source.counts
+                return lane.ChunkLane(source, table, start, key_fields).run(as_json, joined), source.counts
             except lane.Unsupported:
                 source.reset_counts()
-        return _row_path(source, chunk, start, key_fields, as_json), source.counts
+        out = _row_path(source, chunk, start, key_fields, as_json)
+        return (["".join(line + "\n" for line in out)] if out else []) if as_json and joined else out, source.counts
     finally:
         source.counts = saved
 
@@ -261,10 +263,10 @@ def _init_worker(factory: Callable[[], Any], cols: dict[str, str]) -> None:
 
 def _run_in_worker(packed: Chunk | bytes, start: int, key_fields: list[str], as_json: bool,
                    columnar: bool) -> tuple[list | str | None, dict]:
-    """One chunk in a worker; JSON lines come back as one string (a single copy through the pipe,
-    not one pickled object per line; a JSON line holds no raw newline)."""
-    out, counts = process_chunk(_WORKER, _unpack(packed), start, key_fields, as_json, columnar)
-    return ("\n".join(out) if out else None) if as_json else out, counts
+    """One chunk in a worker; JSON lines come back as one string, each line ending in a newline (a
+    single copy through the pipe, not one pickled object per line; a JSON line holds no raw newline)."""
+    out, counts = process_chunk(_WORKER, _unpack(packed), start, key_fields, as_json, columnar, joined=True)
+    return (out[0] if out else None) if as_json else out, counts
 
 
 def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk], key_fields: list[str],
@@ -283,10 +285,10 @@ def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk],
         return
     if second is None or n == 1:
         for chunk in _chain(first, second, it):
-            out, counts = process_chunk(source, chunk, start, key_fields, as_json, columnar)
+            out, counts = process_chunk(source, chunk, start, key_fields, as_json, columnar, joined=blocks)
             start += len(chunk)
             _add(source.counts, counts)
-            yield (["".join(line + "\n" for line in out)] if out else []) if blocks else out
+            yield out
         return
     # fork on Linux: no re-import of the caller's __main__ (a script without a main guard works),
     # and the workers share the parent's pages; spawn where fork is unsafe (macOS) or missing
@@ -315,7 +317,7 @@ def _collect(source: Any, future: Future, blocks: bool = False) -> list:
     if out is None:
         return []
     if isinstance(out, str):
-        return [out + "\n"] if blocks else out.split("\n")
+        return [out] if blocks else out[:-1].split("\n")
     return out
 
 

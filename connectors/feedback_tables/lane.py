@@ -46,6 +46,15 @@ def _cat(*parts: Any) -> pa.Array:
     return pc.binary_join_element_wise(*parts, "")
 
 
+def _joined(lines: pa.Array) -> list[str]:
+    """``[all lines, each ending in a newline]`` (``[]`` for none), joined by one Arrow kernel
+    (no Python string per line)."""
+    if not len(lines):
+        return []
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), "\n")
+    return [joined[0].as_py() + "\n"]
+
+
 class ChunkLane:
     """One chunk through the columnar lane: ``ChunkLane(source, table, start, key_fields).run(as_json)``.
 
@@ -70,21 +79,26 @@ class ChunkLane:
         self.gid = col.group_ids([col.key_strings(col.column(table, cols[f])) for f in key_fields], n)
         self.unsure = np.zeros(n, dtype=bool)
 
-    def run(self, as_json: bool) -> list:
+    def run(self, as_json: bool, joined: bool = False) -> list:
         """Records of the chunk (JSON lines if ``as_json``) in the row path's order; adds the
-        chunk's counts to ``source.counts``."""
+        chunk's counts to ``source.counts``. ``joined`` (with ``as_json``): one string of all the
+        lines, each ending in a newline (``[]`` when there is none), joined by Arrow when no row of
+        the chunk took the row path."""
         self._parse()
         self._redact()
         self._check_lengths()
         bad = np.isin(self.gid, np.unique(self.gid[self.unsure]))
-        keys, items = self._simple(np.flatnonzero(~bad), as_json)
+        keys, lines = self._simple(np.flatnonzero(~bad), as_json)
         more_keys, more = self._row_path(np.flatnonzero(bad), as_json)
-        if not more:
-            return items
-        keys = np.concatenate([keys, more_keys]) if len(keys) else more_keys
-        items += more
-        order = np.lexsort((keys[:, 1], keys[:, 0]))
-        return [items[i] for i in order]
+        if as_json and not more:
+            return _joined(lines) if joined else lines.to_pylist()
+        items = lines.to_pylist() if as_json else lines
+        if more:
+            keys = np.concatenate([keys, more_keys]) if len(keys) else more_keys
+            items += more
+            order = np.lexsort((keys[:, 1], keys[:, 0]))
+            items = [items[i] for i in order]
+        return (["".join(line + "\n" for line in items)] if items else []) if as_json and joined else items
 
     # -- values ---------------------------------------------------------------------------
 
@@ -175,13 +189,13 @@ class ChunkLane:
         first[1:] = g[1:] != g[:-1]
         return idx[order[first]]
 
-    def _simple(self, idx: np.ndarray, as_json: bool) -> tuple[np.ndarray, list]:
+    def _simple(self, idx: np.ndarray, as_json: bool) -> tuple[np.ndarray, Any]:
         counts = self.src.counts
         counts["rows_read"] += len(idx)
         counts["naive_timestamps"] += int(self.naive[idx].sum())
         counts["redactions"] += int(self.spans[idx].sum())
         if not len(idx):
-            return np.zeros((0, 2), dtype=np.int64), []
+            return np.zeros((0, 2), dtype=np.int64), pa.array([], pa.string()) if as_json else []
         win = self._winners(idx)
         counts["duplicates_dropped"] += len(idx) - len(win)
         since = self.src.options.since
@@ -193,8 +207,9 @@ class ChunkLane:
             win = win[~no_ts & ~before]
         return self._records(win, as_json)
 
-    def _records(self, win: np.ndarray, as_json: bool) -> tuple[np.ndarray, list]:
-        """SFT examples and preference pairs of the winning rows ``win``, with their sort keys."""
+    def _records(self, win: np.ndarray, as_json: bool) -> tuple[np.ndarray, Any]:
+        """SFT examples and preference pairs of the winning rows ``win`` (JSON lines as one Arrow array
+        if ``as_json``), in order, with their sort keys (group, 0 for the example or 1 for the pair)."""
         counts, take = self.src.counts, pa.array(win)
         corr = ~self.blank["correction"][win] if "correction" in self.text else np.zeros(len(win), dtype=bool)
         good = self.has_rating[win] & (self.rating[win] >= self.src._threshold)
@@ -208,7 +223,7 @@ class ChunkLane:
         counts["negative_unused"] += int((failed & ~corr).sum())
         win, corr, pair, sft = win[sft], corr[sft], pair[sft], sft[sft]  # only rows that give a record
         if not len(win):
-            return np.zeros((0, 2), dtype=np.int64), []
+            return np.zeros((0, 2), dtype=np.int64), pa.array([], pa.string()) if as_json else []
         take = pa.array(win)
         esc = {f: col.json_strings(a.take(take)) for f, a in self.text.items() if f in
                ("prompt", "response", "correction", "system_prompt")}
@@ -218,19 +233,15 @@ class ChunkLane:
                          ',"weight":1.0}')
         lines_pair = _cat('{"prompt":[', prompt, '],"chosen":"', esc.get("correction", esc["response"]),
                           '","rejected":"', esc["response"], '"', tail, "}") if pair.any() else None
-        which = [(0, sft, lines_sft, SftExample), (1, pair, lines_pair, PreferencePair)]
-        keys, items = [], []
-        for sub, mask, lines, model in which:
-            if not mask.any():
-                continue
-            texts = pc.filter(lines, pa.array(mask)).to_pylist()
-            items += texts if as_json else [model.model_validate_json(t) for t in texts]
-            keys.append(np.stack([self.gid[win][mask], np.full(int(mask.sum()), sub)], axis=1))
-        if not keys:
-            return np.zeros((0, 2), dtype=np.int64), []
-        keys_all = np.concatenate(keys)
-        order = np.lexsort((keys_all[:, 1], keys_all[:, 0]))
-        return keys_all[order], [items[i] for i in order]
+        both = np.stack([sft, pair], axis=1).ravel()  # per row its SFT example, then its pair if any
+        keys = np.stack([np.repeat(self.gid[win], 2), np.tile([0, 1], len(win))], axis=1)[both]
+        lines = lines_sft if lines_pair is None else \
+            pa.concat_arrays([lines_sft, lines_pair]).take(pa.array(np.stack([np.arange(len(win)), np.arange(
+                len(win)) + len(win)], axis=1).ravel()[both]))
+        if as_json:
+            return keys, lines
+        return keys, [(PreferencePair if sub else SftExample).model_validate_json(t)
+                      for t, sub in zip(lines.to_pylist(), keys[:, 1].tolist())]
 
     def _prompt_json(self, win: np.ndarray, esc: dict[str, pa.Array]) -> pa.Array:
         user = _cat('{"role":"user","content":"', esc["prompt"], '"}')

@@ -111,7 +111,7 @@ def test_columnar_lane_matches_rows_on_sqlite(tmp_path, monkeypatch):
 
     runs = []
     real = lane.ChunkLane.run
-    monkeypatch.setattr(lane.ChunkLane, "run", lambda self, as_json: runs.append(self.n) or real(self, as_json))
+    monkeypatch.setattr(lane.ChunkLane, "run", lambda self, *args: runs.append(self.n) or real(self, *args))
     con = sqlite3.connect(tmp_path / "fb.db")
     con.execute(f"CREATE TABLE fb({', '.join(COLS)})")
     rows = [r[:7] + (None if isinstance(r[7], str) else r[7],) + r[8:] for r in table_rows()]
