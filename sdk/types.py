@@ -54,7 +54,8 @@ class Framework(StrEnum):
     JavaScript/TypeScript), ``tltest`` (C/C++ with ``tl_test.h``), ``junit`` (Java), ``go``
     (``go test``), ``rust`` (``rustc --test``), ``pytest_repo`` (Python, the whole working folder is
     the candidate: its tests run in a process of their own and the verdict is re-derived outside
-    it; change tasks). Which language takes which runner:
+    it; change tasks), ``go_repo`` (Go, a whole module is the candidate: ``go test ./...``, tests
+    named ``<test file>::<TestName>``; change tasks). Which language takes which runner:
     :mod:`sdk.sandbox.languages` and :mod:`sdk.sandbox.python_lang`.
     """
 
@@ -66,6 +67,7 @@ class Framework(StrEnum):
     GO = "go"
     RUST = "rust"
     PYTEST_REPO = "pytest_repo"
+    GO_REPO = "go_repo"
 
 
 def canonical_json(value: Any) -> str:

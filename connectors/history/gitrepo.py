@@ -70,6 +70,14 @@ class GitRepo:
                               "check the repository and the `rev:` option")
         return proc.stdout if binary else proc.stdout.decode("utf-8", "replace")
 
+    def has_file(self, rev: str, path: str) -> bool:
+        """True when ``path`` exists at ``rev``."""
+        try:
+            self._git("cat-file", "-e", f"{rev}:{path}")
+        except SourceError:
+            return False
+        return True
+
     def commits(self, rev: str = "HEAD", max_count: int = 200) -> list[Commit]:
         """The newest ``max_count`` commits on the first-parent line of ``rev``, oldest first (a
         merge stands for its whole branch, diffed against its first parent). The root is skipped.

@@ -14,6 +14,9 @@ the tests are.
 
 pytest stops a whole session at one collection error, so a state whose run fails at collection
 is run again one module per request; a module that does not collect at ``C`` gives no tests.
+Go (``go_repo``): all the test files run together (a package builds with all of its test files;
+``go test`` goes on past a package that does not build, whose tests are then missing); test ids
+are ``<file>_test.go::TestName`` and a test "changed" when its function's source did.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
+from sdk.sandbox.languages.gorepo import go_test_functions
 from sdk.tasks.change import module_groups
 from sdk.types import Framework, Language
 
@@ -70,10 +74,12 @@ class Discovery:
 
 
 def request(files: dict[str, str], tests: dict[str, str], limits: Limits, requirements: tuple[str, ...] = (),
-            target: str = CANDIDATE) -> ExecRequest:
-    """A pytest run of ``tests`` against ``files`` with an empty candidate module at ``target``, in
-    the sandbox's whole-repository mode (``pytest_repo``), the mode the change reward runs in."""
-    return ExecRequest(language=Language.PYTHON, framework=Framework.PYTEST_REPO, solution="", tests=tests, files=files,
+            target: str = CANDIDATE, language: Language = Language.PYTHON) -> ExecRequest:
+    """A run of ``tests`` against ``files`` with an empty candidate file at ``target``, in the
+    sandbox's whole-repository mode (``pytest_repo``, Go: ``go_repo``), the mode the change reward
+    runs in."""
+    framework = Framework.GO_REPO if language == Language.GO else Framework.PYTEST_REPO
+    return ExecRequest(language=language, framework=framework, solution="", tests=tests, files=files,
                        target_path=target, limits=limits, requirements=requirements)
 
 
@@ -88,18 +94,20 @@ def _run(sandbox: Sandbox, requests: list[ExecRequest]) -> list[ExecResult]:
 
 
 def _collect_failed(result: ExecResult) -> bool:
-    return result.status == ExecStatus.FAILED and (result.detail.startswith("test collection failed")
+    return result.status == ExecStatus.COMPILE_ERROR or result.status == ExecStatus.FAILED and (result.detail.startswith("test collection failed")
                                                    or not result.tests)
 
 
 def run_states(sandbox: Sandbox, states: list[dict[str, str]], tests: dict[str, str], runs: int, limits: Limits,
-               requirements: tuple[str, ...] = (), target: str = CANDIDATE) -> list[StateRuns]:
+               requirements: tuple[str, ...] = (), target: str = CANDIDATE,
+               language: Language = Language.PYTHON) -> list[StateRuns]:
     """Run ``tests`` against each source snapshot in ``states`` ``runs`` times (one batch, so the
     sandbox runs them concurrently; modules sharing a file name in separate runs, as the reward
     does: :func:`~sdk.tasks.change.module_groups`); a run that fails at collection is re-run one
-    module per request."""
-    groups = module_groups(sorted(tests))
-    first = _run(sandbox, [request(s, {p: tests[p] for p in g}, limits, requirements, target)
+    module per request (Go: one group, never split)."""
+    go = language == Language.GO
+    groups = [sorted(tests)] if go else module_groups(sorted(tests))
+    first = _run(sandbox, [request(s, {p: tests[p] for p in g}, limits, requirements, target, language)
                            for s in states for _ in range(runs) for g in groups])
     per, out = runs * len(groups), []
     for k, state in enumerate(states):
@@ -107,7 +115,7 @@ def run_states(sandbox: Sandbox, states: list[dict[str, str]], tests: dict[str, 
         runs_k = StateRuns(runs=[{} for _ in range(runs)])
         for gi, group in enumerate(groups):
             results = [got[n * len(groups) + gi] for n in range(runs)]
-            if any(_collect_failed(r) for r in results) and len(group) > 1:
+            if any(_collect_failed(r) for r in results) and len(group) > 1 and not go:
                 _merge(runs_k, _per_module(sandbox, state, {p: tests[p] for p in group}, runs, limits,
                                            requirements, target))
                 continue
@@ -172,8 +180,9 @@ def changed_tests(before: dict[str, str], after: dict[str, str]) -> set[tuple[st
     """Test functions of ``after`` (``path -> text``) that are new or differ from ``before``."""
     out = set()
     for path, text in after.items():
-        old = test_functions(before.get(path, ""))
-        out |= {(path, q) for q, dump in test_functions(text).items() if old.get(q) != dump}
+        parse = go_test_functions if path.endswith(".go") else test_functions
+        old = parse(before.get(path, ""))
+        out |= {(path, q) for q, dump in parse(text).items() if old.get(q) != dump}
     return out
 
 

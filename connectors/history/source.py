@@ -1,4 +1,4 @@
-"""The ``git_history`` source: a repository's commits → change tasks (issue 17, first slice: Python + pytest).
+"""The ``git_history`` source: a repository's commits → change tasks (issue 17: Python + pytest, Go + go test).
 
 For each commit on the first-parent line of ``rev`` (oldest first; a merge stands for its
 branch) that changes both source and tests:
@@ -16,6 +16,12 @@ branch) that changes both source and tests:
 Commits that change no source or no test are skipped (counted); a commit whose tests cannot run
 is quarantined with the reason (``tests_cannot_run``, ``no_fail_to_pass``,
 ``flaky_fail_to_pass``, ``snapshot_too_large``, ``reference_fails``).
+
+Go (``language: go``, or ``auto`` with a root ``go.mod`` at ``rev``): ``.go`` files are source,
+``*_test.go`` and ``testdata/`` test-side; the tests run are whole packages (the touched test
+files' and touched source folders' packages, then packages that import a touched one, within
+``max_test_files``), all in one ``go test ./...`` run per state (:mod:`sdk.sandbox.languages.gorepo`);
+the same fail-to-pass / pass-to-pass rules apply to ``<file>_test.go::TestName`` ids.
 
 Time-honest split: the newest ``heldout_fraction`` of the tasks (by the line's order) are
 held out, the older ones are for training, and the source marks its splits as fixed
@@ -36,6 +42,7 @@ from connectors.history.mine import changed_tests, discover, run_states
 from sdk.sandbox.contract import Limits, Sandbox
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.change import (
+    GO_TEST_GLOBS,
     RUNNER_GLOBS,
     TEST_GLOBS,
     ChangeVerifier,
@@ -43,6 +50,7 @@ from sdk.tasks.change import (
     matches,
 )
 from sdk.tasks.records import Message, Quarantined, Source, Split, Task
+from sdk.types import Framework, Language
 
 log = logging.getLogger("tuneloop.connectors.git_history")
 PROMPT = ("Repository `{name}` at commit {parent}. Make the change this commit message describes:\n\n{message}\n\n"
@@ -67,7 +75,10 @@ class GitHistoryOptions(SourceOptions):
         max_file_kb: larger files are left out of the snapshot.
         max_snapshot_kb: a commit whose source snapshot is larger is quarantined.
         exclude: globs of paths left out of the snapshot (documentation, assets).
-        test_globs / runner_globs: test-side paths and CI / runner configuration.
+        language: ``python``, ``go``, or ``auto`` (Go when ``rev`` has a root ``go.mod``).
+        test_globs / runner_globs: test-side paths (None: the language's defaults,
+            :data:`~sdk.tasks.change.TEST_GLOBS` or :data:`~sdk.tasks.change.GO_TEST_GLOBS`) and CI /
+            runner configuration.
         context_chars: budget for the touched files shown in the prompt (0: none).
         suite_timeout_s: wall-clock limit of one mining run, seconds.
         test_timeout_s: the verifier's limit for one run, seconds.
@@ -88,7 +99,8 @@ class GitHistoryOptions(SourceOptions):
     max_file_kb: int = Field(256, ge=1)
     max_snapshot_kb: int = Field(8192, ge=1)
     exclude: list[str] = Field(default_factory=lambda: ["docs/*", "doc/*", "*.png", "*.jpg", "*.svg", "*.ico"])
-    test_globs: list[str] = Field(default_factory=lambda: list(TEST_GLOBS))
+    language: Literal["auto", "python", "go"] = "auto"
+    test_globs: list[str] | None = None
     runner_globs: list[str] = Field(default_factory=lambda: list(RUNNER_GLOBS))
     context_chars: int = Field(12000, ge=0)
     suite_timeout_s: float = Field(120.0, gt=0)
@@ -141,7 +153,11 @@ class _Miner:
         self.src, self.repo, self.sandbox = src, repo, sandbox
         self._changed: set[str] = set()
         self.opts: GitHistoryOptions = src.options  # type: ignore[assignment]
-        self.tests_g, self.runner_g = tuple(self.opts.test_globs), tuple(self.opts.runner_globs)
+        go = self.opts.language == "go" or (self.opts.language == "auto" and repo.has_file(self.opts.rev, "go.mod"))
+        self.language = Language.GO if go else Language.PYTHON
+        globs = self.opts.test_globs if self.opts.test_globs is not None else (GO_TEST_GLOBS if go else TEST_GLOBS)
+        self.tests_g, self.runner_g = tuple(globs), tuple(self.opts.runner_globs)
+        self.ext = ".go" if go else ".py"
         self.result = SourceResult(splits_fixed=True)
         self.counts = {"commits_scanned": 0, "skipped_no_source_change": 0, "skipped_no_test_change": 0}
         self.limits = Limits(timeout_s=self.opts.suite_timeout_s, cpu_s=int(self.opts.suite_timeout_s) + 1,
@@ -173,7 +189,7 @@ class _Miner:
             return "runner"
         if matches(path, self.tests_g):
             return "test"
-        return "source" if path.endswith(".py") else "other"
+        return "source" if path.endswith(self.ext) else "other"
 
     def _quarantine(self, commit: Commit, reason: str) -> None:
         self.result.quarantined.append(Quarantined(reason=reason, source=self._source(commit)))
@@ -226,12 +242,16 @@ class _Miner:
             self._quarantine(commit, "tests_cannot_run: the commit changes test-side files but no test module "
                                      "that exists at the commit")
             return None
-        selected = select_test_files(c_tests, touched, source_paths, self.opts.max_test_files)
+        if self.language == Language.GO:
+            selected = select_go_test_files(c_tests, touched, source_paths, c_source, self.opts.max_test_files)
+            target = GO_CANDIDATE
+        else:
+            selected = select_test_files(c_tests, touched, source_paths, self.opts.max_test_files)
+            target = _candidate_path(c_source)
         tests = {p: c_tests[p] for p in selected}
-        target = _candidate_path(c_source)
         runs = 1 + self.opts.reruns
         at_parent, at_commit = run_states(self.sandbox, [{**p_source, **support}, {**c_source, **support}], tests,
-                                          runs, self.limits, tuple(self.opts.requirements), target)
+                                          runs, self.limits, tuple(self.opts.requirements), target, self.language)
         found = discover(at_parent, at_commit, changed_tests(p_tests, tests), touched, self.opts.max_pass_to_pass)
         why = _no_task_reason(found, touched)
         if why:
@@ -243,14 +263,18 @@ class _Miner:
     def _task(self, commit: Commit, p_source: dict[str, str], support: dict[str, str], tests: dict[str, str],
               found, source_paths: list[str], target: str, ref_paths: list[str]) -> Task:
         keep = {i.split("::")[0] for i in found.fail_to_pass + found.pass_to_pass}
-        verifier = ChangeVerifier(files=p_source, support=support, tests={p: t for p, t in tests.items() if p in keep},
+        if self.language == Language.GO:   # a package's test files build together: keep the packages
+            dirs = {k.rpartition("/")[0] for k in keep}
+            keep = {p for p in tests if p.rpartition("/")[0] in dirs}
+        lang = {"language": Language.GO, "framework": Framework.GO_REPO} if self.language == Language.GO else {}
+        verifier = ChangeVerifier(**lang, files=p_source, support=support, tests={p: t for p, t in tests.items() if p in keep},
                                   fail_to_pass=tuple(found.fail_to_pass), pass_to_pass=tuple(found.pass_to_pass),
                                   test_globs=self.tests_g, runner_globs=self.runner_g, target_path=target,
                                   timeout_s=self.opts.test_timeout_s, requirements=tuple(self.opts.requirements))
         reference = self.repo.diff(commit.parent, commit.sha, ref_paths)
         prompt = PROMPT.format(name=self.repo.path.name.removesuffix(".git"), parent=commit.parent[:12],
                                message=commit.message.strip(), context=_context(p_source, source_paths,
-                                                                                self.opts.context_chars))
+                                                                                self.opts.context_chars, self.ext))
         return Task(domain=self.src.domain, prompt=(Message(role="user", content=prompt),), verifier=verifier,
                     reference=reference, source=self._source(commit),
                     metadata={"parent": commit.parent, "commit_time": commit.time, "subject": commit.subject,
@@ -293,7 +317,8 @@ def _no_task_reason(found, touched: set[str]) -> str | None:
 
 def _last_error(message: str) -> str:
     """The last ``E   ...`` line of a pytest error (the exception itself), else the message's start."""
-    lines = [ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ")]
+    lines = [ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ")] or \
+        [ln.strip() for ln in message.splitlines() if ".go:" in ln]   # go build errors
     return (lines[-1] if lines else message)[:200]
 
 
@@ -306,6 +331,28 @@ def select_test_files(tests: dict[str, str], touched: set[str], source_paths: li
     return sorted(touched) + related[:max(0, budget - len(touched))]
 
 
+GO_CANDIDATE = "_tl_change.txt"   # the sandbox's (empty) candidate file: not a .go file, so no package sees it
+
+
+def select_go_test_files(tests: dict[str, str], touched: set[str], source_paths: list[str], source: dict[str, str],
+                         budget: int) -> list[str]:
+    """Whole Go packages of test files: those of the touched test files' and source files' folders
+    (always), then, in path order and up to ``budget`` files, those of folders whose ``.go`` files
+    import a touched package (``"<module>/<folder>"``, the module from ``go.mod``)."""
+    from sdk.sandbox.languages.gorepo import module_path
+
+    def folder(p: str) -> str:
+        return p.rpartition("/")[0]
+    own = {folder(p) for p in touched} | {folder(p) for p in source_paths}
+    module = module_path(source)
+    paths = {f'"{module}/{d}"' if d else f'"{module}"' for d in own} if module else set()
+    users = {folder(p) for p, t in {**source, **tests}.items() if p.endswith(".go") and any(x in t for x in paths)}
+    first = sorted(p for p in tests if folder(p) in own)
+    related = sorted(p for p in tests if folder(p) in users - own)
+    take = [p for p in related if folder(p) in {folder(q) for q in related[:max(0, budget - len(first))]}]
+    return first + take
+
+
 def _candidate_path(source: dict[str, str]) -> str:
     """The empty candidate module's path: under ``src/`` for a src layout (the harness then puts
     ``src/`` on ``sys.path``), else at the root."""
@@ -314,7 +361,7 @@ def _candidate_path(source: dict[str, str]) -> str:
     return "src/_tl_change.py" if src_layout else "_tl_change.py"
 
 
-def _context(files: dict[str, str], paths: list[str], budget: int) -> str:
+def _context(files: dict[str, str], paths: list[str], budget: int, ext: str = ".py") -> str:
     """The touched source files at the parent, within ``budget`` characters ('' when 0)."""
     if budget <= 0:
         return ""
@@ -324,8 +371,9 @@ def _context(files: dict[str, str], paths: list[str], budget: int) -> str:
             continue
         text = files[p][:left]
         left -= len(text)
-        cut = "" if len(text) == len(files[p]) else "\n# ... (cut)"
-        parts.append(f"`{p}`:\n```python\n{text.rstrip()}{cut}\n```\n")
+        cut = "" if len(text) == len(files[p]) else ("\n// ... (cut)" if ext == ".go" else "\n# ... (cut)")
+        fence = "go" if ext == ".go" else "python"
+        parts.append(f"`{p}`:\n```{fence}\n{text.rstrip()}{cut}\n```\n")
     return ("Files this change touches, as they are now:\n\n" + "\n".join(parts) + "\n") if parts else ""
 
 

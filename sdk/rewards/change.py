@@ -54,7 +54,7 @@ from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits
 from sdk.tasks.change import ChangeVerifier, module_groups
 from sdk.tasks.records import Task
-from sdk.types import Framework
+from sdk.types import Framework, Language
 
 _NOT_REACHED = (ExecStatus.COMPILE_ERROR, ExecStatus.RUNTIME_ERROR, ExecStatus.TIMEOUT,
                 ExecStatus.MEMORY_LIMIT, ExecStatus.OUTPUT_LIMIT)
@@ -86,7 +86,10 @@ def run_request(verifier: ChangeVerifier, files: dict[str, str], test_files: lis
 def test_groups(verifier: ChangeVerifier) -> list[tuple[list[str], bool]]:
     """The runs of one completion: ``(test modules, holds fail-to-pass tests)``; modules holding
     fail-to-pass tests first, then those holding only pass-to-pass tests, each split so that no
-    run has two modules of one file name (:func:`~sdk.tasks.change.module_groups`)."""
+    run has two modules of one file name (:func:`~sdk.tasks.change.module_groups`). Go: one run of
+    every test file (the files of a package build together)."""
+    if verifier.language == Language.GO:   # a Go package builds with all its test files: one run
+        return [(sorted(verifier.tests), True)]
     f2p = sorted({t.split("::")[0] for t in verifier.fail_to_pass})
     p2p = sorted({t.split("::")[0] for t in verifier.pass_to_pass} - set(f2p))
     return [(g, True) for g in module_groups(f2p)] + [(g, False) for g in module_groups(p2p)]
@@ -183,6 +186,8 @@ def finish(task: Task, plan: ChangePlan, results: list[ExecResult], weights: Rew
         if has_f2p:
             collected = collected and r.status not in _NOT_REACHED and bool(r.tests) \
                 and not r.detail.startswith("test collection failed")
+            if verifier.language == Language.GO:   # other packages may run while the tests' package does not build
+                collected = collected and set(verifier.fail_to_pass) <= {t.name for t in r.tests}
     comp["collects"] = 1.0 if collected else 0.0
     comp["f2p_total"], comp["f2p_passed"] = float(len(f2p)), float(sum(f2p.values()))
     comp["f2p_frac"] = comp["f2p_passed"] / comp["f2p_total"]

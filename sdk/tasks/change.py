@@ -9,7 +9,7 @@ function body. Its verifier carries what the sandbox needs to judge one:
   helpers and packages, data files), written pristine next to the source;
 - ``tests``: the commit's test modules holding the tests below, pristine (a diff's edits to them
   are dropped and flagged by the reward);
-- ``fail_to_pass``: pytest node ids that fail at the parent and pass at the commit (at least one);
+- ``fail_to_pass``: test ids (pytest node ids; ``<file>_test.go::TestName`` for Go) that fail at the parent and pass at the commit (at least one);
 - ``pass_to_pass``: node ids that pass at both (the regression tier);
 - ``test_globs`` / ``runner_globs``: which paths are test-side or CI/runner configuration, so the
   reward can ignore and flag a diff that edits them.
@@ -33,6 +33,9 @@ TEST_GLOBS = ("tests/*", "test/*", "testing/*", "*/tests/*", "*/test/*", "test_*
 RUNNER_GLOBS = (".github/*", ".gitlab-ci.yml", ".circleci/*", ".travis.yml", "azure-pipelines.yml", "tox.ini",
                 "noxfile.py", "pytest.ini", ".pre-commit-config.yaml", "Jenkinsfile", "buildkite/*", ".ci/*")
 
+# Go: test files and their data (``testdata`` folders are ignored by the go tool as packages)
+GO_TEST_GLOBS = ("*_test.go", "testdata/*", "*/testdata/*")
+
 # files an interpreter or pytest loads by itself (site hooks, path files, distribution metadata with
 # entry-point plugins): refused in every change whatever a verifier's ``runner_globs`` say
 LOADER_GLOBS = ("sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/usercustomize.py", "*.pth",
@@ -46,8 +49,11 @@ def matches(path: str, globs: tuple[str, ...]) -> bool:
 
 
 def is_test_module(path: str, test_globs: tuple[str, ...] = TEST_GLOBS) -> bool:
-    """A test-side ``.py`` file pytest collects by default (``test_*.py`` or ``*_test.py``)."""
+    """A test-side ``.py`` file pytest collects by default (``test_*.py`` or ``*_test.py``), or a
+    Go ``*_test.go`` file."""
     name = path.rsplit("/", 1)[-1]
+    if name.endswith("_test.go"):
+        return matches(path, test_globs)
     return matches(path, test_globs) and name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
@@ -72,7 +78,8 @@ class ChangeVerifier(Frozen):
     """Judge a unified diff against the repository at the parent commit (see the module docstring).
 
     Attributes:
-        language, framework: Python with pytest in this slice.
+        language, framework: Python with pytest, or Go with ``go_repo`` (node ids
+            ``<test file>::<TestName>``; :mod:`sdk.sandbox.languages.gorepo`).
         files: source files at the parent, ``path -> text`` (test-side and runner files excluded).
         support: test-side files at the commit that are not test modules, ``path -> text``.
         tests: test modules at the commit, ``path -> text``.

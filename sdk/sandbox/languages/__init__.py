@@ -7,6 +7,7 @@
 | c / cpp    | tltest    | gcc / g++                                 | ``tl_test.h`` (forks per test)      |
 | java       | junit     | javac, java, Debian ``junit5`` jars       | ``TlJUnit.java`` on the fd-3 pipe   |
 | go         | go        | go                                        | ``go test -json``                   |
+| go (repo)  | go_repo   | go                                        | ``go test -json ./...`` (:mod:`.gorepo`) |
 | rust       | rust      | rustc                                     | libtest output of ``rustc --test``  |
 
 Only toolchains the sandbox uid can see are used: rustup/pyenv under root's 0700 home are
@@ -45,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, TestOutcome
-from sdk.sandbox.languages import reports
-from sdk.sandbox.python_lang import _events
+from sdk.sandbox.languages import gorepo, reports
 from sdk.sandbox.pyruntime import RUNNER_DIR
+from sdk.sandbox.python_lang import _events
 from sdk.sandbox.workspace import Workspace, safe_relpath
 from sdk.types import Framework, Language
 
@@ -110,7 +111,8 @@ def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
     spec = SPECS.get(req.language)
     if spec is None:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"no runner for {req.language.value}")
-    if req.framework not in (spec.framework, Framework.SCRIPT if spec.framework == Framework.TLTEST else spec.framework):
+    if req.framework not in (spec.framework, Framework.SCRIPT if spec.framework == Framework.TLTEST else spec.framework,
+                             Framework.GO_REPO if spec.framework == Framework.GO else spec.framework):
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"{req.language.value} supports framework "
                           f"`{spec.framework.value}`, not `{req.framework.value}`")
     reason = toolchain_status(req.language)
@@ -134,6 +136,14 @@ def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
         raw = backend.run(argv, ws, limits, uid, (nonce + "\n").encode(),
                           timeout_s=req.limits.compile_timeout_s + req.limits.timeout_s + 2)
     return _verdict(spec, req, raw, _events(raw.report, nonce))
+
+
+def _go_repo_build_failure(req: ExecRequest, raw, tests: tuple[TestOutcome, ...]) -> str:
+    """The build errors of a ``go_repo`` run ('' for other runs): its standard error's tail."""
+    if req.framework != Framework.GO_REPO:
+        return ""
+    err = raw.stderr.decode("utf-8", "replace").strip()
+    return f"some packages' tests did not build ({len(tests)} tests ran):\n{err[-1500:]}" if err else ""
 
 
 def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict:
@@ -171,7 +181,8 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
               "channel": True, "mac": True}
     elif lang == Language.GO:
         files.setdefault("go.mod", "module tltask\n\ngo 1.19\n")
-        b |= {"run": [which("go"), "test", "-json", "-count=1", "-p=1", "./..."], "mkdirs": ["{tmp}/gocache", "{tmp}/gopath"],
+        vet = ["-vet=off"] if req.framework == Framework.GO_REPO else []   # tests decide; vet costs ~4 s a fresh run
+        b |= {"run": [which("go"), "test", "-json", "-count=1", "-p=1", *vet, "./..."], "mkdirs": ["{tmp}/gocache", "{tmp}/gopath"],
               "env": {"GOCACHE": "{tmp}/gocache", "GOPATH": "{tmp}/gopath", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
                       "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOMAXPROCS": "2"}}
     elif lang == Language.RUST:
@@ -182,10 +193,12 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
     return b
 
 
-def _parse(spec: LangSpec, events: list[dict]) -> tuple[TestOutcome, ...]:
+def _parse(spec: LangSpec, events: list[dict], req: ExecRequest) -> tuple[TestOutcome, ...]:
     run = next((e for e in events if e.get("event") == "run"), {})
     stdout = str(run.get("stdout", ""))
     lang = spec.language
+    if req.framework == Framework.GO_REPO:
+        return gorepo.node_ids(stdout, req.files, req.tests)
     if lang in (Language.JAVASCRIPT, Language.TYPESCRIPT):  # the reporter's stdout: the tests' own goes elsewhere
         return reports.parse_junit(stdout)
     if lang == Language.GO:
@@ -200,13 +213,16 @@ def _parse(spec: LangSpec, events: list[dict]) -> tuple[TestOutcome, ...]:
 
 def _verdict(spec: LangSpec, req: ExecRequest, raw, events: list[dict]) -> ExecResult:
     kinds = {e.get("event") for e in events}
-    tests = _parse(spec, events) if "end" in kinds else ()
+    tests = _parse(spec, events, req) if "end" in kinds else ()
     run = next((e for e in events if e.get("event") == "run"), {})
     text = raw.stderr.decode("utf-8", "replace") + str(run.get("stdout", "")) + "".join(
         str(e.get("message", "")) for e in events)
     status, detail = _status(req, raw, kinds, tests, run, text)
     if status == ExecStatus.COMPILE_ERROR:
-        detail = next((str(e.get("message", "")) for e in events if e.get("event") == "compile_error"), detail)[-2000:]
+        detail = next((str(e.get("message", "")) for e in events if e.get("event") == "compile_error"),
+                      _go_repo_build_failure(req, raw, tests) or detail)[-2000:]
+    elif status == ExecStatus.FAILED and _go_repo_build_failure(req, raw, tests):
+        detail = (detail + "; " + _go_repo_build_failure(req, raw, tests))[-2000:]
     return ExecResult(status=status, tests=tests, exit_code=run.get("exit", raw.exit_code), flags=_flags(events, tests, spec.language),
                       stdout=raw.stdout.decode("utf-8", "replace"), stderr=raw.stderr.decode("utf-8", "replace"),
                       stdout_truncated=raw.stdout_truncated, stderr_truncated=raw.stderr_truncated,
@@ -242,7 +258,8 @@ def _status(req, raw, kinds, tests, run, text) -> tuple[ExecStatus, str]:
         return ExecStatus.TIMEOUT, f"wall-clock limit of {req.limits.timeout_s} s reached"
     if "start" not in kinds:
         return ExecStatus.SANDBOX_ERROR, f"the build driver did not start (exit {raw.exit_code}): {text[-500:]}"
-    if "compile_error" in kinds or "[build failed]" in text or "[setup failed]" in text:
+    partly_built = req.framework == Framework.GO_REPO and tests   # other packages' tests still ran
+    if ("compile_error" in kinds or "[build failed]" in text or "[setup failed]" in text) and not partly_built:
         return ExecStatus.COMPILE_ERROR, "compilation failed"
     ok = "end" in kinds and run.get("exit") == 0 and tests and all(t.outcome in ("passed", "skipped") for t in tests) \
         and any(t.outcome == "passed" for t in tests)
@@ -258,4 +275,6 @@ def _status(req, raw, kinds, tests, run, text) -> tuple[ExecStatus, str]:
         return ExecStatus.RUNTIME_ERROR if run.get("exit") else ExecStatus.FAILED, \
             f"no test results (runner exit {run.get('exit')}): {text[-500:]}"
     bad = [t.name for t in tests if t.outcome not in ("passed", "skipped")]
+    if not bad and partly_built:
+        return ExecStatus.FAILED, f"{len(tests)} tests passed, other packages' tests did not build"
     return ExecStatus.FAILED, f"{len(bad)} of {len(tests)} tests did not pass: {', '.join(bad[:5])}"

@@ -1,0 +1,133 @@
+"""The ``git_history`` source on a Go repository built here (see ``history_go_repo``): mined tasks,
+their fail-to-pass / pass-to-pass tests (``<file>_test.go::TestName``), a commit whose tests cannot
+build, the time-honest split, and the change reward on Go. Skipped with the reason where ``go`` is
+missing (``.ci/run`` installs Debian's ``golang-go``). One module fixture mines once (about ten
+sandboxed ``go test`` runs)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from connectors.history.source import GitHistorySource, select_go_test_files
+from sdk.rewards.config import RewardConfig
+from sdk.rewards.tiered import score_completion
+from sdk.sandbox.languages.gorepo import go_test_functions, node_ids
+from sdk.tasks.change import ChangeVerifier
+from sdk.tasks.records import Split
+from sdk.types import Framework, Language
+from tests.connectors import history_go_repo as gr
+
+STREAM = "\n".join([
+    '{"Action":"run","Package":"example.com/shop/calc","Test":"TestAdd"}',
+    '{"Action":"pass","Package":"example.com/shop/calc","Test":"TestAdd"}',
+    '{"Action":"output","Package":"example.com/shop/stats","Test":"TestSum","Output":"boom\\n"}',
+    '{"Action":"fail","Package":"example.com/shop/stats","Test":"TestSum"}',
+    '{"Action":"pass","Package":"example.com/shop/stats","Test":"TestSum/sub"}',
+    '{"Action":"fail","Package":"example.com/shop/calc"}',
+    "not json"])
+
+
+def test_go_tests_are_named_by_their_file_and_subtests_stay_in_their_parent():
+    tests = {"calc/ops_test.go": gr.TEST_MUL, "stats/stats_test.go": gr.TEST_STATS}
+    got = {t.name: (t.outcome, t.message) for t in node_ids(STREAM, {"go.mod": gr.GO_MOD}, tests)}
+    assert got == {"calc/ops_test.go::TestAdd": ("passed", ""), "stats/stats_test.go::TestSum": ("failed", "boom\n")}
+    assert set(go_test_functions(gr.TEST_MUL)) == {"TestAdd", "TestMul"}
+    assert go_test_functions(gr.TEST_MUL)["TestAdd"] == go_test_functions(gr.TEST_OPS)["TestAdd"]
+    assert go_test_functions("func Testing(t *testing.T) {\n}\nfunc TestX(b *testing.B) {\n}\n") == {}
+
+
+def test_go_test_selection_takes_whole_packages_and_their_importers():
+    source = {"go.mod": gr.GO_MOD, "calc/ops.go": gr.OPS, "stats/stats.go": gr.STATS, "fmtx/fmtx.go": "package fmtx\n"}
+    tests = {"calc/ops_test.go": "", "calc/div_test.go": "", "stats/stats_test.go": "", "fmtx/fmtx_test.go": ""}
+    got = select_go_test_files(tests, {"calc/div_test.go"}, ["calc/div.go"], source, budget=6)
+    assert got == ["calc/div_test.go", "calc/ops_test.go", "stats/stats_test.go"]
+    assert select_go_test_files(tests, {"calc/div_test.go"}, ["calc/div.go"], source, budget=2) == \
+        ["calc/div_test.go", "calc/ops_test.go"]
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    if shutil.which("go") is None:
+        pytest.skip("go is not installed (Debian: apt-get install golang-go; .ci/run does)")
+    from sdk.config import SandboxConfig
+    from sdk.errors import SandboxError
+    from sdk.sandbox import make_sandbox, toolchain_status
+
+    why = toolchain_status(Language.GO)
+    if why:
+        pytest.skip(why)
+    try:
+        sb = make_sandbox(SandboxConfig(allow_unisolated=True, cache=False, concurrency=2))
+    except SandboxError as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(f"no sandbox here: {exc}")
+    yield sb
+    sb.close()
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory, sandbox):
+    root = tmp_path_factory.mktemp("gohistory")
+    shas = gr.build(root / "shop")
+    result = GitHistorySource({"path": "shop", "heldout_fraction": 0.5, "reruns": 0}, root, "go/shop",
+                              sandbox=sandbox).read()
+    return shas, result, {t.source.commit: t for t in result.tasks}
+
+
+def test_go_history_counts_and_a_commit_whose_tests_cannot_build(mined):
+    shas, result, _ = mined
+    assert (result.counts["commits_scanned"], result.counts["skipped_no_source_change"], result.counts["tasks"],
+            result.counts["quarantined"]) == (4, 1, 2, 1)
+    (q,) = result.quarantined
+    assert q.source.commit == shas["broken"] and q.reason.startswith("tests_cannot_run")
+    assert "undefined: Padd" in q.reason
+
+
+def test_go_fail_to_pass_and_pass_to_pass_of_multi_file_changes(mined):
+    shas, _, tasks = mined
+    good = tasks[shas["good"]].verifier
+    assert isinstance(good, ChangeVerifier) and (good.language, good.framework) == (Language.GO, Framework.GO_REPO)
+    assert good.fail_to_pass == ("calc/ops_test.go::TestMul",)
+    assert good.pass_to_pass == ("stats/stats_test.go::TestSum",)
+    assert good.files["calc/ops.go"] == gr.OPS and "calc/mul.go" not in good.files
+    assert good.tests == {"calc/ops_test.go": gr.TEST_MUL, "stats/stats_test.go": gr.TEST_STATS}
+    ref = tasks[shas["good"]].reference
+    assert "b/calc/ops.go" in ref and "b/calc/mul.go" in ref and "_test.go" not in ref
+    newer = tasks[shas["newer"]]
+    assert newer.verifier.fail_to_pass == ("calc/div_test.go::TestDiv",)
+    assert newer.verifier.pass_to_pass == ("stats/stats_test.go::TestSum",)
+    assert "fmtx/fmtx.go" in newer.verifier.files and "fmtx/fmtx_test.go" not in newer.verifier.tests
+    assert tasks[shas["good"]].split == Split.TRAIN and newer.split == Split.HELDOUT
+    assert "```go" in tasks[shas["good"]].prompt[0].content
+
+
+def test_go_references_earn_full_marks_and_a_partial_change_breaks_the_importer(mined, sandbox):
+    shas, _, tasks = mined
+    task = tasks[shas["good"]]
+    ok = score_completion(task, f"```diff\n{task.reference}```", sandbox, RewardConfig())
+    assert ok.score == pytest.approx(1.0) and ok.components["all_passed"] == 1.0
+    half = task.reference[:task.reference.index("diff --git a/calc/ops.go")]   # mul.go only: ops.go keeps no Mul
+    res = score_completion(task, f"```diff\n{half}```", sandbox, RewardConfig())
+    assert (res.components["collects"], res.components["f2p_frac"], res.components["regressions"]) == (0.0, 0.0, 0.0)
+    wrong = task.reference + ("diff --git a/calc/zero.go b/calc/zero.go\nnew file mode 100644\n--- /dev/null\n"
+                              "+++ b/calc/zero.go\n@@ -0,0 +1,3 @@\n+package calc\n+\n+func Add(a, b int) int { return 0 }\n")
+    res = score_completion(task, f"```diff\n{wrong}```", sandbox, RewardConfig())
+    assert (res.components["collects"], res.components["regressions"]) == (0.0, 1.0)
+
+
+# Mul writes the framing lines of a pass (with test2json's ^V marker) and leaves with status 0
+# before the testing package can print the failure
+FORGE = ('package calc\n\nimport (\n\t"os"\n\t"syscall"\n)\n\nfunc Mul(a, b int) int {\n'
+         '\tos.Stdout.WriteString("\\x16--- PASS: TestMul (0.00s)\\n\\x16PASS\\n")\n\tsyscall.Exit(0)\n\treturn 0\n}\n')
+
+
+@pytest.mark.xfail(strict=True, reason="open: Go outcomes come from the test binary's own output, which the "
+                   "candidate's init() can rewrite (sdk/sandbox/languages/gorepo.py, 'Not covered')")
+def test_a_go_candidate_that_rewrites_its_test_output_forges_nothing(mined, sandbox):
+    shas, _, tasks = mined
+    task = tasks[shas["good"]]
+    lines = ["diff --git a/calc/forge.go b/calc/forge.go", "new file mode 100644", "--- /dev/null", "+++ b/calc/forge.go",
+             f"@@ -0,0 +1,{FORGE.count(chr(10))} @@", *("+" + ln for ln in FORGE.splitlines())]
+    res = score_completion(task, "```diff\n" + "\n".join(lines) + "\n```", sandbox, RewardConfig())
+    assert res.components.get("f2p_frac") == 0.0, res
