@@ -157,14 +157,19 @@ HONEST_TESTS = {
         "def test_calls_helper_and_other_test():\n    assert _helper(3) == 0\n    test_fails_early()\n\n\n"
         "def test_fails_early():\n    with pytest.raises(ZeroDivisionError):\n        1 / 0\n    return None\n\n\n"
         "@pytest.fixture(params=[1, 2])\ndef num(request):\n    return request.param * 10\n\n\n"
-        "@pytest.mark.parametrize('num', [3], indirect=True)\ndef test_indirect(num):\n    assert num == 30\n"),
+        "@pytest.mark.parametrize('num', [3], indirect=True)\ndef test_indirect(num):\n    assert num == 30\n\n\n"
+        "def _retry(f):\n    import functools\n\n    @functools.wraps(f)\n    def inner(*a, **k):\n        try:\n"
+        "            return f(*a, fail=True, **k)\n        except ValueError:\n            return f(*a, **k)\n"
+        "    return inner\n\n\n@_retry\ndef test_retried(fail=False):\n    if fail:\n        raise ValueError\n"
+        "    assert ops.add(1, 1) == 2\n"),
 }
 HONEST = {"tests/test_kinds.py::test_param[1-2-3]": "passed", "tests/test_kinds.py::test_param[2-2-4]": "passed",
           "tests/test_kinds.py::test_patched": "passed", "tests/test_kinds.py::test_wrapped": "passed",
           "tests/test_kinds.py::test_patched_fails": "failed", "tests/test_kinds.py::TestPlain::test_method": "passed",
           "tests/test_kinds.py::TestCase::test_unit": "passed", "tests/test_kinds.py::TestCase::test_unit_fails": "failed",
           "tests/test_kinds.py::test_fails": "failed", "tests/test_kinds.py::test_calls_helper_and_other_test": "passed",
-          "tests/test_kinds.py::test_fails_early": "passed", "tests/test_kinds.py::test_indirect[3]": "passed"}
+          "tests/test_kinds.py::test_fails_early": "passed", "tests/test_kinds.py::test_indirect[3]": "passed",
+          "tests/test_kinds.py::test_retried": "passed"}
 
 
 @pytest.fixture(scope="module")

@@ -107,9 +107,10 @@ def main():
     tl_guard.protect()
     import pytest
     import tl_witness
-    tl_witness.arm(fd, head.pop("nonce"), tl_witness.test_codes(folder, head["tests"]), cwd)
+    codes = tl_witness.test_codes(folder, head["tests"])
+    tl_witness.arm(fd, head.pop("nonce"), codes, cwd)
     say = tl_witness.emitter(fd, "view")   # pytest's view: the same writer, tagged view, no secret
-    plug = plugin(say, folder, cwd, tl_witness.tracer(folder))
+    plug = plugin(say, folder, cwd, tl_witness.tracer(folder, {name.rsplit(".", 1)[-1] for _, name in codes}))
     sys.modules["__main__"] = types.ModuleType("__main__")   # this module is not reachable by name
     main_ = pytest.main
     say(event="started")

@@ -149,26 +149,36 @@ def node_key(nodeid):
     return parts[0], ".".join(p.split("[", 1)[0] for p in parts[1:])
 
 
-def local(frame, event, arg, _audit=sys.audit):
-    """The trace function of a test module's frames: at each ``return`` it asks the hook to look
-    (it decides nothing and holds nothing secret)."""
+_SEEKING = []   # the global trace function of :func:`tracer` (reachable; it decides nothing)
+
+
+def local(frame, event, arg, _audit=sys.audit, _settrace=sys.settrace):
+    """The trace function of a test function's frame: at its ``return`` it asks the hook to look
+    (it decides nothing and holds nothing secret), and the seeking trace function takes over again."""
     if event == "return":
+        if _SEEKING:
+            _settrace(_SEEKING[-1])
         _audit("tl.ran")
     return local
 
 
-def tracer(folder):
-    """The global trace function for a test's call phase: :func:`local` for frames of modules
-    under ``folder`` (a cheap filter on the frame's globals; the hook checks the code itself)."""
-    root = folder.rstrip(os.sep) + os.sep
+def tracer(folder, names):
+    """The global trace function for a test's call phase: :func:`local` for a frame of a module
+    under ``folder`` running a function named as a test (``names``); then, until that frame
+    returns, the global trace function is the C builtin ``getattr`` (``getattr(frame, "call",
+    None)`` is None: nested calls are not traced, at the cost of a C call, where a Python trace
+    function made call-heavy tests 5-8x slower). Cheap filters only; the hook checks the code."""
+    root, names = folder.rstrip(os.sep) + os.sep, frozenset(n for n in names if n.startswith("test"))
 
-    def trace(frame, event, arg):
+    def trace(frame, event, arg, _settrace=sys.settrace, _quiet=getattr):
         g = frame.f_globals
         f = g.get("__file__") if type(g) is dict else None
-        if type(f) is str and f.startswith(root):
+        if type(f) is str and f.startswith(root) and frame.f_code.co_name in names:
             frame.f_trace_lines = False
+            _settrace(_quiet)
             return local
         return None
+    _SEEKING.append(trace)
     return trace
 
 
@@ -316,7 +326,8 @@ def _hook(emit, check, cwd, _getframe=sys._getframe, _inside=inside, _testside=t
         return event == "open" and bool(args) and _type(args[0]) is str and bool(MEMORY.match(args[0]))
 
     def hook(event, args):
-        if busy or _type(event) is not str:
+        if busy or _type(event) is not str or not (event == "tl.ran" or event in _watched or event == "open"
+                                                   or event == "object.__setattr__"):
             return
         busy.append(1)
         try:
@@ -327,7 +338,7 @@ def _hook(emit, check, cwd, _getframe=sys._getframe, _inside=inside, _testside=t
                 elif nid is not None and nid not in done:
                     done.add(nid)
                     emit(event="ran", name=nid)
-            elif (event in _watched or event in ("object.__setattr__", "open")) and tampering(event, args):
+            elif tampering(event, args):
                 where = from_repo()
                 if where:
                     emit(event="flag", flag="runner_tampering", detail="%s used %s %s" % (where, event, _safe(args)))
