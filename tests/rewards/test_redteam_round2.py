@@ -243,3 +243,14 @@ def test_key_rings_and_other_folders_keep_nothing_for_the_next_task(warm):
 def test_a_failing_candidate_cannot_turn_its_run_into_an_infrastructure_status(scored):
     res = scored["view_line_too_deep"]
     assert res.score is not None and res.score <= scored["control"].score, (res.score, res.status, res.detail[:200])
+
+
+def test_a_deep_frame_on_every_pipe_of_a_function_candidate_is_its_own_failure(warm):
+    """The function-task path's wire reader (tl_wire) meets the same nested JSON as a frame: the
+    candidate fails as itself, never as an infrastructure status."""
+    from tests.sandbox.test_hostile import probe
+    body = ("import os, stat\ndeep = b'[' * 100000\nframe = b'%d\\n' % len(deep) + deep\nfor f in range(3, 64):\n"
+            "    try:\n        if stat.S_ISFIFO(os.fstat(f).st_mode):\n            os.write(f, frame)\n"
+            "    except OSError:\n        pass\nreturn 4")
+    got = warm.run([probe(body, "assert r == 5", cold=cold) for cold in (False, True)])
+    assert [r.status.value for r in got] == ["failed", "failed"], got
