@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import make_url
 
-from connectors.feedback_tables import lane
+from connectors.feedback_tables import lane, overlap
 from connectors.feedback_tables.mapping import TEXT_FIELDS
 from feedback.redact import MAY_HOLD_PII, PREFILTERS
 
@@ -272,8 +272,9 @@ def _run_in_worker(packed: Chunk | bytes, start: int, key_fields: list[str], as_
 def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk], key_fields: list[str],
                as_json: bool, workers: int | None, columnar: bool = False, start: int = 0,
                blocks: bool = False) -> Iterator[list]:
-    """Process ``chunks`` in order (inline for one chunk or one worker, else on a process pool),
-    adding each chunk's counts to ``source.counts`` and yielding its records, one list per chunk
+    """Process ``chunks`` in order (inline for one chunk or one worker; Arrow chunks of the columnar
+    lane with a redactor here, redaction on ``workers - 1`` processes (:mod:`~connectors.feedback_tables.overlap`);
+    else on a process pool), adding each chunk's counts to ``source.counts`` and yielding its records, one list per chunk
     (one generator step per chunk, not per record). ``start``: read index of the first row;
     ``blocks`` (with ``as_json``): each list holds one string of the chunk's lines, each ending in
     a newline."""
@@ -282,6 +283,12 @@ def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk],
     first = next(it, None)
     second = next(it, None) if first is not None else None
     if first is None:
+        return
+    if columnar and second is not None and overlap.fits(source, first, n):  # the lane here, redaction beside
+        for out, counts in overlap.run_lanes(source, _chain(first, second, it), key_fields, as_json, n, start,
+                                             blocks, process_chunk):
+            _add(source.counts, counts)
+            yield out
         return
     if second is None or n == 1:
         for chunk in _chain(first, second, it):

@@ -46,6 +46,25 @@ def _cat(*parts: Any) -> pa.Array:
     return pc.binary_join_element_wise(*parts, "")
 
 
+def redact_texts(redactor: Any, work: list[tuple[list, list, list]]) -> list[list]:
+    """Per ``(texts, scopes, flags)`` of a job of :meth:`ChunkLane.begin` (its last three items),
+    per text: ``(redacted text, spans)``, or ``None`` where the redactor failed (fail closed: the
+    row path quarantines the row). The same (text, scope) is redacted once (double clicks repeat)."""
+    seen: dict[tuple[str, str], Any] = {}
+    results = []
+    for texts, scopes, flags in work:
+        done = []
+        for text, scope, only in zip(texts, scopes, flags):
+            if (text, scope) not in seen:
+                try:
+                    seen[text, scope] = redactor.redact(text, scope, only=only)
+                except RedactionError:
+                    seen[text, scope] = None
+            done.append(seen[text, scope])
+        results.append(done)
+    return results
+
+
 def _joined(lines: pa.Array) -> list[str]:
     """``[all lines, each ending in a newline]`` (``[]`` for none), joined by one Arrow kernel
     (no Python string per line)."""
@@ -84,8 +103,18 @@ class ChunkLane:
         chunk's counts to ``source.counts``. ``joined`` (with ``as_json``): one string of all the
         lines, each ending in a newline (``[]`` when there is none), joined by Arrow when no row of
         the chunk took the row path."""
+        jobs = self.begin()
+        return self.finish(jobs, redact_texts(self.src._redactor, [job[2:] for job in jobs]), as_json, joined)
+
+    def begin(self) -> list[tuple[str, np.ndarray, list, list, list]]:
+        """First half of :meth:`run`: values parsed, and the redaction jobs (for :func:`redact_texts`,
+        here or in another process, while the next chunk starts)."""
         self._parse()
-        self._redact()
+        return self._candidates()
+
+    def finish(self, jobs: list, results: list[list], as_json: bool, joined: bool = False) -> list:
+        """Second half of :meth:`run`, with the results of :meth:`begin`'s jobs."""
+        self._apply(jobs, results)
         self._check_lengths()
         bad = np.isin(self.gid, np.unique(self.gid[self.unsure]))
         keys, lines = self._simple(np.flatnonzero(~bad), as_json)
@@ -134,38 +163,40 @@ class ChunkLane:
                 out = pc.if_else(col.truthy(a), col.as_text(a.cast(pa.string())), out)
         return out.to_pylist()
 
-    def _redact(self) -> None:
-        """Redact candidate texts in place (``self.text``) and count spans per row (``self.spans``)."""
-        src = self.src
+    def _candidates(self) -> list[tuple[str, np.ndarray, list, list, list]]:
+        """The texts the redaction pre-filter flags, per text field: ``(field, rows, texts, scopes,
+        per-detector flags)`` (``self.text`` holds the fields' texts, ``self.spans`` zeros)."""
         self.text = {f: col.as_text(self.raw[f]) for f in TEXT_FIELDS if self.raw[f] is not None}
         self.spans = np.zeros(self.n, dtype=np.int64)
-        if src._redactor is None:
-            return
-        seen: dict[tuple[str, str], tuple[str, int]] = {}
+        if self.src._redactor is None:
+            return []
+        jobs = []
         for f, arr in self.text.items():
             # one pass with every detector's pattern; the few texts it hits get the per-detector flags
             ascii_only = pc.all(pc.string_is_ascii(arr)).as_py() is not False  # \p{Nd} is [0-9] there, faster in RE2
             patterns = _ASCII_PREFILTERS if ascii_only else PREFILTERS
-            hit = col.np_bool(pc.match_substring_regex(arr, _any(patterns))) & ~self.unsure
-            idx = np.flatnonzero(hit)
-            if not len(idx):
-                continue
-            texts = arr.take(pa.array(idx))
-            flags = np.stack([col.np_bool(pc.match_substring_regex(texts, p)) for p in patterns], axis=1)
-            new: list[str | None] = []
-            for i, text, scope, only in zip(idx, texts.to_pylist(), self._scopes(idx),
-                                            map(tuple, flags.tolist())):
-                try:
-                    out, count = seen.get((text, scope)) or seen.setdefault(
-                        (text, scope), src._redactor.redact(text, scope, only=only))  # double clicks repeat
-                except RedactionError:
-                    self.unsure[i] = True  # quarantined by the row path, with its reason
-                    out, count = text, 0
-                new.append(out)
-                self.spans[i] += count
+            idx = np.flatnonzero(col.np_bool(pc.match_substring_regex(arr, _any(patterns))) & ~self.unsure)
+            if len(idx):
+                texts = arr.take(pa.array(idx))
+                flags = np.stack([col.np_bool(pc.match_substring_regex(texts, p)) for p in patterns], axis=1)
+                jobs.append((f, idx, texts.to_pylist(), self._scopes(idx), list(map(tuple, flags.tolist()))))
+        return jobs
+
+    def _apply(self, jobs: list[tuple[str, np.ndarray, list, list, list]], results: list[list]) -> None:
+        """Put the redacted texts of ``jobs`` (:func:`redact_texts`' ``results``) in place in
+        ``self.text`` and count spans per row (``self.spans``); a text that failed makes its row
+        unsure (the row path quarantines it, with its reason)."""
+        for (f, idx, texts, _, _), done in zip(jobs, results):
+            new = []
+            for i, text, result in zip(idx, texts, done):
+                if result is None:
+                    self.unsure[i] = True
+                    result = (text, 0)
+                new.append(result[0])
+                self.spans[i] += result[1]
             mask = np.zeros(self.n, dtype=bool)
             mask[idx] = True
-            self.text[f] = pc.replace_with_mask(arr, pa.array(mask), pa.array(new, pa.string()))
+            self.text[f] = pc.replace_with_mask(self.text[f], pa.array(mask), pa.array(new, pa.string()))
 
     def _check_lengths(self) -> None:
         """Prompts over ``max_prompt_chars`` (after redaction) are cut by the row path."""

@@ -146,6 +146,31 @@ def test_fast_ingest_matches_rows_on_postgres_through_arrow(tmp_path):
         engine.dispose()
 
 
+@pytest.mark.postgres
+def test_lane_with_redaction_on_other_processes_matches_rows_on_postgres(tmp_path, monkeypatch):
+    """Chunks of 64 rows: many Arrow chunks, so with two workers the lane runs in the reading
+    process and the exact redactor on a second one (checked: that runner ran); still byte for byte
+    the row path, and the same counts."""
+    from connectors.feedback_tables import fast, overlap
+
+    monkeypatch.setattr(fast, "LANE_ROWS", 64)
+    runs = []
+    real = overlap.run_lanes
+    monkeypatch.setattr(overlap, "run_lanes", lambda *args: runs.append(args[4]) or real(*args))
+    url = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+    table = f"fb_{uuid.uuid4().hex[:8]}"
+    engine = server_table(url, table, table_rows())
+    try:
+        OPTIONS["table"] = table
+        assert_same(url, tmp_path)
+        assert runs and set(runs) >= {2}
+    finally:
+        OPTIONS["table"] = "fb"
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE {table}"))
+        engine.dispose()
+
+
 @pytest.mark.skipif(not (QUICK / "seed_feedback.py").exists(), reason="quickstart not present")
 def test_fast_ingest_matches_rows_on_the_quickstart(tmp_path):
     subprocess.run([sys.executable, str(QUICK / "seed_feedback.py"), str(tmp_path / "feedback.db")], check=True,
