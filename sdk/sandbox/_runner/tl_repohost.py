@@ -55,7 +55,7 @@ def read_lines(fd, nonce, cap=CAP):
         if tag == nonce or tag == "view":
             try:
                 event = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):  # a line nested past the parser's depth is the candidate's own
                 continue
             if isinstance(event, dict):
                 out.append((tag == nonce, event))
