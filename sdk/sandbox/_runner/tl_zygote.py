@@ -64,13 +64,7 @@ def _read_capped(path, cap):
 def _supervisor(chan, ctl):
     """The per-request harness process (never returns)."""
     code = 70
-    try:
-        for fd, name in ((1, ".stdout"), (2, ".stderr")):
-            f = os.open(os.path.join(RUN, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.dup2(f, fd)
-            os.close(f)
-        sys.stdout = open(1, "w", closefd=False)
-        sys.stderr = open(2, "w", closefd=False)
+    try:   # fds 1 and 2 are this request's output files already (_spawn), and sys.stdout/stderr wrap them
         remote = tl_remote.Remote()
         _write(ctl, b"r\n")
         try:
@@ -100,9 +94,26 @@ def _supervisor(chan, ctl):
         os._exit(code)
 
 
+def _outputs(fds):
+    """Point fds 1 and 2 at the next request's output files (``fds``: None) or back at ``fds``.
+    Done here rather than in the supervisor, so the supervisor forks its candidate before it has
+    written to any page the candidate shares (each such page faults twice; issue 14)."""
+    for fd, name in ((1, ".stdout"), (2, ".stderr")):
+        if fds is None:
+            f = os.open(os.path.join(RUN, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(f, fd)
+            os.close(f)
+        else:
+            os.dup2(fds, fd)
+
+
 def _spawn():
     """Fork the next supervisor (which forks its candidate) and wait until both exist, so the
     host never sees a server without its pair. Returns (pid, control pipe)."""
+    try:
+        _outputs(None)
+    except OSError:   # no /tmp/run: the slot is reported not clean and replaced before any request
+        pass
     ctl_r, ctl_w = os.pipe()
     for _ in range(400):   # a process limit still counting the last request's dying processes
         try:
@@ -115,6 +126,7 @@ def _spawn():
     if pid == 0:
         os.close(ctl_r)
         _supervisor(CHAN[0], ctl_w)
+    _outputs(NULL[0])
     os.close(ctl_w)
     select.select([ctl_r], [], [], 10.0)
     return pid, ctl_r
@@ -220,6 +232,7 @@ def _fresh():
 
 
 CHAN = [-1]
+NULL = [-1]
 
 
 def main():
@@ -227,9 +240,11 @@ def main():
     _libc()
     tl_guard.remember_server()
     CHAN[0] = chan = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
+    NULL[0] = null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.dup2(null, 2)
+    sys.stdout = open(1, "w", closefd=False)   # what each supervisor and candidate write through
+    sys.stderr = open(2, "w", closefd=False)   # (this server never writes to them)
     message = {"ready": True, "clean": _fresh()}
     while True:
         pid, ctl = _spawn()
