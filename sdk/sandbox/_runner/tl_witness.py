@@ -38,7 +38,14 @@ pass; a repository that makes what the test calls lie (``pytest.raises``, an ``=
 the test's code rebuilt with other globals) makes the genuine code return normally: the evidence is
 about the runner, the test's strength is the task's. The trace function is set for the call phase
 only (a genuine function run from a fixture or another thread is not evidence).
-A test that replaces ``sys.settrace`` itself loses its evidence (it fails, flagged). Reading
+A test that replaces ``sys.settrace`` itself loses its evidence (it fails, flagged).
+Open hole (found at the end of the stop; the jump and the missing audit events shown in a standalone
+script, not yet through the runner nor in a test): repository code
+that takes the genuine test frame (``sys._getframe``, not a watched event: honest libraries use
+it) can set a trace function of its own on it (``f_trace``; no audit event), jump over a failing
+``assert`` (``f_lineno``, as a debugger does), and put :func:`local` back: the frame then returns
+normally and the witness writes ``ran``. Flagging ``sys._getframe`` from repository code, or
+checking the frame's line events in :func:`local`, are the candidate fixes. Reading
 process memory through ``ctypes`` or ``/proc/self/mem`` is flagged, not prevented.
 """
 
