@@ -48,7 +48,9 @@ runner (the harness run by hand, outside the sandbox, one shape of the attack) p
 pass but the witness wrote no ``ran`` (failed and flagged), for a reason not yet worked out, so
 other shapes may succeed. Flagging ``sys._getframe`` from repository code, or checking the
 frame's line events in :func:`local`, are the candidate fixes. Reading
-process memory through ``ctypes`` or ``/proc/self/mem`` is flagged, not prevented.
+process memory through ``ctypes`` is flagged, not prevented (``/proc/self/mem`` is closed: the test
+process is not dumpable); the nonce is a Python string in the hook's closure, so a ``gc`` walk
+finds it: pure Python cannot keep it out of reach, the flag of :mod:`tl_proof` is the line.
 """
 
 import dis
@@ -64,11 +66,10 @@ RETURNS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n 
 SAFE = (str, bytes, int, float, complex, bool, type(None), type(Ellipsis))
 NODEID = "_nodeid"
 WATCHED = {"sys.settrace", "sys.setprofile", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
-           "gc.get_referents", "sys.addaudithook", "ctypes.string_at", "ctypes.cdata",
-           "sys.monitoring.register_callback"}
+           "gc.get_referents", "sys.addaudithook", "ctypes.string_at", "ctypes.cdata", "ctypes.call_function",
+           "sys.monitoring.register_callback", "os.fork", "os.forkpty"}
 RUNNER = ("_pytest", "pytest", "pluggy", "unittest", "tl_", "__main__")
-TRANSPARENT = ("functools.py", "inspect.py", "types.py", "os.py", "pathlib.py", "io.py", "_pyio.py")
-MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)/(task/\d+/)?(mem|maps|pagemap|environ)$")
+MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)/(task/\d+/)?(mem|maps|smaps|pagemap|environ)$")
 
 
 def emitter(fd, nonce, _write=os.write, _quote=json.encoder.encode_basestring_ascii, _str=str, _int=int,
@@ -135,6 +136,7 @@ def test_codes(folder, modules):
     from pathlib import Path
     from _pytest.assertion.rewrite import _rewrite_test
     out = {}
+    FOLDER[:] = [folder]
     for rel in modules:
         path = os.path.join(folder, rel)
         codes = []
@@ -189,26 +191,6 @@ def tracer(folder, names):
         return None
     _SEEKING.append(trace)
     return trace
-
-
-def inside(path, root):
-    """True when file ``path`` (an exact, absolute str; ``<frozen ...>``, ``<string>`` are not
-    files) lies under folder ``root``."""
-    if type(path) is not str or not path.startswith("/"):
-        return False
-    try:
-        return os.path.realpath(path).startswith(root)
-    except (TypeError, ValueError):
-        return False
-
-
-def testside(rel):
-    """True for a test-side support file, as :data:`sdk.tasks.change.TEST_GLOBS` has them (a change
-    may not edit those: they are the task's own)."""
-    parts = rel.split("/")
-    name = parts[-1]
-    return (len(parts) > 1 and parts[0] == "testing") or bool(set(parts[:-1]) & {"tests", "test"}) \
-        or name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
 def id_reader(nodes):
@@ -300,30 +282,36 @@ def safe(args, _type=type):
 def arm(fd, nonce, codes, cwd):
     """Install the audit hook that alone holds the nonce (nothing is returned, so no frame of the
     caller keeps it): ``ran`` lines from :func:`witness`, ``runner_tampering`` flags for a
-    ``tl.ran`` event from elsewhere and for runner-reaching events whose caller is repository
-    code (past stdlib helpers that only pass a call on; the working folder's test-side files
-    are the task's own). Call once pytest is imported and before any repository code runs."""
+    ``tl.ran`` event from elsewhere and for a watched event not proven to come from trusted code
+    (:mod:`tl_proof`: the runner's, pytest's or pluggy's code objects as armed, or the pristine
+    test functions). Call once pytest is imported and before any repository code runs."""
     import _pytest.nodes
     import _pytest.runner
+    import pluggy
+    import tl_proof
     emit = emitter(fd, nonce)
     check = witness(codes, _pytest.runner.pytest_runtest_call.__code__, id_reader(_pytest.nodes))
-    sys.addaudithook(_hook(emit, check, cwd))
+    dirs = tuple(os.path.realpath(os.path.dirname(m.__file__)) + os.sep
+                 for m in (_pytest.nodes, pluggy, sys.modules[__name__]))
+    fps = set().union(*codes.values()) if codes else set()
+    files = {os.path.join(FOLDER[0], rel) for rel, _ in codes} if FOLDER else set()
+    source = tl_proof.prover(tl_proof.registry(dirs), frozenset(fps) - {None}, frozenset(files), fingerprint)
+    sys.addaudithook(_hook(emit, check, source))
 
 
-def _hook(emit, check, cwd, _getframe=sys._getframe, _inside=inside, _testside=testside, _type=type,
-          _safe=safe, _watched=frozenset(WATCHED)):
+FOLDER = []   # the tests folder (set by test_codes)
+
+
+def memory(path, _type=type):
+    """True when ``path`` (an ``open`` event's str or bytes) names this or another process's memory
+    or its map under ``/proc``, however spelled (``//``, ``/./``, ``..``)."""
+    if _type(path) is bytes:
+        path = os.fsdecode(path)
+    return _type(path) is str and bool(MEMORY.match(os.path.normpath(path)))
+
+
+def _hook(emit, check, source, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED)):
     busy, done = [], set()
-
-    def from_repo():
-        frame = _getframe(2)
-        while frame is not None:
-            name = frame.f_code.co_filename
-            if _inside(name, cwd):
-                return False if _testside(name[len(cwd):]) else name
-            if _type(name) is not str or not name.endswith(TRANSPARENT):
-                return False
-            frame = frame.f_back
-        return False
 
     def tampering(event, args):
         if event in _watched:
@@ -332,7 +320,7 @@ def _hook(emit, check, cwd, _getframe=sys._getframe, _inside=inside, _testside=t
             cls = args[0] if args else None
             mod = type.__dict__["__module__"].__get__(cls) if isinstance(cls, type) else None
             return _type(mod) is str and mod.startswith(RUNNER)
-        return event == "open" and bool(args) and _type(args[0]) is str and bool(MEMORY.match(args[0]))
+        return event == "open" and bool(args) and memory(args[0])
 
     def hook(event, args):
         if busy or _type(event) is not str or not (event == "tl.ran" or event in _watched or event == "open"
@@ -348,7 +336,7 @@ def _hook(emit, check, cwd, _getframe=sys._getframe, _inside=inside, _testside=t
                     done.add(nid)
                     emit(event="ran", name=nid)
             elif tampering(event, args):
-                where = from_repo()
+                where = source(_getframe(1), event)
                 if where:
                     emit(event="flag", flag="runner_tampering", detail="%s used %s %s" % (where, event, _safe(args)))
         except Exception:  # noqa: BLE001 - the hook never breaks the tests
