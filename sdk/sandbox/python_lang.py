@@ -102,6 +102,9 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
     except SandboxError as exc:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=str(exc))
     tests = sorted(req.tests)
+    if not tests:
+        return ExecResult(status=ExecStatus.SANDBOX_ERROR,
+                          detail="the request has no test files: give `tests` at least one {path: source} entry")
     if req.framework == Framework.SCRIPT and (not req.entry_point or len(tests) != 1):
         return ExecResult(status=ExecStatus.SANDBOX_ERROR,
                           detail="framework `script` needs entry_point and exactly one test file defining check()")

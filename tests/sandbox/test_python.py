@@ -119,3 +119,14 @@ def test_environment_is_cleared(sandbox, monkeypatch):
 def test_trainer_packages_are_not_importable(sandbox):
     sol = "def add(a, b):\n    try:\n        import torch\n        return None\n    except ImportError:\n        return a + b\n"
     assert sandbox.run_one(py(sol)).status == ExecStatus.OK
+
+
+def test_a_request_with_no_test_files_is_an_error_result_not_a_crash():
+    """An empty ``tests`` mapping comes back as one ExecResult naming the fix (it raised IndexError
+    inside the planner, found by the issue-13 new-user check)."""
+    from sdk.sandbox.python_lang import plan
+
+    for framework in ("pytest", "script"):
+        res = plan(ExecRequest(framework=framework, solution=ADD_OK, tests={}, entry_point="add"))
+        assert res.status == ExecStatus.SANDBOX_ERROR
+        assert "no test files" in res.detail and "`tests`" in res.detail
