@@ -5,7 +5,8 @@ URL: the page works offline and from an e-mail attachment. Every value from the 
 Sections carry stable ids (``summary``, ``domains``, ``regressions``, ``tasks``, ``training``,
 ``schedule-comparison`` (when the report has one), ``flags``, ``side-effects``, ``cost``,
 ``cost-benefit``; issue 15: ``honesty``, ``rl-vs-sft``, ``retry``, ``per-task``, ``knee``, rendered by
-:mod:`sdk.eval.html_checks`) so tests and readers can find them.
+:mod:`sdk.eval.html_checks`; issue 17: ``change-completion`` when change tasks were evaluated,
+:mod:`sdk.eval.html_change`) so tests and readers can find them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 
+import sdk.eval.html_change as change
 import sdk.eval.html_checks as checks
 import sdk.eval.plots as plots
 from sdk.eval.fmt import fmt_est
@@ -42,7 +44,8 @@ def render_html(report: EvalReport | Mapping[str, Any]) -> str:
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         "<title>tuneloop report</title>", f"<style>{CSS}</style></head><body>",
         "<h1>tuneloop report</h1>", _meta(report),
-        _summary(report), checks.honesty_html(report), checks.rl_vs_sft_html(report), checks.retry_html(report),
+        _summary(report), change.change_completion_html(report), checks.honesty_html(report),
+        checks.rl_vs_sft_html(report), checks.retry_html(report),
         _domains(report), _regressions(report), _tasks(report),
         _training(report), _schedule(report),
         _flags(report), _side_effects(report), _cost(report), _cost_benefit(report),

@@ -54,6 +54,11 @@ class EvalRow(Frozen):
         retry: after one retry with execution feedback (``eval.retry_with_feedback``): per
             completion, whether the sample passed on its first or its second attempt; empty when
             no retry was made.
+        verifier_kind: the task's verifier kind (``unit_tests``, ``answer``, ``change`` ...); empty
+            in rows written before issue 17.
+        fail_to_pass_failing, pass_to_pass_broken: change tasks only (``verifier_kind == "change"``),
+            per completion: the fail-to-pass tests still failing and the pass-to-pass tests broken
+            (:class:`~sdk.rewards.result.RewardResult`); empty for other tasks.
     """
 
     task_id: str
@@ -70,13 +75,17 @@ class EvalRow(Frozen):
     stop_reasons: tuple[str, ...] = ()
     details: tuple[str, ...] = ()
     retry: tuple[bool, ...] = ()
+    verifier_kind: str = ""
+    fail_to_pass_failing: tuple[tuple[str, ...], ...] = ()
+    pass_to_pass_broken: tuple[tuple[str, ...], ...] = ()
 
     @model_validator(mode="after")
     def _aligned(self) -> "EvalRow":
         n = len(self.completions)
         lengths = {"rewards": len(self.rewards), "passed": len(self.passed),
                    "statuses": len(self.statuses), "flags": len(self.flags)}
-        for name in ("components", "stop_reasons", "details", "retry"):
+        for name in ("components", "stop_reasons", "details", "retry", "fail_to_pass_failing",
+                     "pass_to_pass_broken"):
             if getattr(self, name):
                 lengths[name] = len(getattr(self, name))
         bad = {k: v for k, v in lengths.items() if v != n}

@@ -76,7 +76,9 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         task_strength: verifier strength per source (``counts.json["strength"]``); becomes
             ``tasks["strength"]`` when non-empty (omitted: no key, so older reports read the same).
         checkpoint_rows, task_names, validation, seed: rows per model label, task names, validation
-            facts and bootstrap seed of the issue-15 sections (:func:`_issue15_sections`).
+            facts and bootstrap seed of the issue-15 sections (:func:`_issue15_sections`); the change
+            completion section (change tasks, :mod:`sdk.eval.change`) reads ``checkpoint_rows``, else
+            ``rows``.
     Returns:
         An :class:`EvalReport` (its fields are the keys of ``to_json()``, i.e. report.json).
     """
@@ -101,6 +103,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         cost=_cost_section(costs),
         cost_benefit=_cost_benefit_section(comparison, points),
         **_issue15_sections(comparison, dict(checkpoint_rows or {}), task_names or {}, validation, seed),
+        change_completion=_change_section(checkpoint_rows or {}, rows, seed),
     )
 
 
@@ -116,6 +119,17 @@ def _issue15_sections(comparison: Comparison, by_label: dict[str, Sequence[EvalR
             "honesty": _jsonable(honesty_section(comparison, by_label, validation)),
             "retry": retry_section(by_label, seed=seed),
             "per_task": _jsonable(per_task_section(comparison, by_label, names)) if by_label else []}
+
+
+def _change_section(by_label: Mapping[str, Sequence[EvalRow]], rows: Sequence[EvalRow], seed: int
+                    ) -> dict[str, Any] | None:
+    """``change_completion`` (:mod:`sdk.eval.change`) from the rows per model label (``rows`` grouped
+    by :attr:`EvalRow.model` when none are given); None without change tasks."""
+    from sdk.eval.change import change_completion_section
+
+    labels = dict(by_label) or {m: [r for r in rows if r.model == m] for m in {r.model for r in rows}}
+    section = change_completion_section(labels, seed=seed)
+    return _jsonable(section) if section else None
 
 
 def write_report(run_dir: str | Path, report: EvalReport) -> tuple[Path, Path]:
@@ -148,6 +162,9 @@ def print_summary(report: EvalReport, console: Console | None = None) -> None:
         table.add_row(name, str(sl.n_tasks), fmt_est(sl.base[1], sep=","),
                       fmt_est(sl.tuned[1], sep=","), fmt_est(sl.delta[1], signed=True, sep=","))
     console.print(table)
+    for name, sl in (report.change_completion or {}).get("by_split", {}).items():
+        console.print(f"change completion rate ({name}, {sl['n_tasks']} tasks): base {_pct(sl['base'])}, "
+                      f"tuned {_pct(sl['tuned'])}, tuned - base {_pct(sl['delta'], signed=True)}", markup=False)
     counts = report.diff["gated_counts"]
     console.print(f"held-out/OOD tasks: {counts['gain']} gained, {counts['regression']} regressed, "
                   f"{counts['both']} solved by both, {counts['neither']} by neither, {counts['unjudged']} unjudged")
@@ -174,6 +191,12 @@ def print_summary(report: EvalReport, console: Console | None = None) -> None:
     if knee_text := (report.cost_benefit.get("knee") or {}).get("text"):
         console.print(knee_text, markup=False)
     console.print(f"[bold]{report.recommendation}[/]")
+
+
+def _pct(e: Mapping[str, Any], signed: bool = False) -> str:
+    """An estimate's JSON form as ``value [low, high]`` in percent."""
+    f = "+.1f" if signed else ".1f"
+    return f"{100 * e['value']:{f}}% [{100 * e['low']:{f}}, {100 * e['high']:{f}}]"
 
 
 def _cost_benefit_section(comparison: Comparison, points: Sequence[Checkpoint]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_serializer
 
 from sdk.eval.gate import GateResult
 from sdk.eval.records import Estimate, SliceComparison
@@ -54,6 +54,10 @@ class EvalReport(Frozen):
         retry: pass@1 after one retry with execution feedback (:func:`sdk.eval.checkpoints.retry_section`).
         per_task: per compared task its name, file, outcome and base/tuned first completions
             (:func:`sdk.eval.checkpoints.per_task_section`).
+        change_completion: change tasks only (issue 17): change completion rate base vs tuned per
+            split with intervals, and per task the model's diff and the fail-to-pass tests still
+            failing / pass-to-pass tests broken (:func:`sdk.eval.change.change_completion_section`).
+            None, and then absent from the JSON, when no change task was evaluated.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
@@ -80,6 +84,16 @@ class EvalReport(Frozen):
     honesty: dict[str, Any] = Field(default_factory=dict)
     retry: dict[str, Any] | None = None
     per_task: list[dict[str, Any]] = Field(default_factory=list)
+    change_completion: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_absent_sections(self, handler: Any) -> dict[str, Any]:
+        """Leave ``change_completion`` out of the document when None (reports of other task sets
+        keep their keys)."""
+        doc = handler(self)
+        if doc.get("change_completion", 0) is None:
+            doc.pop("change_completion")
+        return doc
 
     def __hash__(self) -> int:  # dict fields are not hashable; a report is identified by its JSON
         return hash((self.created, self.to_json_str()))

@@ -119,6 +119,7 @@ def _evaluate_batch(batch: list[Task], generate: Generate, score: Score, label: 
     rows = []
     for i, task in enumerate(batch):
         res = results[i * n:(i + 1) * n]
+        kind = str(getattr(task.verifier, "kind", "") or "")
         rows.append(EvalRow(
             task_id=task.id, domain=task.domain, split=task.split, model=label,
             completions=tuple(out[0] for out in outs[i]),
@@ -130,8 +131,15 @@ def _evaluate_batch(batch: list[Task], generate: Generate, score: Score, label: 
             components=tuple(_components(r) for r in res),
             stop_reasons=tuple(str(out[2]) if len(out) > 2 else "unknown" for out in outs[i]),
             details=tuple("" if r is None else str(getattr(r, "detail", "") or "")[:DETAIL_CHARS] for r in res),
+            verifier_kind=kind, **(_change_tests(res) if kind == "change" else {}),
         ))
     return rows
+
+
+def _change_tests(results: Sequence[Any]) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """A change task's per-sample fail-to-pass tests still failing and pass-to-pass tests broken."""
+    return {name: tuple(tuple(str(t) for t in (getattr(r, name, None) or ())) for r in results)
+            for name in ("fail_to_pass_failing", "pass_to_pass_broken")}
 
 
 def _components(result: Any) -> dict[str, float]:

@@ -13,6 +13,10 @@ every task kind; normalised by ``parses + runs + tests``):
   one costs ``regression_penalty / len(pass_to_pass)``, all broken cost ``regression_penalty``
   (the meaning the config field already has for repair-task baselines).
 
+The result names the fail-to-pass tests still failing and the pass-to-pass tests broken
+(``fail_to_pass_failing``, ``pass_to_pass_broken``): the report's change completion reads them
+(:mod:`sdk.eval.change`).
+
 Sections of the diff that edit test-side files (``edits_tests``) or CI / runner configuration
 (``edits_ci``) are dropped before applying and flagged (component ``flag_<name>``, and in
 ``flags``); they never score. A diff with nothing else left earns nothing (status ``no_code``).
@@ -103,7 +107,8 @@ def prepare(task: Task, completion: str, limits: Limits | None = None) -> Change
     diff = extract_diff(completion)
     if diff is None:
         plan.done = RewardResult(score=0.0, status=RewardStatus.NO_CODE, components={"applies": 0.0},
-                                 detail="no unified diff in the completion")
+                                 detail="no unified diff in the completion",
+                                 fail_to_pass_failing=verifier.fail_to_pass)
         return plan
     kept = []
     for section in split_diff(diff):
@@ -117,21 +122,23 @@ def prepare(task: Task, completion: str, limits: Limits | None = None) -> Change
     if not kept:
         plan.done = RewardResult(score=0.0, status=RewardStatus.NO_CODE, components={**plan.components, "applies": 0.0},
                                  flags=tuple(plan.flags), detail="the diff changes no source file (test-side and CI "
-                                 "edits are ignored)")
+                                 "edits are ignored)", fail_to_pass_failing=verifier.fail_to_pass)
         return plan
     try:
         applied = apply_diff(verifier.files, kept)
     except PatchError as exc:
         plan.done = RewardResult(score=0.0, status=RewardStatus.COMPILE_ERROR,
                                  components={**plan.components, "applies": 0.0}, flags=tuple(plan.flags),
-                                 detail=f"the diff does not apply: {exc}")
+                                 detail=f"the diff does not apply: {exc}",
+                                 fail_to_pass_failing=verifier.fail_to_pass)
         return plan
     plan.components.update(applies=1.0, files_changed=float(len(applied.changed) + len(applied.deleted)))
     hacks = tampering(verifier, applied.files)
     if hacks:
         plan.done = RewardResult(score=0.0, status=RewardStatus.SUSPECTED_HACKING, components=plan.components,
                                  flags=tuple(dict.fromkeys(plan.flags + [f for f, _ in hacks])),
-                                 detail="the diff adds " + "; ".join(f"{p}: {h}" for _, (p, h) in hacks)[:500])
+                                 detail="the diff adds " + "; ".join(f"{p}: {h}" for _, (p, h) in hacks)[:500],
+                                 fail_to_pass_failing=verifier.fail_to_pass)
         return plan
     for group, _ in test_groups(verifier):
         plan.requests.append(run_request(verifier, applied.files, group, limits))
@@ -175,7 +182,8 @@ def finish(task: Task, plan: ChangePlan, results: list[ExecResult], weights: Rew
     hacks = [f for r in results for f in r.flags if f in HACKING_FLAGS]
     if hacks:
         return RewardResult(score=0.0, components=comp, status=RewardStatus.SUSPECTED_HACKING,
-                            flags=tuple(dict.fromkeys(plan.flags + hacks)), exec_status=main.status, detail=main.detail)
+                            flags=tuple(dict.fromkeys(plan.flags + hacks)), exec_status=main.status, detail=main.detail,
+                            fail_to_pass_failing=verifier.fail_to_pass)
     f2p: dict[str, bool] = {}
     p2p: dict[str, bool] = {}
     collected = True
@@ -202,4 +210,6 @@ def finish(task: Task, plan: ChangePlan, results: list[ExecResult], weights: Rew
     detail = f"{int(comp['f2p_passed'])}/{len(f2p)} fail-to-pass pass; {len(broken)}/{len(p2p)} pass-to-pass broken" \
         + (f" ({', '.join(broken[:3])})" if broken else "")
     return RewardResult(score=score, components=comp, status=status, flags=tuple(plan.flags),
-                        exec_status=main.status, detail=detail)
+                        exec_status=main.status, detail=detail,
+                        fail_to_pass_failing=tuple(t for t, ok in f2p.items() if not ok),
+                        pass_to_pass_broken=tuple(broken))

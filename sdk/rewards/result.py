@@ -60,6 +60,11 @@ class RewardResult(Frozen):
         flags: names of the integrity detectors that fired (see ``sdk.rewards.integrity``).
         exec_status: the sandbox status of the main run, when one ran.
         detail: a human-readable reason (error text, what fired).
+        fail_to_pass_failing: change tasks (:mod:`sdk.rewards.change`): the fail-to-pass test ids
+            the verdict does not count as passing (all of them when the tests did not run: the diff
+            is missing, does not apply, or tampers); empty for other tasks.
+        pass_to_pass_broken: change tasks: the pass-to-pass test ids the change broke; empty when
+            none broke, the tests did not run, or the task is of another kind.
     """
 
     score: float | None
@@ -68,6 +73,8 @@ class RewardResult(Frozen):
     flags: tuple[str, ...] = ()
     exec_status: ExecStatus | None = None
     detail: str = ""
+    fail_to_pass_failing: tuple[str, ...] = ()
+    pass_to_pass_broken: tuple[str, ...] = ()
 
     def __hash__(self) -> int:  # dict field is not hashable by default
         return hash((self.score, self.status, self.flags, tuple(sorted(self.components.items()))))

@@ -77,6 +77,7 @@ def test_each_broken_pass_to_pass_test_costs_its_share_of_the_penalty(task, real
     assert res.components["regression_penalty"] == pytest.approx(0.25)  # 0.5 x 1 of 2
     assert res.score == pytest.approx(0.75) and res.status == RewardStatus.FAILED
     assert "test_concat" in res.detail
+    assert res.pass_to_pass_broken == ("tests/test_text.py::test_concat",) and res.fail_to_pass_failing == ()
 
 
 def test_edits_to_tests_and_ci_are_ignored_and_flagged(task, real_sandbox):
@@ -96,10 +97,12 @@ def test_a_diff_that_does_not_apply_or_breaks_collection(task, real_sandbox):
     res = _score(task, real_sandbox, stale)
     assert res.score == 0.0 and res.status == RewardStatus.COMPILE_ERROR and res.components["applies"] == 0.0
     assert "does not apply" in res.detail
+    assert res.fail_to_pass_failing == ("tests/test_ops.py::test_mul",) and res.pass_to_pass_broken == ()
     broken = SOURCE.replace("+from calc.ops import add, mul", "+from calc.ops import add, mul, nope")
     res = _score(task, real_sandbox, broken)
     assert res.components["applies"] == 1.0 and res.components["collects"] == 0.0
     assert res.components["regressions"] == 2.0 and res.score == pytest.approx(0.05 - 0.5)
+    assert res.fail_to_pass_failing == ("tests/test_ops.py::test_mul",) and len(res.pass_to_pass_broken) == 2
     none = score_completion(task, "I would add a mul function.", real_sandbox, RewardConfig())
     assert none.status == RewardStatus.NO_CODE and none.score == 0.0
 
