@@ -35,3 +35,10 @@ def test_change_tasks_train_and_evaluate_end_to_end(tiny_model_dir, tmp_path):
     assert len(rewards) == 4 and all(r["status"] in ("no_code", "compile_error", "failed", "ok") for r in rewards)
     assert report.honesty["grader_self_test"]["rate"] == 1.0, "the held-out change's own diff earns full marks"
     assert (run / "sft" / "adapter" / "adapter_config.json").is_file() and report.by_split["heldout"]
+    change = report.change_completion  # the report names change completion, base vs tuned, with intervals
+    held = change["by_split"]["heldout"]
+    assert held["n_tasks"] == 1 and {"value", "low", "high"} <= set(held["base"]) <= set(held["delta"])
+    task = change["tasks"][0]
+    assert {"fail_to_pass_failing", "pass_to_pass_broken", "diff"} <= set(task["base"])
+    assert not task["base"]["completed"] or not task["base"]["fail_to_pass_failing"]
+    assert 'id="change-completion"' in (run / "report.html").read_text()
