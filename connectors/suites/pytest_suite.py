@@ -42,9 +42,9 @@ from connectors.suites.callsites import doc_lines
 from connectors.suites.context import RepoContext, RepoContextOptions
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
-from connectors.suites.testreqs import find_test_requirements
+from connectors.suites.testreqs import declare_fix, find_test_requirements, import_advice, import_failures
 from sdk.errors import SourceError
-from sdk.sandbox.deps import DependencyError, ensure_env, missing_modules, requirements_fix
+from sdk.sandbox.deps import DependencyError, ensure_env, missing_modules
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.records import Message, Quarantined, Source, Task, UnitTestVerifier
 
@@ -135,8 +135,9 @@ class PytestSuiteSource(TaskSource):
                         pythonpath=(str(env),) if env else ())
         items = [i for i in run.items if i.kind == "Function"]
         if not items:
-            errors = "\n".join(run.errors[:5])
+            errors, missing = "\n".join(run.errors[:5]), [m for ms in import_failures(run.errors).values() for m in ms]
             raise SourceError(f"pytest collected no tests in {repo / opts.tests}" + (f":\n{errors}" if errors else ""),
+                              declare_fix(list(dict.fromkeys(missing))) if missing else
                               "point `tests:` at the folder holding test_*.py files, or fix the collection errors shown")
         for test_file in {i.path for i in items}:
             files.pop(test_file, None)  # a test module inside the package travels as a (pruned) test, never whole
@@ -214,6 +215,7 @@ class _Builder:
         self.counts.update(tests_collected=len(items), test_functions=len(self.units),
                            test_functions_flaky=len(self.flaky), test_functions_failing=len(self.failing),
                            collection_errors=len(run.errors))
+        self.run_errors = run.errors
 
     def add_module(self, info: ModuleInfo) -> None:
         """Turn each function of ``info`` into a task, a quarantine entry or a count."""
@@ -245,7 +247,7 @@ class _Builder:
 
     def _reject(self, fn: PyFunction, covering: dict[Unit, int]) -> str:
         if not covering:
-            return "no covering tests: no test of the suite calls it"
+            return "no covering tests: no test of the suite calls it" + import_advice(self.run_errors)
         if fn.ambiguous:
             return "ambiguous definition: the name is defined more than once in its scope"
         broken = sorted("::".join(filter(None, u)) for u, direct in covering.items() if direct and u in self.failing)
@@ -254,7 +256,7 @@ class _Builder:
             if missing:  # ... or the test cannot import its helpers here
                 return (f"failing tests: {', '.join(broken[:5])}{' …' if len(broken) > 5 else ''} fail or skip on "
                         f"the original code: No module named {', '.join(map(repr, missing))}\nfix: "
-                        + requirements_fix(missing))
+                        + declare_fix(missing))
             return (f"failing tests: {', '.join(broken[:5])}{' …' if len(broken) > 5 else ''} fail or skip on the "
                     "original code; fix the code or the test (or add it to `exclude:`)")
         usable = [u for u in covering if u not in self.flaky and u not in self.failing]
@@ -264,7 +266,7 @@ class _Builder:
             return f"flaky tests: {len(usable)} stable covering test(s), need {self.opts.min_tests}"
         if any(u in self.failing for u in covering):
             return (f"failing tests: covering tests fail or skip on the original code; {len(usable)} usable, need "
-                    f"{self.opts.min_tests}" + (f"\nfix: {requirements_fix(missing)}" if missing else ""))
+                    f"{self.opts.min_tests}" + (f"\nfix: {declare_fix(missing)}" if missing else ""))
         return f"too few tests: {len(usable)} covering test(s), need {self.opts.min_tests}"
 
     def _underspecified(self, fn: PyFunction, covering: dict[Unit, int], usable: list[Unit]) -> str:

@@ -13,6 +13,9 @@ Looked for in this order; the first place that names any requirement wins (``whe
 
 Tools that are not test dependencies are dropped (pytest itself, which the sandbox provides;
 coverage, xdist, linters, type checkers, docs tools), as is the project itself.
+
+:func:`import_failures` and :func:`declare_fix` turn a test file that failed at import for a
+missing module into advice naming those places and the ``test_requirements`` option.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ import configparser
 import re
 import tomllib
 from pathlib import Path
+from typing import Sequence
+
+from sdk.sandbox.deps import missing_modules
 
 KEYS = ("test", "tests", "testing")
 SKIP = {"pytest", "pytest-cov", "coverage", "pytest-xdist", "pytest-randomly", "pytest-sugar", "pytest-codspeed",
@@ -142,3 +148,38 @@ def _nox(path: Path) -> list[str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "install":
             out += [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return out
+
+
+def import_failures(errors: Sequence[str]) -> dict[str, list[str]]:
+    """Test files that failed at import for a missing module, each with the modules named:
+    ``{"tests/test_clock.py": ["freezegun"]}`` from collection errors ``"<nodeid>: <report>"``."""
+    out: dict[str, list[str]] = {}
+    for err in errors:
+        modules = missing_modules(err)
+        if modules:
+            known = out.setdefault(err.split(": ", 1)[0], [])
+            known.extend(m for m in modules if m not in known)
+    return out
+
+
+def declare_fix(modules: Sequence[str]) -> str:
+    """How to give the tests the ``modules`` they import and the sandbox lacks: the ``test_requirements``
+    option, or the places :func:`find_test_requirements` reads by itself."""
+    names = ", ".join(repr(m) for m in modules)
+    return (f"declare the package(s) providing {names} as test requirements: the source's `test_requirements:` "
+            f"option (e.g. --set sources.0.options.test_requirements='[{modules[0]}]'; the pip name can differ "
+            "from the module name), or where they are read automatically when the option is unset: pyproject.toml "
+            "[dependency-groups] or test extras ([project.optional-dependencies] test/tests/testing), "
+            "requirements*test*.txt, tox.ini [testenv] deps, noxfile.py session.install")
+
+
+def import_advice(errors: Sequence[str]) -> str:
+    """For a function no test calls: the test files that failed at import for a missing module (their
+    tests never ran, so may call it) and a ``fix:`` line (:func:`declare_fix`); ``""`` when none did."""
+    failed = import_failures(errors)
+    if not failed:
+        return ""
+    files = ", ".join(f"{f} (No module named {', '.join(map(repr, ms))})" for f, ms in list(failed.items())[:3])
+    modules = list(dict.fromkeys(m for ms in failed.values() for m in ms))
+    return (f"; test file(s) {files}{' …' if len(failed) > 3 else ''} failed at import, so their tests never "
+            f"ran\nfix: {declare_fix(modules)}")

@@ -7,6 +7,7 @@ Writes ``tasks/tasks.jsonl`` (+ quarantine), ``tasks/sft_examples.jsonl``,
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 
 from sdk.errors import ConfigError, SourceError
@@ -145,16 +146,27 @@ def brief_reason(reason: str, width: int = 160) -> str:
 
     A long reason (a pytest collection error, a traceback) keeps its start and its last line naming an
     error (``ModuleNotFoundError: No module named 'coerce'``), joined by `` … ``: cutting at ``width``
-    alone hid the cause, which only ``tasks.quarantine.jsonl`` held.
+    alone hid the cause, which only ``tasks.quarantine.jsonl`` held. A long one-line reason keeps its
+    start and its last ``SomeError: ...`` (a ``reference_fails`` reason's first line ends with the
+    first failing test's cause); with no error named it is cut at ``width`` (it once came out twice).
     """
     flat = " ".join(reason.split())
     if len(flat) <= width:
         return flat
     lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
-    cause = next((ln for ln in reversed(lines) if "Error" in ln or "Exception" in ln), lines[-1] if lines else "")
+    if len(lines) > 1:
+        cause = next((ln for ln in reversed(lines[1:]) if "Error" in ln or "Exception" in ln), lines[-1])
+    else:
+        found = list(_ERROR_NAME.finditer(flat))
+        cause = flat[found[-1].start():] if found and found[-1].start() > width // 4 else ""
+        if not cause:
+            return flat[: width - 1] + "…"
     cause = " ".join(cause.split())[: width * 2 // 3]
     head = flat[: max(width - len(cause) - 3, 20)]
     return head if cause in head else f"{head} … {cause}"
+
+
+_ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
 
 
 def _print_built(ctx: StageContext, taskset: TaskSet, summary: dict, findings) -> None:

@@ -3,7 +3,9 @@
 Tasks that fail are quarantined with the reason and counted in the report, never trained on:
 
 * ``no_reference``: a unit-test task without a reference cannot be validated;
-* ``reference_fails``: the reference does not pass its visible (or hidden) tests;
+* ``reference_fails``: the reference does not pass its visible (or hidden) tests; the reason's
+  first line names the first failing test and its cause (``AssertionError: ...``), the lines after
+  it the failing tests and the tail of each one's report (:mod:`sdk.tasks.failures`);
 * ``toolchain_unavailable`` / ``sandbox_error``: the task cannot be judged on this machine
   (field case S3: excluded before training starts, never scored 0);
 * ``tests_miss_broken_body``: a stub (``raise NotImplementedError``) passes the tests, so the
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits, Sandbox
+from sdk.tasks.failures import failing_tests_reason
 from sdk.tasks.records import Language, Quarantined, Task, UnitTestVerifier
 
 
@@ -62,6 +65,9 @@ def _reason(result: ExecResult, what: str) -> str | None:
     if result.status.is_infrastructure:
         return f"{result.status.value}: {result.detail or what}"
     if not result.all_passed:
+        bad = [t for t in result.tests if t.outcome in ("failed", "error")]
+        if bad and result.status is ExecStatus.FAILED:  # each failing test's cause, briefly then in full
+            return failing_tests_reason(f"reference_fails: {what} gave {result.status.value}", bad, len(result.tests))
         failed = [t.name for t in result.tests if t.outcome != "passed"][:3]
         return f"reference_fails: {what} gave {result.status.value} ({result.detail or ', '.join(failed)})"
     return None
