@@ -22,6 +22,7 @@ CAUSE_CHARS = 120    # the cause on the reason's first line
 DETAIL_TESTS = 3     # failing tests whose report tail the full reason keeps
 DETAIL_CHARS = 1200  # of each report's tail
 DETAIL_LINES = 20
+NAMES = 50           # failing tests named in the full reason
 
 _LOCATION = re.compile(r"^\S.*:\d+: ([A-Za-z_][\w.]*)$")         # test/common.py:9: AssertionError
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failed|Warning))\b(: .*)?$")
@@ -66,14 +67,14 @@ def failing_tests_reason(head: str, failed: Sequence[TestOutcome], total: int) -
     """A quarantine reason for ``failed`` tests (of ``total``) that starts with ``head``.
 
     Line 1: ``head: N of M tests did not pass; first: <test>: <cause>`` (the brief form).
-    Then the failing tests' names (all), and for the first :data:`DETAIL_TESTS` each its cause and
+    Then the failing tests' names (the first :data:`NAMES`), and for the first :data:`DETAIL_TESTS` each its cause and
     the tail of its report, indented (the full form, kept in ``tasks.quarantine.jsonl``).
     """
     first = failed[0]
     cause = failure_cause(first.message)
     lines = [f"{head}: {len(failed)} of {total} tests did not pass; first: {first.name}"
              + (f": {cause}" if cause else "")]
-    lines.append("failing tests: " + ", ".join(t.name for t in failed))
+    lines.append("failing tests: " + ", ".join(t.name for t in failed[:NAMES]) + (" …" if len(failed) > NAMES else ""))
     for t in failed[:DETAIL_TESTS]:
         lines.append(f"--- {t.name} ({t.outcome}): {failure_cause(t.message) or 'no message'}")
         tail = [ln for ln in t.message.splitlines() if ln.strip()][-DETAIL_LINES:]

@@ -10,7 +10,7 @@ from sdk.run.stage_tasks import brief_reason
 from sdk.sandbox import make_sandbox
 from sdk.sandbox.contract import ExecResult, ExecStatus, Sandbox, TestOutcome
 from sdk.tasks import Message, Source, Task, UnitTestVerifier
-from sdk.tasks.failures import failure_cause
+from sdk.tasks.failures import failing_tests_reason, failure_cause
 from sdk.tasks.taskset import TaskSet
 from sdk.tasks.validate import validate_tasks
 
@@ -98,3 +98,25 @@ def test_real_sandbox_reason_carries_the_assertion(tmp_path):
     first = bad[0].reason.splitlines()[0]
     assert first.startswith("reference_fails: visible and hidden tests gave failed: 1 of 1 tests did not pass; first: ")
     assert "test_add" in first and "assert 6 == 5" in first
+
+
+def test_a_missing_module_in_the_sandbox_gets_the_requirements_fix():
+    class NoHelper(Sandbox):
+        def run_one(self, request):
+            msg = "test/t.py:1: in <module>\n    import freezegun\nE   ModuleNotFoundError: No module named 'freezegun'"
+            return ExecResult(status=ExecStatus.FAILED, tests=(TestOutcome(name="test/t.py::test_a", outcome="error",
+                                                                           message=msg),))
+
+    _, bad = validate_tasks([task()], NoHelper(), check_stub=False)
+    assert bad[0].reason.splitlines()[0].endswith("ModuleNotFoundError: No module named 'freezegun'")
+    (group,) = quarantine_summary(bad)
+    assert "`test_requirements:`" in group["fix"] and "freezegun" in group["fix"]
+
+
+def test_many_failing_tests_are_named_up_to_a_limit():
+    failed = [TestOutcome(name=f"t.py::test_{i}", outcome="failed", message="E   assert 0\n\nt.py:1: AssertionError")
+              for i in range(80)]
+    reason = failing_tests_reason("reference_fails: x gave failed", failed, 80)
+    names = reason.splitlines()[1]
+    assert names.count("t.py::test_") == 50 and names.endswith(" …")
+    assert reason.count("\n--- ") == 3   # the report tails of the first three only
