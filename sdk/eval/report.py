@@ -75,16 +75,13 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
             (:func:`sdk.eval.schedule.schedule_section`; omitted: the key is None).
         task_strength: verifier strength per source (``counts.json["strength"]``); becomes
             ``tasks["strength"]`` when non-empty (omitted: no key, so older reports read the same).
-        checkpoint_rows, task_names, validation, seed: rows per model label, task names, validation
-            facts and bootstrap seed of the issue-15 sections (:func:`_issue15_sections`); the change
-            completion section (change tasks, :mod:`sdk.eval.change`) reads ``checkpoint_rows``, else
-            ``rows``.
-    Returns:
-        An :class:`EvalReport` (its fields are the keys of ``to_json()``, i.e. report.json).
+        checkpoint_rows, task_names, validation, seed: rows per model label, task names, validation facts
+            and bootstrap seed of the issue-15 sections (:func:`_issue15_sections`) and of change completion
+            (:mod:`sdk.eval.change`, from ``checkpoint_rows``, else ``rows``).
+    Returns: an :class:`EvalReport` (its fields are the keys of ``to_json()``, i.e. report.json).
     """
     row_flags = _flags_by_model(rows)
     points = list(checkpoints) if checkpoints else default_checkpoints(comparison, costs, row_flags)
-    flags = _ordered_flags(row_flags, training_flags or {}, points)
     return EvalReport(
         schema_=SCHEMA,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -98,7 +95,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         tasks=_task_section(task_counts, task_strength),
         training={stage: _curves(hist) for stage, hist in (train_logs or {}).items()},
         schedule_comparison=_jsonable(dict(schedule_comparison)) if schedule_comparison else None,
-        flags=flags,
+        flags=_ordered_flags(row_flags, training_flags or {}, points),
         side_effects={m: component_stats([r for r in rows if r.model == m]) for m in sorted({r.model for r in rows})},
         cost=_cost_section(costs),
         cost_benefit=_cost_benefit_section(comparison, points),
