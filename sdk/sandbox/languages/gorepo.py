@@ -25,13 +25,12 @@ fresh ``GOCACHE``/``GOPATH`` in the run's scratch space, every declared test cou
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 
 from sdk.sandbox.contract import TestOutcome
+from sdk.sandbox.languages.reports import go_events
 
-MSG = 2000
 TEST_FUNC = re.compile(r"^func (Test(?:[^a-z\W]\w*)?)\(\s*\w+\s+\*testing\.T\s*\)", re.MULTILINE)
 MODULE = re.compile(r"^module\s+(\S+)", re.MULTILINE)
 
@@ -53,27 +52,6 @@ def module_path(files: dict[str, str]) -> str:
     return m.group(1).strip('"') if m else ""
 
 
-def parse_go_events(stream: str) -> list[tuple[str, str, str, str]]:
-    """``(package, test, outcome, message)`` of each top-level test in a ``go test -json`` stream
-    (the last action of a test wins; subtests are left to their parent)."""
-    results: dict[tuple[str, str], str] = {}
-    output: dict[tuple[str, str], list[str]] = {}
-    for line in stream.splitlines():
-        try:
-            ev = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        test = ev.get("Test") if isinstance(ev, dict) else None
-        if not isinstance(test, str) or not test or "/" in test:
-            continue
-        key = (str(ev.get("Package", "")), test)
-        if ev.get("Action") == "output":
-            output.setdefault(key, []).append(str(ev.get("Output", "")))
-        elif ev.get("Action") in ("pass", "fail", "skip"):
-            results[key] = {"pass": "passed", "fail": "failed", "skip": "skipped"}[ev["Action"]]
-    return [(p, t, o, "".join(output.get((p, t), []))[-MSG:] if o == "failed" else "") for (p, t), o in results.items()]
-
-
 def node_ids(stream: str, files: dict[str, str], tests: dict[str, str]) -> tuple[TestOutcome, ...]:
     """The outcomes of ``stream`` named ``<test file>::<TestName>``: the package's import path is
     mapped to its folder through ``go.mod``'s module path, then to the file among ``tests`` in that
@@ -84,7 +62,7 @@ def node_ids(stream: str, files: dict[str, str], tests: dict[str, str]) -> tuple
         for name in go_test_functions(text):
             where.setdefault((posixpath.dirname(path), name), path)
     out = []
-    for pkg, test, outcome, message in parse_go_events(stream):
+    for pkg, test, outcome, message in go_events(stream, top_level_only=True):
         folder = "" if pkg == module else pkg[len(module) + 1:] if module and pkg.startswith(module + "/") else pkg
         path = where.get((folder, test), posixpath.join(folder, "?"))
         out.append(TestOutcome(name=f"{path}::{test}", outcome=outcome, message=message))

@@ -49,24 +49,31 @@ def parse_junit(xml: str) -> tuple[TestOutcome, ...]:
     return tuple(out)
 
 
-def parse_go_json(stream: str) -> tuple[TestOutcome, ...]:
-    """Results from ``go test -json`` (test2json events); output lines are kept as messages."""
-    results: dict[str, str] = {}
-    output: dict[str, list[str]] = {}
+def go_events(stream: str, *, top_level_only: bool = False) -> list[tuple[str, str, str, str]]:
+    """``(package, test, outcome, message)`` of each test in a ``go test -json`` stream (test2json
+    events; the last action of a test wins; a failure keeps the tail of its output lines as message).
+    ``top_level_only`` leaves subtests (``TestA/case``) to their parent."""
+    results: dict[tuple[str, str], str] = {}
+    output: dict[tuple[str, str], list[str]] = {}
     for line in stream.splitlines():
         try:
             ev = json.loads(line)
         except json.JSONDecodeError:
             continue
         test = ev.get("Test") if isinstance(ev, dict) else None
-        if not test:
+        if not isinstance(test, str) or not test or (top_level_only and "/" in test):
             continue
+        key = (str(ev.get("Package", "")), test)
         if ev.get("Action") == "output":
-            output.setdefault(test, []).append(str(ev.get("Output", "")))
+            output.setdefault(key, []).append(str(ev.get("Output", "")))
         elif ev.get("Action") in ("pass", "fail", "skip"):
-            results[test] = {"pass": "passed", "fail": "failed", "skip": "skipped"}[ev["Action"]]
-    return tuple(TestOutcome(name=t, outcome=o, message="".join(output.get(t, []))[-MSG:] if o == "failed" else "")
-                 for t, o in results.items())
+            results[key] = {"pass": "passed", "fail": "failed", "skip": "skipped"}[ev["Action"]]
+    return [(p, t, o, "".join(output.get((p, t), []))[-MSG:] if o == "failed" else "") for (p, t), o in results.items()]
+
+
+def parse_go_json(stream: str) -> tuple[TestOutcome, ...]:
+    """Results from ``go test -json`` of one package (subtests included), named by test function."""
+    return tuple(TestOutcome(name=t, outcome=o, message=m) for _, t, o, m in go_events(stream))
 
 
 _LIBTEST = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)\s*$", re.M)
