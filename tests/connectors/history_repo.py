@@ -90,3 +90,20 @@ class FlakySandbox(Sandbox):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def module_sandbox():
+    """Generator for a module-scoped fixture: one real sandbox (isolated where this machine allows,
+    cache off, concurrency 2), closed after the module; skips the module where none can start."""
+    import pytest
+
+    from sdk.config import SandboxConfig
+    from sdk.errors import SandboxError
+    from sdk.sandbox import make_sandbox
+
+    try:
+        sb = make_sandbox(SandboxConfig(allow_unisolated=True, cache=False, concurrency=2))
+    except SandboxError as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(f"no sandbox here: {exc}")
+    yield sb
+    sb.close()

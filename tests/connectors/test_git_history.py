@@ -19,16 +19,7 @@ from tests.connectors import history_repo
 
 @pytest.fixture(scope="module")
 def sandbox():
-    from sdk.config import SandboxConfig
-    from sdk.errors import SandboxError
-    from sdk.sandbox import make_sandbox
-
-    try:
-        sb = make_sandbox(SandboxConfig(allow_unisolated=True, cache=False, concurrency=2))
-    except SandboxError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(f"no sandbox here: {exc}")
-    yield sb
-    sb.close()
+    yield from history_repo.module_sandbox()
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from sdk.tasks.change import ChangeVerifier
 from sdk.tasks.records import Split
 from sdk.types import Framework, Language
 from tests.connectors import history_go_repo as gr
+from tests.connectors import history_repo
 
 STREAM = "\n".join([
     '{"Action":"run","Package":"example.com/shop/calc","Test":"TestAdd"}',
@@ -51,19 +52,12 @@ def test_go_test_selection_takes_whole_packages_and_their_importers():
 def sandbox():
     if shutil.which("go") is None:
         pytest.skip("go is not installed (Debian: apt-get install golang-go; .ci/run does)")
-    from sdk.config import SandboxConfig
-    from sdk.errors import SandboxError
-    from sdk.sandbox import make_sandbox, toolchain_status
+    from sdk.sandbox import toolchain_status
 
     why = toolchain_status(Language.GO)
     if why:
         pytest.skip(why)
-    try:
-        sb = make_sandbox(SandboxConfig(allow_unisolated=True, cache=False, concurrency=2))
-    except SandboxError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(f"no sandbox here: {exc}")
-    yield sb
-    sb.close()
+    yield from history_repo.module_sandbox()
 
 
 @pytest.fixture(scope="module")
