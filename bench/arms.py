@@ -13,6 +13,19 @@ the arm's wall time, CPU time and load average go to ``WORK/ARM/arm.json``.
         --from-sft defaults --set rl.expert.replay_self_distill=true
     .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --table --against defaults/tuned
 
+``--import-run RUN_DIR --arm NAME`` makes a finished ``tuneloop run`` (a ``make demo`` run folder) an
+arm: its task set (also the shared one when ``WORK`` has none), SFT and RL stages and its eval rows
+(``eval/<label>.jsonl``, the eval stage's own scoring), split per split; its base rows become
+``WORK/base_<split>.jsonl`` when none exist. ``--retry ARM/LABEL ...`` (``base``: the base rows) gives
+scored rows one retry with execution feedback (:func:`sdk.run.stage_eval.retry_rows`, the eval
+stage's ``eval.retry_with_feedback`` path, first attempts reused) into ``retry_<label>_<split>.jsonl``
+beside them; the table then adds a ``+retry`` line: pass@1 after one retry.
+
+    .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --arm demo \
+        --import-run examples/quickstart/runs/quickstart
+    nice -n 10 .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms \
+        --retry base demo/tuned
+
 ``--table`` prints, per arm and adapter, held-out and OOD pass@1 and the paired 95 % bootstrap
 interval of the difference against the base model and against ``--against ARM/LABEL``. Choices
 between arms made from this table use held-out tasks, so for a shipped default prefer arms that win
@@ -108,13 +121,76 @@ def run_arm(args) -> None:
     print(json.dumps({k: record[k] for k in ("arm", "train_wall_s", "wall_s", "load_start", "load_end")}))
 
 
-def per_task(paths: list[Path]) -> dict[str, dict[str, float]]:
-    """``{split: {task_id: 1.0 if its first sample passed else 0.0}}`` from eval rows files."""
+def import_run(args) -> None:
+    """Make the finished run folder ``--import-run`` the arm ``--arm`` (see the module docstring).
+
+    Raises:
+        SystemExit: the run folder has no finished tasks stage or no eval rows.
+    """
+    from sdk.eval.records import load_rows, save_rows
+
+    run, work = Path(args.import_run), Path(args.work)
+    arm = work / args.arm
+    if not (run / "state" / "tasks.json").is_file() or not (run / "eval").is_dir():
+        raise SystemExit(f"{run}: no finished tasks stage or no eval rows: not a finished run folder")
+    if not (work / "_tasks" / "state" / "tasks.json").is_file():
+        copy_stage(run, work / "_tasks", "tasks", "tasks")
+    for stage in ("tasks", "sft", "rl"):
+        if (run / "state" / f"{stage}.json").is_file():
+            copy_stage(run, arm, stage, stage)
+    for label in ("base", *LABELS):
+        if not (run / "eval" / f"{label}.jsonl").is_file():
+            continue
+        rows = load_rows(run / "eval" / f"{label}.jsonl")
+        for split in sorted({r.split.value for r in rows}):
+            out = work / f"base_{split}.jsonl" if label == "base" else arm / f"eval_{label}_{split}.jsonl"
+            if label != "base" or not out.is_file():
+                save_rows(out, [r for r in rows if r.split.value == split])
+    pipe = pipeline(args.config, arm, args.set or [])
+    record = {"arm": args.arm, "set": args.set or [], "imported_from": str(run.resolve()),
+              "train_wall_s": sum(round(pipe.stats(s).get("wall_s", 0)) for s in ("sft", "rl")),
+              "load_start": [0.0], "load_end": [0.0], "stages": {s: pipe.stats(s) for s in ("tasks", "sft", "rl", "eval")}}
+    (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
+    print(f"imported {run} as {arm}")
+
+
+def retry(args) -> None:
+    """One retry with execution feedback for each ``--retry ARM/LABEL`` on ``--splits``, saved as
+    ``retry_<label>_<split>.jsonl`` beside the first attempts (already there: skipped)."""
+    from sdk.eval.records import load_rows, save_rows
+    from sdk.run.spec import SPECS, Stage
+    from sdk.run.stage_eval import eval_tasks, retry_rows
+
+    work, wall0 = Path(args.work), time.time()
+    for spec in args.retry:
+        arm, _, label = spec.rpartition("/")
+        folder = work / arm if arm else work
+        pipe = pipeline(args.config, work / arm if arm else work / "_tasks", args.set or [])
+        try:
+            ctx = pipe.context(SPECS[Stage.EVAL])
+            adapter = None if label == "base" else adapters(pipe)[label]
+            for split in args.splits:
+                first = folder / (f"base_{split}.jsonl" if label == "base" else f"eval_{label}_{split}.jsonl")
+                out = folder / f"retry_{label}_{split}.jsonl"
+                if out.is_file() or not first.is_file():
+                    continue
+                tasks = [t for t in eval_tasks(ctx) if t.split.value == split]
+                save_rows(out, retry_rows(ctx, tasks, load_rows(first), adapter))
+                print(f"retried {spec} on {split} at {time.time() - wall0:.0f} s, load {os.getloadavg()[0]:.1f}",
+                      flush=True)
+        finally:
+            pipe.close()
+
+
+def per_task(paths: list[Path], retried: bool = False) -> dict[str, dict[str, float]]:
+    """``{split: {task_id: 1.0 if its first sample passed else 0.0}}`` from eval rows files
+    (``retried``: passed on its first attempt or its one retry)."""
     from sdk.eval.records import load_rows
 
     out: dict[str, dict[str, float]] = {}
     for row in (r for path in paths for r in load_rows(path)):
-        out.setdefault(row.split.value, {})[row.task_id] = float(bool(row.passed and row.passed[0]))
+        first = row.retry if retried else row.passed
+        out.setdefault(row.split.value, {})[row.task_id] = float(bool(first and first[0]))
     return out
 
 
@@ -130,7 +206,8 @@ def delta(a: dict[str, float], b: dict[str, float]) -> str:
 
 
 def table(args) -> None:
-    """Print the markdown table of every scored arm adapter under ``--work``."""
+    """Print the markdown table of every scored arm adapter under ``--work`` (``+retry`` lines: pass@1
+    after one retry with execution feedback, compared with the same references as first attempts)."""
     work = Path(args.work)
     base = per_task(sorted(work.glob("base_*.jsonl")))
     against = None
@@ -142,19 +219,25 @@ def table(args) -> None:
     print(head + " train wall s | load |")
     print("|" + "---|" * (head.count("|") + 1))
     print(f"| base | {_frac(base, 'heldout')} | | {_frac(base, 'ood')} | |" + (" | |" if against else "") + " | |")
+    if sorted(work.glob("retry_base_*.jsonl")):
+        print(_line("base +retry", per_task(sorted(work.glob("retry_base_*.jsonl")), True), base, against) + " | |")
     for arm in sorted(p for p in work.iterdir() if (p / "arm.json").is_file()):
         rec = json.loads((arm / "arm.json").read_text())
+        load = f"{rec['load_start'][0]:.1f}→{rec['load_end'][0]:.1f}"
         for label in LABELS:
-            paths = sorted(arm.glob(f"eval_{label}_*.jsonl"))
-            if not paths:
-                continue
-            rows = per_task(paths)
-            line = "".join(f" {_frac(rows, s)} | {delta(base.get(s, {}), rows.get(s, {}))} |" for s in ("heldout", "ood"))
-            if against:
-                line += "".join(f" {delta(against.get(s, {}), rows.get(s, {}))} |" for s in ("heldout", "ood"))
-            line = f"| {arm.name}/{label} |" + line
-            load = f"{rec['load_start'][0]:.1f}→{rec['load_end'][0]:.1f}"
-            print(line + f" {rec['train_wall_s']} | {load} |")
+            for prefix, retried in (("eval", False), ("retry", True)):
+                paths = sorted(arm.glob(f"{prefix}_{label}_*.jsonl"))
+                if paths:
+                    name = f"{arm.name}/{label}" + (" +retry" if retried else "")
+                    print(_line(name, per_task(paths, retried), base, against) + f" {rec['train_wall_s']} | {load} |")
+
+
+def _line(name: str, rows: dict, base: dict, against: dict | None) -> str:
+    """One table line: pass@1 per split and the paired differences against the base and ``against``."""
+    line = "".join(f" {_frac(rows, s)} | {delta(base.get(s, {}), rows.get(s, {}))} |" for s in ("heldout", "ood"))
+    if against is not None:
+        line += "".join(f" {delta(against.get(s, {}), rows.get(s, {}))} |" for s in ("heldout", "ood"))
+    return f"| {name} |" + line
 
 
 def _frac(rows: dict[str, dict[str, float]], split: str) -> str:
@@ -175,13 +258,19 @@ def main() -> None:
     ap.add_argument("--no-base", dest="base", action="store_false", help="leave the base model's rows to another arm")
     ap.add_argument("--table", action="store_true", help="print the table of the arms scored so far")
     ap.add_argument("--against", help="ARM/LABEL every row is also compared with, e.g. defaults/tuned")
+    ap.add_argument("--import-run", help="make this finished run folder the arm --arm (no training, no scoring)")
+    ap.add_argument("--retry", nargs="+", help="ARM/LABEL (or base): give these scored rows one retry with feedback")
     args = ap.parse_args()
     if args.table:
         table(args)
+    elif args.retry:
+        retry(args)
+    elif args.arm and args.import_run:
+        import_run(args)
     elif args.arm:
         run_arm(args)
     else:
-        ap.error("give --arm NAME or --table")
+        ap.error("give --arm NAME, --retry ARM/LABEL or --table")
 
 
 if __name__ == "__main__":

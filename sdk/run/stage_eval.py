@@ -143,13 +143,34 @@ def text_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Pat
     score = lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward)  # noqa: E731
     try:
         rows = evaluate(tasks, gen, score, label, ec.n_samples, progress=ctx.progress, batch_size=ec.batch_size)
-        if ec.retry_with_feedback:
-            from sdk.eval.retry import retry_with_feedback
-
-            rows = retry_with_feedback(tasks, rows, gen, score, visible_test_feedback(sandbox, cfg), ec.batch_size)
-        return rows
+        return _retry(ctx, tasks, rows, gen) if ec.retry_with_feedback else rows
     finally:
         gen.close()
+
+
+def retry_rows(ctx: StageContext, tasks: Sequence[Task], rows: Sequence[EvalRow], adapter: Path | None) -> list[EvalRow]:
+    """``rows`` (first attempts of ``adapter``; None: the base model) given the retry with execution
+    feedback that :func:`text_rows` gives under ``eval.retry_with_feedback``: same generator settings,
+    reward, sandbox and visible-test feedback (:func:`sdk.eval.retry.retry_with_feedback`), without
+    generating the first attempts again."""
+    from sdk.generate import make_generator
+
+    cfg, ec = ctx.cfg, ctx.cfg.eval
+    gen = make_generator(ctx.model_path, adapter, ec.batch_size, ec.max_new_tokens, ec.temperature,
+                         cfg.seed, cfg.model.dtype, cfg.rl.use_vllm)
+    try:
+        return _retry(ctx, tasks, rows, gen)
+    finally:
+        gen.close()
+
+
+def _retry(ctx: StageContext, tasks: Sequence[Task], rows: Sequence[EvalRow], gen) -> list[EvalRow]:
+    from sdk.eval.retry import retry_with_feedback
+    from sdk.rewards.tiered import score_batch
+
+    cfg, sandbox = ctx.cfg, ctx.need_sandbox()
+    score = lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward)  # noqa: E731
+    return retry_with_feedback(tasks, rows, gen, score, visible_test_feedback(sandbox, cfg), cfg.eval.batch_size)
 
 
 def visible_test_feedback(sandbox, cfg, max_chars: int = 900):

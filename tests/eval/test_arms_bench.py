@@ -45,3 +45,48 @@ def test_table_counts_and_pairs_on_the_same_tasks(tmp_path, capsys):
     assert b[2] == "3/10" and b[3].startswith("+0.0"), "same OOD tasks passed as the base: no change"
     assert b[4].startswith("+0.0") and b[5].startswith("+20.0"), "b against a: held-out equal, OOD +2 tasks"
     assert a[6] == "5" and a[7] == "1.0→2.0"
+
+
+def test_table_adds_pass_at_1_after_one_retry(tmp_path, capsys):
+    """A ``retry_<label>_<split>.jsonl`` beside an arm's rows (bench/arms.py --retry) adds a ``+retry``
+    line that counts a task passed on its first attempt or its retry, compared with the base's first attempts."""
+    arms = _arms()
+    _rows(tmp_path / "base_heldout.jsonl", "heldout", [False] * 10)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "arm.json").write_text(json.dumps({"train_wall_s": 5, "load_start": [1.0], "load_end": [2.0]}))
+    _rows(tmp_path / "a" / "eval_tuned_heldout.jsonl", "heldout", [True] * 2 + [False] * 8)
+    rows = [EvalRow(task_id=f"heldout{i}", domain="d", split="heldout", model="m", completions=("x",),
+                    rewards=(0.0,), passed=(i < 2,), statuses=("failed",), flags=((),), retry=(i < 5,))
+            for i in range(10)]
+    save_rows(tmp_path / "a" / "retry_tuned_heldout.jsonl", rows)
+    save_rows(tmp_path / "retry_base_heldout.jsonl", [r.model_copy(update={"passed": (False,), "retry": (i == 0,)})
+                                                      for i, r in enumerate(rows)])
+    arms.table(Namespace(work=str(tmp_path), against=None))
+    lines = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]]
+             for ln in capsys.readouterr().out.splitlines()[2:]}
+    assert lines["a/tuned"][0] == "2/10" and lines["a/tuned +retry"][0] == "5/10"
+    assert lines["a/tuned +retry"][1].startswith("+50.0") and lines["base +retry"][0] == "1/10"
+
+
+def test_import_run_splits_eval_rows_per_split_and_keeps_existing_base(tmp_path):
+    """--import-run: a finished run folder becomes an arm (stages copied, rows split per split);
+    base rows already under WORK are never replaced."""
+    arms = _arms()
+    run, work = tmp_path / "run", tmp_path / "work"
+    for stage in ("tasks", "sft"):
+        (run / stage).mkdir(parents=True)
+        (run / stage / "x.txt").write_text(stage)
+    (run / "state").mkdir()
+    (run / "state" / "tasks.json").write_text("{}")
+    (run / "state" / "sft.json").write_text(json.dumps({"stats": {"wall_s": 12.4}}))
+    (run / "eval").mkdir()
+    _rows(run / "eval" / "tuned.jsonl", "heldout", [True, False])
+    _rows(run / "eval" / "base.jsonl", "ood", [True])
+    work.mkdir()
+    _rows(work / "base_ood.jsonl", "ood", [False, False])
+    config = str(Path(__file__).resolve().parents[2] / "examples" / "quickstart" / "config.yaml")
+    arms.import_run(Namespace(import_run=str(run), work=str(work), arm="demo", set=None, config=config))
+    assert (work / "_tasks" / "tasks" / "x.txt").is_file() and (work / "demo" / "sft" / "x.txt").is_file()
+    assert arms.per_task([work / "demo" / "eval_tuned_heldout.jsonl"]) == {"heldout": {"heldout0": 1.0, "heldout1": 0.0}}
+    assert len((work / "base_ood.jsonl").read_text().splitlines()) == 2, "existing base rows kept"
+    assert json.loads((work / "demo" / "arm.json").read_text())["train_wall_s"] == 12

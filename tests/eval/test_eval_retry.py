@@ -49,3 +49,46 @@ def test_retry_sees_visible_test_output_and_counts_second_passes():
 def test_retry_prompt_shape():
     conv = retry_prompt(add_task(0), WRONG, "")
     assert [m["role"] for m in conv] == ["user", "assistant", "user"] and "(no output)" in conv[2]["content"]
+
+
+def test_retry_rows_reuses_first_attempts_and_closes_its_generator(tmp_path, monkeypatch):
+    """stage_eval.retry_rows (bench/arms.py --retry): only failed first attempts are generated again,
+    with the eval config's generator settings, and the generator is closed."""
+    from rich.console import Console
+
+    import sdk.generate
+    from sdk.config import parse_config
+    from sdk.rewards.tiered import score_batch
+    from sdk.run.context import RunInputs, StageContext
+    from sdk.run.layout import RunLayout
+    from sdk.run.stage_eval import retry_rows
+    from sdk.sandbox import make_sandbox
+
+    cfg = parse_config({"sources": [{"type": "pytest", "domain": "x"}], "run_dir": str(tmp_path),
+                        "eval": {"max_new_tokens": 77, "batch_size": 3}})
+    sandbox = make_sandbox(SandboxConfig())
+    ctx = StageContext(cfg=cfg, layout=RunLayout(tmp_path), inputs=RunInputs(RunLayout(tmp_path)), console=Console(),
+                       progress=False, model_path="model", sandbox=sandbox)
+    tasks = [add_task(0), add_task(1)]
+    first = evaluate(tasks, lambda ps, n: [[(RIGHT, 5, "stop")], [(WRONG, 5, "stop")]],
+                     lambda ts, cs: score_batch(ts, cs, sandbox, RewardConfig()), "tuned", 1, progress=False)
+    made = []
+
+    class Gen:
+        def __init__(self, *args):
+            made.append(args)
+            self.asked, self.closed = [], False
+
+        def __call__(self, convs, n):
+            self.asked.extend(convs)
+            return [[(RIGHT, 6, "stop")] for _ in convs]
+
+        def close(self):
+            self.closed = True
+
+    gens = []
+    monkeypatch.setattr(sdk.generate, "make_generator", lambda *a: gens.append(Gen(*a)) or gens[-1])
+    out = retry_rows(ctx, tasks, first, "adapter-dir")
+    assert [r.retry for r in out] == [(True,), (True,)] and [r.passed for r in out] == [(True,), (False,)]
+    assert made[0][:4] == ("model", "adapter-dir", 3, 77), "the eval config's generator settings"
+    assert len(gens[0].asked) == 1 and gens[0].asked[0][-2]["content"] == WRONG and gens[0].closed
