@@ -104,13 +104,15 @@ def data_version(taskset: TaskSet, examples: list[SftExample], pairs: list) -> s
     return hashlib.sha256("\n".join(body).encode()).hexdigest()[:16]
 
 
-def _check_strength(ctx: StageContext, tasks: list[Task]) -> tuple[list[Task], list]:
-    """Mutants of every validated reference through the run's sandbox (see :mod:`sdk.tasks.strength`)."""
+def _check_strength(ctx: StageContext, tasks: list[Task], stubs_failed: dict[str, str]) -> tuple[list[Task], list]:
+    """Mutants of every validated reference through the run's sandbox (see :mod:`sdk.tasks.strength`);
+    the stubs validation already saw fail are not run again."""
     cfg = ctx.cfg.tasks.mutants
-    total = count_mutants(tasks, cfg.max_reference_mutants)
+    total = count_mutants(tasks, cfg.max_reference_mutants, stubs_failed)
     with ctx.bar("checking verifier strength (mutants)", total) as bar:
         return check_strength(tasks, ctx.need_sandbox(), ctx.cfg.sandbox.limits, cfg.max_reference_mutants,
-                              cfg.weak_if, progress=lambda n: bar.advance(bar.task_ids[0], n))
+                              cfg.weak_if, progress=lambda n: bar.advance(bar.task_ids[0], n),
+                              known_killed=stubs_failed)
 
 
 def strength_summary(tasks: list[Task], quarantined: list, labels: dict[str, str]) -> dict[str, dict]:
@@ -204,12 +206,13 @@ def stage_tasks(ctx: StageContext) -> StageStats:
     tasks, dups = assign_splits(got.tasks, cfg.tasks.heldout_fraction, cfg.tasks.ood_domains, cfg.seed, got.fixed)
     quarantined = got.quarantined + dups
     if cfg.tasks.validate_references and tasks:
+        stubs_failed: dict[str, str] = {}
         with ctx.bar("validating references", len(tasks) * 2) as bar:
             tasks, bad = validate_tasks(tasks, ctx.need_sandbox(), cfg.sandbox.limits,
-                                        progress=lambda n: bar.advance(bar.task_ids[0], n))
+                                        progress=lambda n: bar.advance(bar.task_ids[0], n), stubs_failed=stubs_failed)
         quarantined += bad
         if cfg.tasks.mutants.enabled and tasks:
-            tasks, weak = _check_strength(ctx, tasks)
+            tasks, weak = _check_strength(ctx, tasks, stubs_failed)
             quarantined += weak
     taskset = TaskSet(tasks, quarantined)
     findings = check_health(tasks, len(got.examples), cfg)

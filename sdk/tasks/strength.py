@@ -35,7 +35,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from sdk.sandbox.contract import Limits, Sandbox
@@ -196,7 +196,8 @@ def mutants_of(task: Task, max_reference_mutants: int = 4) -> list[Mutant]:
 
 def check_strength(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | None = None,
                    max_reference_mutants: int = 4, weak_if: WeakIf = "any_trivial_survives",
-                   progress: Callable[[int], None] | None = None) -> tuple[list[Task], list[Quarantined]]:
+                   progress: Callable[[int], None] | None = None,
+                   known_killed: Mapping[str, str] | None = None) -> tuple[list[Task], list[Quarantined]]:
     """Run every task's mutants in ``sandbox``; score the tasks and quarantine the weak ones.
 
     Args:
@@ -206,20 +207,29 @@ def check_strength(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | Non
         weak_if: the quarantine rule (see the module docstring).
         progress: optional ``advance(n)``, called once per batch with the requests it ran;
             :func:`count_mutants` gives the total.
+        known_killed: ``{task id: code}`` already run and failed against the task's visible tests
+            (``validate_tasks(stubs_failed=...)``: the ``raise NotImplementedError`` stub). A mutant
+            with exactly that code is counted killed without running: it runs against the visible
+            and hidden tests, a superset, so it would fail again. Scores and verdicts are unchanged;
+            the quickstart runs 188 fewer mutants.
     Returns:
         ``(kept, quarantined)``: kept tasks carry ``mutation_score`` (killed / run, in [0, 1])
         and ``metadata["mutants"]`` (``killed``, ``total``, ``survivors``: ``family/kind`` names);
         quarantined ones have the reason ``weak_tests: ...`` and the scored task.
     """
+    known = known_killed or {}
     plan = [(i, m) for i, t in enumerate(tasks) for m in mutants_of(t, max_reference_mutants)]
-    results = run_batched(sandbox, [request_for(tasks[i], m[2], hidden=None, limits=limits) for i, m in plan], progress)
+    todo = [(i, m) for i, m in plan if known.get(tasks[i].id) != m[2]]
+    results = iter(run_batched(sandbox, [request_for(tasks[i], m[2], hidden=None, limits=limits) for i, m in todo],
+                               progress))
     killed: dict[int, list[bool]] = {}
     runs: dict[int, list[Mutant]] = {}
-    for (i, mutant), result in zip(plan, results):
-        if result.status.is_infrastructure:
+    for i, mutant in plan:
+        result = None if known.get(tasks[i].id) == mutant[2] else next(results)
+        if result is not None and result.status.is_infrastructure:
             continue  # never judged: counts neither way
         runs.setdefault(i, []).append(mutant)
-        killed.setdefault(i, []).append(not result.all_passed)
+        killed.setdefault(i, []).append(result is None or not result.all_passed)
     kept, bad = [], []
     for i, task in enumerate(tasks):
         if i not in runs:
@@ -246,9 +256,11 @@ def _score(task: Task, mutants: list[Mutant], killed: list[bool], weak_if: WeakI
     return scored, f"weak_tests: the tests pass with a trivial body ({names}); {info['killed']}/{info['total']} mutants killed"
 
 
-def count_mutants(tasks: Sequence[Task], max_reference_mutants: int = 4) -> int:
+def count_mutants(tasks: Sequence[Task], max_reference_mutants: int = 4,
+                  known_killed: Mapping[str, str] | None = None) -> int:
     """How many sandbox requests :func:`check_strength` will make (for a progress bar's total)."""
-    return sum(len(mutants_of(t, max_reference_mutants)) for t in tasks)
+    known = known_killed or {}
+    return sum(1 for t in tasks for m in mutants_of(t, max_reference_mutants) if known.get(t.id) != m[2])
 
 
 __all__ = ["check_strength", "count_mutants", "mutants_of", "skip_reason", "trivial_bodies"]

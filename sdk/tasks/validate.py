@@ -74,7 +74,8 @@ def _reason(result: ExecResult, what: str) -> str | None:
 
 
 def validate_tasks(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | None = None,
-                   check_stub: bool = True, progress=None) -> tuple[list[Task], list[Quarantined]]:
+                   check_stub: bool = True, progress=None,
+                   stubs_failed: dict[str, str] | None = None) -> tuple[list[Task], list[Quarantined]]:
     """Split ``tasks`` into (valid, quarantined) by running references (and stubs) in ``sandbox``.
 
     Answer-match and reference-only tasks pass through (their verifier needs no sandbox).
@@ -82,8 +83,12 @@ def validate_tasks(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | Non
 
     Args:
         progress: optional callable ``advance(n)`` for a progress bar.
+        stubs_failed: when given, filled with ``{task id: stub code}`` for each task whose stub
+            was judged and failed its visible tests, so :func:`sdk.tasks.strength.check_strength`
+            need not run the same ``raise NotImplementedError`` body again.
     """
     checks: list[tuple[int, str, ExecRequest]] = []
+    checks_code: dict[int, str] = {}
     bad: dict[int, str] = {}
     for i, task in enumerate(tasks):
         v = task.verifier
@@ -96,6 +101,7 @@ def validate_tasks(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | Non
         stub = stub_for(task) if check_stub else None
         if stub:
             checks.append((i, "stub", request_for(task, stub, limits=limits)))
+            checks_code[i] = stub
     results = run_batched(sandbox, [c[2] for c in checks], progress)
     tasks = list(tasks)
     _retry_timeouts(tasks, checks, results, sandbox)
@@ -105,6 +111,8 @@ def validate_tasks(tasks: Sequence[Task], sandbox: Sandbox, limits: Limits | Non
         if what == "stub":
             if result.all_passed:
                 bad[i] = "tests_miss_broken_body: a body raising NotImplementedError passes the tests"
+            elif stubs_failed is not None and not result.status.is_infrastructure:
+                stubs_failed[tasks[i].id] = checks_code[i]
             continue
         reason = _reason(result, what)
         if reason:

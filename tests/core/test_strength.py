@@ -95,3 +95,30 @@ def test_strength_summary_per_source(sandbox):
     assert (a["scored"], a["weak_tests"], a["skipped"]) == (2, 1, 0)
     assert a["total"] == 2 * 6 and a["killed"] == a["total"] - 1 and a["score"] == pytest.approx(11 / 12, abs=1e-4)
     assert summary["1:jsonl:b"] == {"scored": 0, "killed": 0, "total": 0, "weak_tests": 0, "skipped": 1, "score": None}
+
+
+def test_the_stub_validation_saw_fail_is_not_run_again_and_scores_are_unchanged(sandbox):
+    """validate_tasks(stubs_failed=...) -> check_strength(known_killed=...): the `raise NotImplementedError`
+    mutant is the stub validation already ran (on the visible tests, a subset), so it is counted killed
+    without a sandbox run; every score and verdict equals the full run's."""
+    from sdk.tasks.validate import validate_tasks
+
+    class Counting(Sandbox):
+        def __init__(self):
+            self.codes = []
+
+        def run_one(self, request):
+            self.codes.append(request.solution)
+            return sandbox.run_one(request)
+
+    strong, weak = task(), task(tests=WEAK, hidden={})
+    failed: dict[str, str] = {}
+    valid, quarantined = validate_tasks([strong, weak], sandbox, stubs_failed=failed)
+    assert not quarantined and set(failed) == {strong.id, weak.id} and "raise NotImplementedError" in failed[strong.id]
+    full_box, short_box = Counting(), Counting()
+    full = check_strength(valid, full_box, max_reference_mutants=2)
+    short = check_strength(valid, short_box, max_reference_mutants=2, known_killed=failed)
+    assert [t.model_dump() for t in short[0]] == [t.model_dump() for t in full[0]]
+    assert [q.reason for q in short[1]] == [q.reason for q in full[1]] and short[1][0].task.id == weak.id
+    assert len(short_box.codes) == len(full_box.codes) - 2 == count_mutants(valid, 2, failed)
+    assert not any("raise NotImplementedError" in c for c in short_box.codes)
