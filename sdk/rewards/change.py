@@ -56,6 +56,7 @@ from sdk.rewards.integrity import scan_solution
 from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits
+from sdk.sandbox.languages.goguard import unguarded_go
 from sdk.tasks.change import ChangeVerifier, module_groups
 from sdk.tasks.records import Task
 from sdk.types import Framework, Language
@@ -148,10 +149,15 @@ def prepare(task: Task, completion: str, limits: Limits | None = None) -> Change
 def tampering(verifier: ChangeVerifier, files: dict[str, str]) -> list[tuple[str, tuple[str, str]]]:
     """``(flag, (path, what))`` for each hacking finding of :func:`~sdk.rewards.integrity.scan_solution`
     in a patched ``.py`` file that the parent's version of the file does not already have (model code
-    shares the test process with pytest, see the module docstring: a layer before the run's own)."""
+    shares the test process with pytest, see the module docstring: a layer before the run's own).
+    Go: ``runner_tampering`` for each changed file that could step out of Go's memory safety
+    (:func:`~sdk.sandbox.languages.goguard.unguarded_go`: ``unsafe``, ``reflect``, ``syscall``,
+    ``//go:linkname``, assembly...), which the verdict channel of ``go_repo`` rests on."""
     out = []
     for path, text in files.items():
         old = verifier.files.get(path)
+        if text != old and verifier.language == Language.GO and unguarded_go(path, text):
+            out.append(("runner_tampering", (path, unguarded_go(path, text) or "")))
         if not path.endswith(".py") or text == old:
             continue
         before = {(f.flag, h) for f in scan_solution(old or "", test_sources=verifier.tests) for h in f.detail.split("; ")}

@@ -36,6 +36,10 @@ RUNNER_GLOBS = (".github/*", ".gitlab-ci.yml", ".circleci/*", ".travis.yml", "az
 # Go: test files and their data (``testdata`` folders are ignored by the go tool as packages)
 GO_TEST_GLOBS = ("*_test.go", "testdata/*", "*/testdata/*")
 
+# Go: module and workspace files (a `replace` could bring in packages that the go_repo guard does
+# not cover, see sdk.sandbox.languages.goguard): runner configuration for Go tasks
+GO_RUNNER_GLOBS = ("go.mod", "go.sum", "go.work", "go.work.sum", "*/go.mod", "*/go.sum", "*/go.work")
+
 # files an interpreter or pytest loads by itself (site hooks, path files, distribution metadata with
 # entry-point plugins): refused in every change whatever a verifier's ``runner_globs`` say
 LOADER_GLOBS = ("sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/usercustomize.py", "*.pth",
@@ -123,8 +127,11 @@ class ChangeVerifier(Frozen):
 
     def protected(self, path: str) -> str | None:
         """``edits_tests`` or ``edits_ci`` when a diff may not change ``path``, else None (the
-        sandbox's candidate module and :data:`LOADER_GLOBS` count as runner configuration)."""
+        sandbox's candidate module, :data:`LOADER_GLOBS` and, for Go, :data:`GO_RUNNER_GLOBS` count
+        as runner configuration)."""
         if path == self.target_path or matches(path, self.runner_globs) or matches(path, LOADER_GLOBS):
+            return "edits_ci"
+        if self.language == Language.GO and matches(path, GO_RUNNER_GLOBS):
             return "edits_ci"
         if matches(path, self.test_globs):
             return "edits_tests"

@@ -13,6 +13,7 @@ import pytest
 from connectors.history.source import GitHistorySource, select_go_test_files
 from sdk.rewards.config import RewardConfig
 from sdk.rewards.tiered import score_completion
+from sdk.sandbox.languages.goguard import channel_outcomes, instrument, unguarded_go
 from sdk.sandbox.languages.gorepo import go_test_functions, node_ids
 from sdk.tasks.change import ChangeVerifier
 from sdk.tasks.records import Split
@@ -110,18 +111,81 @@ def test_go_references_earn_full_marks_and_a_partial_change_breaks_the_importer(
     assert (res.components["collects"], res.components["regressions"]) == (0.0, 1.0)
 
 
-# Mul writes the framing lines of a pass (with test2json's ^V marker) and leaves with status 0
+def _adds(*files: tuple[str, str]) -> str:
+    """A completion whose diff adds each ``(path, text)`` of ``files``."""
+    lines = []
+    for path, text in files:
+        lines += [f"diff --git a/{path} b/{path}", "new file mode 100644", "--- /dev/null", f"+++ b/{path}",
+                  f"@@ -0,0 +1,{text.count(chr(10))} @@", *("+" + ln for ln in text.splitlines())]
+    return "```diff\n" + "\n".join(lines) + "\n```"
+
+
+# Mul prints the framing lines of a pass (with test2json's ^V marker) and leaves with status 0
 # before the testing package can print the failure
-FORGE = ('package calc\n\nimport (\n\t"os"\n\t"syscall"\n)\n\nfunc Mul(a, b int) int {\n'
-         '\tos.Stdout.WriteString("\\x16--- PASS: TestMul (0.00s)\\n\\x16PASS\\n")\n\tsyscall.Exit(0)\n\treturn 0\n}\n')
+FORGE_EXIT = ('package calc\n\nimport "os"\n\nfunc Mul(a, b int) int {\n'
+              '\tos.Stdout.WriteString("\\x16--- PASS: TestMul (0.00s)\\n\\x16PASS\\nok\\n")\n\tos.Exit(0)\n\treturn 0\n}\n')
+# a package of the candidate's that calc (so stats) imports: its init takes what fd 4 holds (the key,
+# were it first), signs a pass of every test of the binary's package in sequence and leaves before any
+# test runs: a perfect forgery had it read the key (it did, checked by hand, when only the test
+# packages imported the guard)
+STEAL = ('package aaa\n\nimport (\n\t"crypto/sha256"\n\t"encoding/hex"\n\t"io"\n\t"os"\n\t"strings"\n)\n\n'
+         'func init() {\n\tkey := make([]byte, 32)\n\tn, _ := io.ReadFull(os.NewFile(4, "k"), key)\n'
+         '\tnames := []string{"stats/stats_test.go::TestSum"}\n\twd, _ := os.Getwd()\n'
+         '\tif strings.HasSuffix(wd, "calc") {\n\t\tnames = []string{"calc/ops_test.go::TestAdd", "calc/ops_test.go::TestMul"}\n\t}\n'
+         '\tfor i, name := range names {\n'
+         '\t\tbody := string(rune(48+i)) + " " + name + " passed"\n'
+         '\t\tsum := sha256.Sum256(append(key[:n:n], body...))\n'
+         '\t\tos.NewFile(3, "r").WriteString(hex.EncodeToString(sum[:16]) + " " + body + "\\n")\n\t}\n'
+         '\tos.Exit(0)\n}\n')
+FORGE_KEY = 'package calc\n\nimport _ "example.com/shop/aaa"\n\nfunc Mul(a, b int) int { return 0 }\n'
+# Mul leaves the test goroutine before TestMul's check can fail it (deferred code still runs)
+FORGE_GOEXIT = 'package calc\n\nimport "runtime"\n\nfunc Mul(a, b int) int {\n\truntime.Goexit()\n\treturn 0\n}\n'
 
 
-@pytest.mark.xfail(strict=True, reason="open: Go outcomes come from the test binary's own output, which the "
-                   "candidate's init() can rewrite (sdk/sandbox/languages/gorepo.py, 'Not covered')")
-def test_a_go_candidate_that_rewrites_its_test_output_forges_nothing(mined, sandbox):
+@pytest.mark.parametrize("forge", [FORGE_EXIT, FORGE_KEY, FORGE_GOEXIT], ids=["exit", "stolen_key", "goexit"])
+def test_a_go_candidate_that_forges_its_test_outcomes_earns_nothing(mined, sandbox, forge):
     shas, _, tasks = mined
-    task = tasks[shas["good"]]
-    lines = ["diff --git a/calc/forge.go b/calc/forge.go", "new file mode 100644", "--- /dev/null", "+++ b/calc/forge.go",
-             f"@@ -0,0 +1,{FORGE.count(chr(10))} @@", *("+" + ln for ln in FORGE.splitlines())]
-    res = score_completion(task, "```diff\n" + "\n".join(lines) + "\n```", sandbox, RewardConfig())
-    assert res.components.get("f2p_frac") == 0.0, res
+    files = [("aaa/steal.go", STEAL)] if forge is FORGE_KEY else []
+    res = score_completion(tasks[shas["good"]], _adds(*files, ("calc/forge.go", forge)), sandbox, RewardConfig())
+    assert res.components.get("f2p_frac", 0.0) == 0.0 and res.score <= 0.1, res   # at most "applies" and "collects"
+    assert res.fail_to_pass_failing == ("calc/ops_test.go::TestMul",)
+    assert ("runner_tampering" in res.flags) == (forge is FORGE_KEY)   # unsigned lines on the channel
+
+
+def test_a_go_change_that_could_leave_memory_safety_is_refused_before_it_runs(mined, sandbox):
+    shas, _, tasks = mined
+    text = 'package calc\n\nimport (\n\t"fmt"\n\tr "reflect"\n)\n\nfunc Mul(a, b int) int { _ = r.TypeOf(fmt.Sprint); return a * b }\n'
+    res = score_completion(tasks[shas["good"]], _adds(("calc/forge.go", text)), sandbox, RewardConfig())
+    assert (res.score, res.status.value, res.flags) == (0.0, "suspected_hacking", ("runner_tampering",))
+    assert "calc/forge.go: imports reflect" in res.detail
+    assert tasks[shas["good"]].verifier.protected("go.mod") == "edits_ci"
+
+
+def test_unguarded_go_names_what_leaves_memory_safety():
+    assert unguarded_go("a/x.go", 'package a\n\nimport "unsafe"\n') == "imports unsafe"
+    assert unguarded_go("a/x.go", 'package a\n\nimport (\n\t_ "embed"\n\ts "syscall" // raw\n\t. "reflect"\n)\n') == \
+        "imports reflect, syscall"
+    assert unguarded_go("a/x.go", "package a\n\n//go:linkname now runtime.nanotime\nfunc now() int64\n") == "uses //go:linkname"
+    assert unguarded_go("a/x_amd64.s", "TEXT ·f(SB),0,$0\n").startswith("adds or changes a non-Go file")
+    assert unguarded_go("a/x_test.go", 'package a\n\nimport "unsafe"\n') is None
+    assert unguarded_go("a/x.go", 'package a\n\n// import "unsafe"\nimport "os"\n') is None
+
+
+def test_instrument_guards_every_module_package_and_wraps_each_test():
+    files = {"go.mod": gr.GO_MOD, "calc/ops.go": gr.OPS, "stats/stats.go": gr.STATS, "gen.go": "//go:build ignore\n\npackage main\n",
+             "root.go": "package shop\n", "tools/go.mod": "module x\n", "tools/t.go": "package t\n",
+             "calc/testdata/d.go": "package d\n", "tlguardabc/evil.go": "package tlguardabc\n"}
+    tests = {"calc/ops_test.go": "//go:build !windows\n\n" + gr.TEST_MUL, "stats/stats_test.go": gr.TEST_STATS}
+    files.update(tests)
+    assert instrument(files, tests, sfx="abc") == ["calc", "stats"]
+    guard = 'import _ "example.com/shop/tlguardabc"\n'
+    assert files["calc/zz_tlguardabc.go"] == "package calc\n\n" + guard
+    assert files["zz_tlguardabc.go"] == "package shop\n\n" + guard           # gen.go is `ignore`: not the name
+    assert {p for p in files if "zz_tlguard" in p} == {"calc/zz_tlguardabc.go", "stats/zz_tlguardabc.go", "zz_tlguardabc.go"}
+    assert "tlguardabc/evil.go" not in files and "func Run(t *testing.T" in files["tlguardabc/guard.go"]
+    assert "func tlabc_TestMul(t *testing.T)" in files["calc/ops_test.go"] and "func TestMul(" not in files["calc/ops_test.go"]
+    wrap = files["calc/ops_tlwrapabc_test.go"]
+    assert wrap.startswith("//go:build !windows\n") and "package calc\n" in wrap
+    assert 'func TestMul(t *testing.T) { tlgabc.Run(t, "calc/ops_test.go::TestMul", tlabc_TestMul) }' in wrap
+    assert channel_outcomes(["calc/ops_test.go::TestMul passed", "x failed", "junk", "y maybe"]) == \
+        [("calc/ops_test.go::TestMul", "passed"), ("x", "failed")]

@@ -86,8 +86,10 @@ def main():
 def _run(spec, env, emit):
     """Run the test command; (stdout, exit code), or None after a timeout (already emitted).
     A channel run emits its verified lines as ``channel`` events (and ``channel_forged``)."""
-    if spec.get("channel"):
-        ran = _run_channel(spec, env)
+    if spec.get("gorepo") is not None or spec.get("channel"):
+        ran = _run_gorepo(spec, env, emit) if spec.get("gorepo") is not None else _run_channel(spec, env)
+        if ran == "built_none":
+            return None
         if ran is None or ran == "stopped":
             emit(event="run_timeout", stopped=ran == "stopped")   # stopped: someone sent it SIGSTOP
             return None
@@ -196,8 +198,51 @@ def _stopped(pid):
         return False
 
 
-def _run_channel(spec, env):
-    """Run the test program with a result pipe on fd 3 and a nonce on fd 4.
+def _run_gorepo(spec, env, emit):
+    """Go ``go_repo`` (``sdk.sandbox.languages.goguard``): build each test package's binary with
+    ``go test -c``, then run each in its folder as a signed channel run with a key of its own.
+    Build errors go to stderr (``FAIL <folder> [build failed]``); when no package builds,
+    ``compile_error`` is emitted and "built_none" returned. Else as :func:`_run_channel`, merged."""
+    import time  # noqa: PLC0415
+    gospec, tmp = spec["gorepo"], os.environ.get("TMPDIR", "/tmp")
+    os.makedirs(os.path.join(tmp, "tlbin"), exist_ok=True)
+    built, errors, outs, lines, forged, code = [], [], [], [], 0, 0
+    compile_end = time.monotonic() + spec["compile_timeout"]
+    for i, folder in enumerate(gospec["packages"]):
+        binary = os.path.join(tmp, "tlbin", "p%d.test" % i)
+        try:
+            p = subprocess.run([gospec["go"], "test", "-c", "-vet=off", "-o", binary, "./" + folder if folder else "."],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, pass_fds=(),
+                               timeout=max(1.0, compile_end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            emit(event="compile_timeout")
+            return "built_none"
+        if p.returncode != 0 or not os.path.exists(binary):
+            errors.append(p.stdout.decode("utf-8", "replace")[-3000:] + "FAIL\t%s [build failed]\n" % (folder or "."))
+        else:
+            built.append((folder, binary))
+    sys.stderr.write("".join(errors))
+    sys.stderr.flush()
+    if not built:
+        emit(event="compile_error", message="".join(errors)[-4000:])
+        return "built_none"
+    run_end = time.monotonic() + spec["run_timeout"]
+    for folder, binary in built:
+        left = max(1.0, run_end - time.monotonic())
+        one = {"run": [binary, "-test.count=1", "-test.paniconexit0", "-test.v", "-test.timeout=%ds" % int(left + 1)],
+               "run_timeout": left, "mac": True}
+        ran = _run_channel(one, env, cwd=folder or ".")
+        if ran is None or ran == "stopped":
+            return ran
+        outs.append(ran[0])
+        code = code or ran[1]
+        lines += ran[2]
+        forged += ran[3]
+    return b"".join(outs), code or (1 if errors else 0), lines, forged
+
+
+def _run_channel(spec, env, cwd=None):
+    """Run the test program with a result pipe on fd 3 and a nonce on fd 4 (in folder ``cwd``).
     (stdout, exit code, the nonce's lines without it), None on timeout, "stopped" when the
     program was found stopped at the timeout."""
     nonce = secrets.token_hex(24)
@@ -228,7 +273,7 @@ def _run_channel(spec, env):
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        p = subprocess.Popen(spec["run"], stdout=subprocess.PIPE, env=env, preexec_fn=setup, close_fds=False)
+        p = subprocess.Popen(spec["run"], stdout=subprocess.PIPE, env=env, preexec_fn=setup, close_fds=False, cwd=cwd)
     finally:
         os.close(hi_res)
         os.close(hi_non)

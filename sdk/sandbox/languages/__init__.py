@@ -7,7 +7,7 @@
 | c / cpp    | tltest    | gcc / g++                                 | ``tl_test.h`` (forks per test)      |
 | java       | junit     | javac, java, Debian ``junit5`` jars       | ``TlJUnit.java`` on the fd-3 pipe   |
 | go         | go        | go                                        | ``go test -json``                   |
-| go (repo)  | go_repo   | go                                        | ``go test -json ./...`` (:mod:`.gorepo`) |
+| go (repo)  | go_repo   | go                                        | signed fd-3 lines of :mod:`.goguard`  |
 | rust       | rust      | rustc                                     | libtest output of ``rustc --test``  |
 
 Only toolchains the sandbox uid can see are used: rustup/pyenv under root's 0700 home are
@@ -30,7 +30,9 @@ stdout. Java tests run under our launcher ``TlJUnit.java`` (JUnit Platform API),
 random key from fd 4 before any test class initialises and reports each test once on fd 3, each
 line signed with the key and numbered (no nonce a scan of the JVM's memory could match; a line
 it did not sign is ``channel_forged``, flag ``runner_tampering``; no report file is read, so a
-report the solution writes counts for nothing). Go and
+report the solution writes counts for nothing). Go change tasks (``go_repo``) report the same way
+from a guard package that every module package imports, so it reads its key first
+(:mod:`.goguard`). Whole-file Go and
 Rust results still come from output the candidate's process could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
 imitated line next to the real one is a duplicate.
 """
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, TestOutcome
-from sdk.sandbox.languages import gorepo, reports
+from sdk.sandbox.languages import goguard, gorepo, reports
 from sdk.sandbox.pyruntime import RUNNER_DIR
 from sdk.sandbox.python_lang import _events
 from sdk.sandbox.workspace import Workspace, safe_relpath
@@ -181,10 +183,11 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
               "channel": True, "mac": True}
     elif lang == Language.GO:
         files.setdefault("go.mod", "module tltask\n\ngo 1.19\n")
-        vet = ["-vet=off"] if req.framework == Framework.GO_REPO else []   # tests decide; vet costs ~4 s a fresh run
-        b |= {"run": [which("go"), "test", "-json", "-count=1", "-p=1", *vet, "./..."], "mkdirs": ["{tmp}/gocache", "{tmp}/gopath"],
+        b |= {"run": [which("go"), "test", "-json", "-count=1", "-p=1", "./..."], "mkdirs": ["{tmp}/gocache", "{tmp}/gopath"],
               "env": {"GOCACHE": "{tmp}/gocache", "GOPATH": "{tmp}/gopath", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
-                      "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOMAXPROCS": "2"}}
+                      "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOMAXPROCS": "2", "GOWORK": "off"}}
+        if req.framework == Framework.GO_REPO:   # built and run by tl_build, verdicts signed (goguard)
+            b["gorepo"] = {"go": which("go"), "packages": goguard.instrument(files, req.tests)}
     elif lang == Language.RUST:
         root = "".join(f'include!("{p}");\n' for p in [req.target_path, *tests])
         files["tl_root.rs"] = "#![allow(dead_code, unused_imports)]\n" + root
@@ -197,8 +200,10 @@ def _parse(spec: LangSpec, events: list[dict], req: ExecRequest) -> tuple[TestOu
     run = next((e for e in events if e.get("event") == "run"), {})
     stdout = str(run.get("stdout", ""))
     lang = spec.language
-    if req.framework == Framework.GO_REPO:
-        return gorepo.node_ids(stdout, req.files, req.tests)
+    if req.framework == Framework.GO_REPO:   # only the guard's signed lines (goguard), never the binary's output
+        channel = [str(e.get("line", "")) for e in events if e.get("event") == "channel"]
+        return tuple(TestOutcome(name=n, outcome=o, message=gorepo.failure_output(stdout, n) if o == "failed" else "")
+                     for n, o in goguard.channel_outcomes(channel))
     if lang in (Language.JAVASCRIPT, Language.TYPESCRIPT):  # the reporter's stdout: the tests' own goes elsewhere
         return reports.parse_junit(stdout)
     if lang == Language.GO:

@@ -1,9 +1,9 @@
 """Go repositories as candidates (framework ``go_repo``; change tasks, issue 17).
 
-A Go change task's candidate is a whole module: ``go test -json -count=1 -p=1 -vet=off ./...``
-runs in the sandbox over the patched source and the task's pristine ``_test.go`` files (only
-those: the repository's other test files are not written; vet is off: the tests decide, and vet
-costs about 4 s a run with a fresh build cache, measured here). Each top-level test is named like
+A Go change task's candidate is a whole module: each test package is built with
+``go test -c -vet=off`` and run in the sandbox over the patched source and the task's pristine
+``_test.go`` files (only those: the repository's other test files are not written; vet is off:
+the tests decide, and vet costs about 4 s a run with a fresh build cache, measured here). Each top-level test is named like
 a pytest node id, ``<test file>::<TestName>`` (the file of the test's package that declares it),
 so the fail-to-pass / pass-to-pass logic shared with Python (``connectors.history``,
 ``sdk.rewards.change``) works on these names unchanged; subtests are part of their parent test.
@@ -11,16 +11,15 @@ so the fail-to-pass / pass-to-pass logic shared with Python (``connectors.histor
 A package whose tests do not build gives no test of that package (the others still run): the run
 is ``failed`` with the build errors in its detail, or ``compile_error`` when no test ran at all.
 
-Verdicts (what is and is not out of the candidate's reach): the outcomes are parsed from the
-``go test -json`` stream, which the go command derives from the test binary's own standard
-output. The candidate's code is linked into that binary, and its ``init`` functions run before
-any test (and before anything of ours could): it can replace ``os.Stdout`` and rewrite
-``--- FAIL`` into ``--- PASS``, print events of its own, or leave early. A nonce read before the
-candidate runs (as ``tl_test.h`` and ``TlJUnit`` do for C and Java) is not possible in a Go test
-binary: package initialisers of the candidate always run first and could read it. Not covered:
-forged Go outcomes (a strict xfail in ``tests/connectors/test_git_history_go.py`` records it);
-what is covered: the tests and the ``go.mod`` toolchain settings are the task's, no network, a
-fresh ``GOCACHE``/``GOPATH`` in the run's scratch space, every declared test counted once.
+Verdicts: never from the binary's own output (the candidate's code is linked into the test binary
+and its package initialisers run before any test: it could print ``--- PASS`` or leave with status
+0). :mod:`.goguard` instruments the run (a guard package every module package imports, so it is
+initialised first; each test wrapped), ``tl_build.py`` builds each test package with ``go test -c``
+and runs each binary with a key of its own on fd 4, and the outcomes are the guard's signed lines on
+fd 3 (see :mod:`.goguard` for what that rests on and what it does not cover). :func:`node_ids`
+reads a ``go test -json`` stream (kept for whole-file Go tasks' shape and its tests); a run's
+``go.mod`` toolchain settings are the task's, no network, a fresh ``GOCACHE``/``GOPATH`` in the
+run's scratch space, every declared test counted once.
 """
 
 from __future__ import annotations
@@ -67,3 +66,16 @@ def node_ids(stream: str, files: dict[str, str], tests: dict[str, str]) -> tuple
         path = where.get((folder, test), posixpath.join(folder, "?"))
         out.append(TestOutcome(name=f"{path}::{test}", outcome=outcome, message=message))
     return tuple(out)
+
+
+def failure_output(stdout: str, node_id: str, limit: int = 2000) -> str:
+    """What a ``-test.v`` run printed for the test of ``node_id`` (``<file>::TestName``), from its
+    ``=== RUN`` line to its ``--- FAIL`` line (at most ``limit`` characters; '' when absent). The
+    binary's own output: a message for people, never a verdict."""
+    test = node_id.rpartition("::")[2]
+    start = stdout.find(f"=== RUN   {test}\n")
+    if start < 0:
+        return ""
+    end = stdout.find(f"--- FAIL: {test} ", start)
+    end = stdout.find("\n", end) if end >= 0 else -1
+    return stdout[start:end if end >= 0 else len(stdout)][-limit:]
