@@ -152,6 +152,15 @@ def test_a_go_candidate_that_forges_its_test_outcomes_earns_nothing(mined, sandb
     assert ("runner_tampering" in res.flags) == (forge is FORGE_KEY)   # unsigned lines on the channel
 
 
+def test_the_guarded_test_process_cannot_open_its_own_memory(mined, sandbox):
+    # Mul is right only when /proc/self/mem cannot be opened: the guard made the process non-dumpable
+    # before the candidate's code ran (a scan of it could find the key)
+    text = ('package calc\n\nimport "os"\n\nfunc Mul(a, b int) int {\n\tif f, err := os.Open("/proc/self/mem"); err == nil {\n'
+            '\t\tf.Close()\n\t\treturn 0\n\t}\n\treturn a * b\n}\n')
+    res = score_completion(mined[2][mined[0]["good"]], _adds(("calc/forge.go", text)), sandbox, RewardConfig())
+    assert res.components["f2p_frac"] == 1.0, res
+
+
 def test_a_go_change_that_could_leave_memory_safety_is_refused_before_it_runs(mined, sandbox):
     shas, _, tasks = mined
     text = 'package calc\n\nimport (\n\t"fmt"\n\tr "reflect"\n)\n\nfunc Mul(a, b int) int { _ = r.TypeOf(fmt.Sprint); return a * b }\n'
