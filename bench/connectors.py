@@ -14,7 +14,10 @@ outside the repository; skipped with a message when the index is unreachable):
 * **humanize** 4.12.3: ``src/`` layout, tests need the third-party helper ``freezegun`` (found in
   the ``tests`` extra, installed into the cached test-dependency environment), and
   ``importlib.metadata.version("humanize")`` at import;
-* **attrs** 25.3.0: two top-level packages (``attr`` and ``attrs``), ``src/`` layout, hypothesis.
+* **attrs** 25.3.0: two top-level packages (``attr`` and ``attrs``), ``src/`` layout, hypothesis;
+* **tabulate** 0.10.0: one module (``tabulate/__init__.py``) whose functions return its own
+  namedtuples (``TableFormat``, ``Line``) and ``str`` subclass (``JupyterHTMLStr``), tests that
+  catch its warnings (``pytest.warns``) and pass their own dataclasses and namedtuples.
 
 A task is *validated* when its reference passes its visible and hidden tests and the stub
 (``raise NotImplementedError``) fails (:func:`sdk.tasks.validate.validate_tasks`, what the
@@ -58,6 +61,7 @@ SDISTS = {  # name: (version, package, tests folder)
     "toolz": ("1.0.0", "toolz", "toolz/tests"),
     "humanize": ("4.12.3", "humanize", "tests"),
     "attrs": ("25.3.0", "attr", "tests"),
+    "tabulate": ("0.10.0", "tabulate", "test"),
 }
 
 

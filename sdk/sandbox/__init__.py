@@ -94,12 +94,19 @@ What is NOT isolated or not covered:
   the candidate's ``__get__``; ``pickle.dumps`` of a handle pickles it in the candidate; a clock
   frozen by the test (freezegun) is frozen for the call too; the tests' sources are served to pytest
   from memory (``_runner/tl_memtests.py``: the files on disk are placeholders), so the solution is
-  loaded before collection and a test module may call it at import. What does not work: a test
+  loaded before collection and a test module may call it at import. The solution module's own value
+  classes (namedtuples, ``str``/``int``/``tuple`` subclasses, dataclasses, enums) that the solution
+  left unchanged and that are not the entry point's come back as the *task's* classes, built in the
+  harness from the task's original file (from the request, never the solution's; their module's other
+  functions are the solution's there: ``_runner/tl_pristine.py``); a test's own namedtuple or
+  dataclass reaches the solution as a record with its fields (other attributes called back; changes
+  to its fields are not copied back); a warning the solution raises is raised in the harness inside
+  the call (category: a mirrored, repository or builtin class; the message as text). What does not work: a test
   class that subclasses the solution's class, ``monkeypatch`` of the solution module, state of
   another repository module (it exists once per process: a registry the test fills is not the
   candidate's), a test's function pickled by the candidate (nor is one ordered against or
-  computed with plain data: ``<``, ``-``... raise TypeError; a builtin subclass of the
-  solution's, a ``namedtuple``, an ``IntEnum`` member, arrives as its base value) (``from solution import *`` gives
+  computed with plain data: ``<``, ``-``... raise TypeError; a builtin subclass, ``namedtuple`` or
+  ``IntEnum`` member of a class the solution defined or changed arrives as its base value) (``from solution import *`` gives
   the names read from its source); after a timed-out call the remaining tests of the run fail
   too (the candidate is gone);
 - compiled and other languages (:mod:`sdk.sandbox.languages`) have their own runners (C/C++,

@@ -113,6 +113,8 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
                "tests": dict(req.tests), "conftests": conftests, "test_path": tests[0], "target": req.target_path,
                "entry": req.entry_point,
                "limits": req.limits.model_dump()}
+    if req.target_path in req.files:   # the task's own file, for its value classes (harness only: stdin)
+        payload["original"] = req.files[req.target_path]
     return Plan(files=files, argv=[], nonce=nonce, payload=payload)
 
 

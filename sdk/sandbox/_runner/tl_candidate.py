@@ -24,6 +24,7 @@ import os
 import resource
 import sys
 import traceback
+import warnings
 
 import tl_cops
 import tl_cvalues
@@ -63,6 +64,7 @@ class Candidate(tl_cvalues.Values):
         self.trusted = tuple(p for p in {os.path.dirname(os.__file__), os.path.dirname(tl_wire.__file__)} if p) + ("<frozen ",)
         self._in_hook = False
         self.trust = tl_pickle.Trust((), None)
+        self.records = tl_cvalues.Records(self)
 
     def handle(self, obj):
         """Keep ``obj`` here and return its handle id."""
@@ -132,7 +134,7 @@ class Candidate(tl_cvalues.Values):
         sys.path[:] = [req["cwd"]] + [p for p in sys.path if p.startswith("/usr") or "python" in p] + req.get("path", [])
         for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "tl_remote", "tl_values",
                      "tl_pickle", "tl_cvalues", "tl_guard", "tl_rmodule", "tl_early", "tl_memtests", "tl_rproxy",
-                     "tl_cops", "tl_hproxy", "__main__"):
+                     "tl_cops", "tl_hproxy", "tl_pristine", "__main__"):
             sys.modules[name] = _Tripwire(name, self)
         mod = type(sys)(req["module"])
         self.filename = os.path.join(req["cwd"], req["target"])
@@ -182,6 +184,8 @@ class Candidate(tl_cvalues.Values):
         elif op == "gset":   # an item of a module-level dict or list of the solution's module
             target, args = self.module.__dict__[req["name"]], self.value(req["args"])
             fn = lambda: operator.setitem(target, *args) if len(args) == 2 else operator.delitem(target, *args)  # noqa: E731
+        elif op == "values":   # the module's value classes the harness rebuilds from the task's file
+            fn = lambda: self.take_values(req.get("names"))  # noqa: E731
         elif op in ("pickle", "unpickle"):   # pickle.dumps/loads of a handle, done here
             args = self.value(req["args"])
             fn = lambda: self.dumps(*args) if op == "pickle" else self.loads(*args)  # noqa: E731
@@ -219,8 +223,12 @@ class Candidate(tl_cvalues.Values):
         saved = sys.stdout, sys.stderr
         out, err = _Tee(saved[0]), _Tee(saved[1])
         sys.stdout, sys.stderr = out, err
+        seen = []
         try:
-            answer = {"v": self.encode(fn())}
+            with warnings.catch_warnings(record=True) as seen:   # re-raised in the harness, inside the call
+                warnings.simplefilter("always")
+                value = fn()
+            answer = {"v": self.encode(value)}
         except BaseException as exc:  # noqa: BLE001 - every failure goes back as data
             answer = {"err": {"type": type(exc).__name__[:100], "builtin": _builtin_exc(exc),
                               "msg": _safe_str(exc)[-MSG:], "tb": _safe_tb()[-MSG:]}}
@@ -239,6 +247,8 @@ class Candidate(tl_cvalues.Values):
                 except BaseException:  # noqa: BLE001
                     pass
         answer["out"], answer["errout"] = out.kept.getvalue(), err.kept.getvalue()
+        if seen:
+            answer["warn"] = [_warning(w) for w in seen[:100]]
         return answer
 
     def serve(self, req_load):
@@ -325,6 +335,24 @@ def _describe(err, exc):
         err["args"] = tl_wire.encode(list(exc.args))
     except BaseException:  # noqa: BLE001 - not plain: the message alone crosses
         err.pop("args", None)
+
+
+def _warning(w):
+    """One warning the call raised, as plain data for the harness (:meth:`tl_remote.Remote.rewarn`):
+    its category's module and qualname, the nearest builtin warning class, message, place."""
+    try:
+        cat = w.category
+        base = next((k.__name__ for k in cat.__mro__ if k.__module__ == "builtins" and issubclass(k, Warning)),
+                    "UserWarning")
+        mod, qual = str(cat.__module__)[:200], str(cat.__qualname__)[:200]
+    except BaseException:  # noqa: BLE001 - a category that cannot be read is a UserWarning
+        base, mod, qual = "UserWarning", "builtins", "UserWarning"
+    try:
+        place = [str(w.filename)[:500], w.lineno if type(w.lineno) is int else 0]
+    except BaseException:  # noqa: BLE001
+        place = ["<solution>", 0]
+    return {"mod": mod, "qual": qual, "base": base, "msg": _safe_str(w.message)[-MSG:], "file": place[0],
+            "line": place[1]}
 
 
 def _builtin_exc(exc):

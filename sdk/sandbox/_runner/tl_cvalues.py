@@ -7,7 +7,10 @@ sending by value: the harness's rules are the ones that hold). Values from the h
 decoded with the plain unpickler (the harness is trusted); a test's object that cannot live
 here (a lambda, a callback) arrives as a :class:`HarnessProxy`, used through calls back.
 
-An instance of an untrusted subclass of a builtin value type (a ``namedtuple``, an ``IntEnum``
+The solution module's value classes that the harness rebuilds from the task's own file
+(:meth:`Values.take_values`, :mod:`tl_pristine`) leave by value. A test's namedtuple or dataclass
+arrives as a record with its fields (:class:`tl_hproxy.Records`) and goes back as the test's
+object. An instance of another untrusted subclass of a builtin value type (a ``namedtuple``, an ``IntEnum``
 member, a ``str`` subclass of the solution's, ``numpy.float64``) leaves as its *base value*
 (:func:`base_value`: read with the base type's own slots, so no method of the subclass runs), at
 the top level and inside plain containers; the tests then compare plain data in the harness, so
@@ -24,7 +27,7 @@ import types
 
 import tl_pickle
 import tl_wire
-from tl_hproxy import HARNESS_TYPES, HarnessCallable, HarnessIterator, HarnessMapping, HarnessProxy  # noqa: F401
+from tl_hproxy import HARNESS_TYPES, HarnessCallable, HarnessIterator, HarnessMapping, HarnessProxy, Records  # noqa: F401
 
 SCALARS = (type(None), bool, int, float, complex, str, bytes)
 BOUND = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)   # reduce to getattr: honest
@@ -74,6 +77,10 @@ class Values:
         if pid[0] == "m":   # a module, by name (the harness's repository or standard modules)
             import importlib
             return importlib.import_module(pid[1])
+        if pid[0] == "c":   # a value class of the solution's module, the harness's is the task's (tl_pristine)
+            return self.trust.pristine[pid[1]]
+        if pid[0] == "r" and len(pid) == 10 and pid[3] == "record":   # a test's namedtuple or dataclass
+            return self.records.build(pid[1], pid[2], pid[4:])
         if pid[0] == "r":
             seen = self.__dict__.setdefault("_tl_reverse", {})   # one proxy per harness object
             if pid[1] not in seen:
@@ -83,6 +90,19 @@ class Values:
             return seen[pid[1]]
         return self.value(pid[1])
 
+    def take_values(self, names):
+        """The names of ``names`` that are value classes of the solution's module (the harness
+        rebuilds them as the task's own classes, :mod:`tl_pristine`): their instances now cross
+        by value (``Trust.pristine``). Solution code runs only in the lookups of this module."""
+        found = {}
+        space = self.module.__dict__ if self.module is not None else {}
+        for name in names if type(names) is list else ():
+            cls = space.get(name) if type(name) is str else None
+            if isinstance(cls, type) and cls.__module__ == self.trust.target and cls.__qualname__ == name:
+                found[name] = cls
+        self.trust.pristine = found
+        return sorted(found)
+
     def persistent_id(self, obj):
         """None: pickle ``obj`` by value (a trusted class, :mod:`tl_pickle`); else a handle."""
         t = type(obj)
@@ -90,6 +110,8 @@ class Values:
             return None
         if t in HARNESS_TYPES:
             return ("r", obj._tl_rid, obj._tl_type)
+        if self.records.is_record(obj):   # a test's record goes back as the test's object itself
+            return self.records.pid(obj)
         if tl_pickle.std_iterator(t):   # stepped where it lives (``iter(xs)``, a generator, ``count()``)
             return ("h", self.handle(obj), t.__name__[:80])
         if isinstance(obj, type) and self.trust.allowed_class(obj):
@@ -138,7 +160,7 @@ class Values:
             return memo[id(value)]
         base = value
         if t not in CONTAINERS:
-            if t in HARNESS_TYPES or self.trust.allowed_class(t):
+            if t in HARNESS_TYPES or self.trust.allowed_class(t) or self.records.is_record(value):
                 return value
             try:
                 base = base_value(value, t)
@@ -232,7 +254,8 @@ class Values:
         t = type(value)
         if t in (list, dict, set, bytearray):
             return True
-        if t in tl_pickle.EXACT or t in HARNESS_TYPES or isinstance(value, type) or self.handles.get(id(value)) is value:
+        if t in tl_pickle.EXACT or t in HARNESS_TYPES or isinstance(value, type) or self.handles.get(id(value)) is value \
+                or self.records.is_record(value):
             return False
         return self.trust.allowed_class(t) and (hasattr(value, "__dict__") or hasattr(t, "__slots__"))
 

@@ -273,6 +273,9 @@ def run_pytest(chan, payload, remote, cwd):
         loaded = tl_early.prepare(payload, remote, cwd, lambda: _load(chan, payload, remote, cwd, True))
     else:
         loaded = _load(chan, payload, remote, cwd)
+    if loaded:   # the module's own namedtuples, str subclasses, dataclasses, enums: from the task's file
+        import tl_pristine
+        tl_pristine.install(payload, remote, module, source, cwd)
 
     def collected():   # the folder stays until the end: only placeholders (pytest imports a package's
         return loaded  # ``__init__`` again when its tests are set up)

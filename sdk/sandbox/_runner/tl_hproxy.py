@@ -152,3 +152,68 @@ class HarnessIterator:
 collections.abc.MutableMapping.register(HarnessMapping)
 HARNESS_TYPES = (HarnessProxy, HarnessCallable, HarnessMapping, HarnessIterator)
 _DEFAULT = type("default", (), {"__repr__": lambda self: "<default of the test's callable>"})()
+
+
+class Records:
+    """A test's own namedtuple or dataclass instance, here as a *record*: an instance of a class
+    made here with the same name, module and fields (``namedtuple``, ``dataclasses.make_dataclass``)
+    holding the field values the harness sent, so ``_fields``, ``dataclasses.fields``,
+    ``is_dataclass``, ``asdict`` and unpacking work as in one process; any other public attribute
+    (a method, a property) and ``repr`` are called back on the test's object. A record sent back
+    to the harness is the test's object itself. Changes to a record's fields stay here."""
+
+    def __init__(self, cand):
+        self.cand, self.classes, self.made = cand, {}, {}
+
+    def build(self, rid, type_name, spec):
+        """The record for the reverse id ``rid`` from ``spec`` = ``[kind, module, qualname,
+        field names, values (wire tree), [eq, order, frozen]]`` (see :meth:`tl_values.Codec.record`)."""
+        kind, module, qual, names, values, params = spec
+        cls = self._class(kind, str(module), str(qual), tuple(str(n) for n in names), tuple(bool(p) for p in params))
+        vals = list(self.cand.value(values))
+        if kind == "namedtuple":
+            inst = tuple.__new__(cls, vals)
+        else:
+            inst = object.__new__(cls)
+            for name, value in zip(cls._tl_fields, vals):
+                object.__setattr__(inst, name, value)
+        self.made[id(inst)] = (inst, rid, str(type_name))
+        return inst
+
+    def pid(self, obj):
+        """The reverse id of a record made here (the test's object), or None."""
+        got = self.made.get(id(obj))
+        return ("r", got[1], got[2]) if got is not None and got[0] is obj else None
+
+    def _class(self, kind, module, qual, names, params):
+        key = (kind, module, qual, names, params)
+        if key not in self.classes:
+            records = self
+
+            def __getattr__(self, name):
+                got = records.made.get(id(self))
+                if name.startswith("_") or got is None or got[0] is not self:
+                    raise AttributeError(name)
+                return records.cand.call_back(got[1], "getattr", (name,), {})
+
+            def __repr__(self):
+                got = records.made.get(id(self))
+                return records.cand.call_back(got[1], "repr", (), {}) if got else object.__repr__(self)
+            name = qual.rpartition(".")[2]
+            space = {"__getattr__": __getattr__, "__repr__": __repr__, "__module__": module, "__qualname__": qual,
+                     "_tl_fields": names}
+            if kind == "namedtuple":
+                import collections
+                cls = type(name, (collections.namedtuple(name, names, module=module),), dict(space, __slots__=()))
+            else:
+                import dataclasses
+                eq, order, frozen = params
+                cls = dataclasses.make_dataclass(name, names, namespace=space, eq=eq, order=order, frozen=frozen,
+                                                 repr=False)
+                cls.__module__, cls.__qualname__ = module, qual
+            self.classes[key] = cls
+        return self.classes[key]
+
+    def is_record(self, obj):
+        """True for a record made here."""
+        return self.pid(obj) is not None

@@ -8,6 +8,8 @@ parts travels as a pickle (``{"p": base64}``) under these rules:
   receiving process, and never the module that holds the candidate's code), a short list of
   standard classes (:data:`SAFE_STDLIB`: datetime, decimal, fractions, collections, uuid,
   pathlib, SimpleNamespace, inspect's Signature and Parameter) and the builtin containers/exceptions of :data:`SAFE_BUILTINS`;
+  and, under the solution module's name, only the value classes both sides agreed on
+  (``Trust.pristine``: in the harness the task's own classes, :mod:`tl_pristine`);
 - everything else is a *persistent id*: a handle to an object that stays in the candidate
   (``("h", id, type)``: the solution's own classes, functions, anything unknown) or a *reverse
   handle* to an object that stays in the harness (``("r", id, type)``: a lambda key function,
@@ -84,6 +86,7 @@ class Trust:
         self.roots = tuple(os.path.realpath(r) + os.sep for r in roots if r)
         self.target = target
         self._known = {}
+        self.pristine = {}   # name -> value class of the target module, both sides agree (tl_pristine)
 
     def repo_module(self, name):
         """The already-imported repository module ``name``, or None."""
@@ -116,6 +119,8 @@ class Trust:
         if name in SAFE_STDLIB.get(module, ()):
             __import__(module)
             return getattr(sys.modules[module], name)
+        if module == self.target and name in self.pristine:   # the task's own class (tl_pristine)
+            return self.pristine[name]
         mod = self.repo_module(module)
         if mod is None:
             hostile = module == self.target or module.startswith(("tl_", "pytest", "_pytest", "pluggy")) \

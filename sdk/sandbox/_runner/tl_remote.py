@@ -201,7 +201,10 @@ class Remote:
         return answer.get("kind", "runtime_error"), str(answer.get("message") or err.get("tb") or err.get("msg"))
 
     def result(self, answer):
-        """Decode an answer: a value, a :class:`RemoteObject`, or the candidate's exception."""
+        """Decode an answer: a value, a :class:`RemoteObject`, or the candidate's exception (the
+        warnings the call raised are raised here first: :meth:`rewarn`)."""
+        if answer.get("warn"):
+            self.rewarn(answer["warn"])
         if "err" in answer:
             err = answer["err"] if type(answer["err"]) is dict else {}
             name, msg = str(err.get("type", "Exception")), str(err.get("msg", ""))
@@ -224,6 +227,39 @@ class Remote:
                 exc = CandidateError(msg)
             raise exc
         return self.codec.decode(answer.get("v"))
+
+    def rewarn(self, items):
+        """Raise here, with ``warnings.warn_explicit``, each warning the candidate reported
+        (``[{"mod", "qual", "base", "msg", "file", "line"}]``), so ``pytest.warns`` and
+        ``warnings.catch_warnings`` around the call see it and this process's filters decide
+        (``"error"`` raises it here). Its category: the solution's mirrored class, a repository
+        or builtin warning class (trusted only), else the nearest builtin one; the message is text."""
+        import warnings
+        for item in items[:100] if type(items) is list else ():
+            if type(item) is not dict:
+                continue
+            cat = self._warning_class(item)
+            text = str(item.get("msg", ""))
+            try:
+                inst = cat(text)
+            except Exception:  # noqa: BLE001 - a repository class that takes other arguments
+                inst = UserWarning(text)
+            line = item.get("line") if type(item.get("line")) is int else 0
+            warnings.warn_explicit(inst, type(inst), str(item.get("file") or "<solution>"), line,
+                                   registry=self.__dict__.setdefault("warned", {}))
+
+    def _warning_class(self, item):
+        """The warning class ``item`` names (see :meth:`rewarn`); never code of the solution."""
+        module, found = self.mirrors
+        cls = found.get(item.get("qual")) if module is not None and item.get("mod") == module else None
+        if cls is None and type(item.get("mod")) is str and type(item.get("qual")) is str:
+            try:
+                cls = self.codec.trust.find(item["mod"], item["qual"])
+            except Exception:  # noqa: BLE001 - refused: not a trusted class
+                cls = None
+        if not (isinstance(cls, type) and issubclass(cls, Warning)):
+            cls = getattr(builtins, str(item.get("base")), None)
+        return cls if isinstance(cls, type) and issubclass(cls, Warning) else UserWarning
 
     def _mirrored(self, err, text):
         """The candidate's exception as its mirrored class (:mod:`tl_rmodule`), or None."""

@@ -219,18 +219,21 @@ class RemoteObject:
 
     def __instancecheck__(self, instance):
         """``isinstance(x, handle of a class)``: True when the class is in the MRO of the type of
-        ``x`` (a handle); a value of the harness is never an instance of the solution's class."""
+        ``x`` (a handle, or a value of a class of the task's file, :mod:`tl_pristine`, asked there);
+        any other value of the harness is never an instance of the solution's class."""
         kind, x = self._tl_target()
         if kind == "v":
             return isinstance(instance, x)
-        return _is_handle(instance) and self._tl_remote.op("isa", instance, self) is True
+        ours = type(instance) in self._tl_remote.codec.trust.pristine.values()   # crosses by value (tl_pristine)
+        return (_is_handle(instance) or ours) and self._tl_remote.op("isa", instance, self) is True
 
     def __subclasscheck__(self, sub):
         """``issubclass(handle, handle)``, by the MRO (no metaclass hook runs)."""
         kind, x = self._tl_target()
         if kind == "v":
             return issubclass(sub, x)
-        return _is_handle(sub) and self._tl_remote.op("subclass", sub, self) is True
+        ours = sub in self._tl_remote.codec.trust.pristine.values()   # named for the candidate (tl_pristine)
+        return (_is_handle(sub) or ours) and self._tl_remote.op("subclass", sub, self) is True
 
     def __reduce_ex__(self, protocol):
         """``pickle.dumps(handle)``: pickled in the candidate (the solution's own ``__reduce__``

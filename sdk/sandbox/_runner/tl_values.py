@@ -83,6 +83,10 @@ class Codec:
         if isinstance(obj, types.ModuleType) and type(obj.__name__) is str and (
                 self._importable(obj.__name__) or obj.__name__ == self.trust.target):
             return ("m", obj.__name__)
+        cls = obj if isinstance(obj, type) else t
+        if self.trust.pristine and getattr(cls, "__module__", None) == self.trust.target and self.trust.allowed_class(cls):
+            # the task's own value class (tl_pristine): by value, its class named for the candidate
+            return ("c", cls.__qualname__) if cls is obj else None
         if isinstance(obj, type) and obj in self.mirrors:   # the solution's own class, there
             pid = self.remote.handle_of(self.mirrors[obj])
             if pid is not None:
@@ -94,7 +98,32 @@ class Codec:
                 return None
         elif t is not types.MethodType and self._importable(t.__module__):
             return None
-        return self._rpid(obj)
+        return self.record(obj, t) or self._rpid(obj)
+
+    def record(self, obj, t):
+        """A test's own namedtuple or dataclass instance as a *record* (its fields go along, so
+        the candidate rebuilds it with them: :class:`tl_hproxy.Records`): the reverse handle
+        ``("r", id, type name, "record", kind, module, qualname, field names, values, [eq, order,
+        frozen])``; None for anything else (or fields that do not cross)."""
+        owner = str(t.__module__)
+        if owner.split(".")[0] in HARNESS_LIBS or owner.startswith("tl_"):
+            return None
+        dataclasses = sys.modules.get("dataclasses")
+        fields = getattr(t, "_fields", None) if issubclass(t, tuple) else None
+        if type(fields) is tuple and fields and all(type(f) is str for f in fields) and callable(getattr(t, "_make", None)):
+            kind, names, params = "namedtuple", list(fields), [True, False, True]
+        elif dataclasses is not None and dataclasses.is_dataclass(t):
+            p = t.__dataclass_params__
+            kind, names, params = "dataclass", [f.name for f in dataclasses.fields(t)], [p.eq, p.order, p.frozen]
+        else:
+            return None
+        try:
+            values = tuple.__getitem__(obj, slice(None)) if kind == "namedtuple" else [getattr(obj, n) for n in names]
+            tree = self.to_wire(list(values))
+        except Exception:  # noqa: BLE001 - a field that cannot be read or sent: the object stays a handle
+            return None
+        return ("r", self._reverse(obj), t.__name__[:80], "record", kind, str(t.__module__), str(t.__qualname__),
+                names, tree, [bool(x) for x in params])
 
     def _importable(self, module):
         """True when the candidate imports ``module`` as the same code (stdlib or repository)."""
