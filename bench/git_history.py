@@ -9,11 +9,18 @@ quarantined by reason, the split (older train, newer held out), fail-to-pass / p
 sizes and the time taken: the whole mining run, and per scanned commit. The baseline is one
 bare ``pytest`` run of the newest task's test modules at its commit, in a subprocess outside
 the sandbox with plugin autoloading off (what a developer would time), printed next to the mining cost per candidate commit.
+
+With ``--run-dir RUN`` it mines nothing and reads a finished ``tuneloop run`` of change tasks on the
+repository (``examples/change_tasks/config.yaml`` with ``run_dir=RUN``): the same figures from the
+source's counts and the saved task set, each stage's time (``state/<stage>.json``; the tasks stage
+is the mining plus the pipeline's own reference validation) and the change completion rate, base
+vs tuned, of ``report.json``: the end-to-end check (mining -> SFT -> RL -> eval) on one history.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -30,6 +37,7 @@ from connectors.history.source import GitHistorySource
 from sdk.config import SandboxConfig
 from sdk.sandbox import make_sandbox
 from sdk.tasks.records import Split
+from sdk.tasks.taskset import TaskSet
 
 
 def bare_pytest(repo: Path, sha: str, test_files: list[str]) -> float:
@@ -44,14 +52,76 @@ def bare_pytest(repo: Path, sha: str, test_files: list[str]) -> float:
         return time.perf_counter() - start
 
 
+def print_mining(repo: Path, counts: dict, tasks: list, quarantined: list, took: float | None) -> int:
+    """Print commits scanned / skipped, tasks built, quarantined by reason, the split and sizes;
+    with ``took`` (seconds) the mining time per commit. Returns the number of candidate commits."""
+    scanned = counts["commits_scanned"]
+    candidates = scanned - counts["skipped_no_source_change"] - counts["skipped_no_test_change"]
+    print(f"repository: {repo}")
+    print(f"commits scanned: {scanned}  skipped (no source change): {counts['skipped_no_source_change']}  "
+          f"skipped (no test change): {counts['skipped_no_test_change']}  candidates: {candidates}")
+    print(f"tasks built (references validated): {len(tasks)}  quarantined: {len(quarantined)}")
+    for reason, n in Counter(q.reason.split(":")[0] for q in quarantined).most_common():
+        example = next(q.reason for q in quarantined if q.reason.startswith(reason))
+        shas = [q.source.commit[:10] for q in quarantined if q.reason.startswith(reason) and q.source][:4]
+        print(f"  {reason}: {n}   e.g. {example[:160]!r}  commits {' '.join(shas)}")
+    splits = Counter(t.split for t in tasks)
+    print(f"split: train {splits[Split.TRAIN]}, held-out {splits[Split.HELDOUT]} (held-out commits are the newest)")
+    if tasks:
+        f2p = [t.metadata["fail_to_pass"] for t in tasks]
+        p2p = [t.metadata["pass_to_pass"] for t in tasks]
+        files = [len(t.metadata["source_files"]) for t in tasks]
+        print(f"fail-to-pass per task: median {statistics.median(f2p)}, max {max(f2p)}; pass-to-pass per task: "
+              f"median {statistics.median(p2p)}; source files changed per task: median {statistics.median(files)}, "
+              f"multi-file tasks {sum(n > 1 for n in files)}")
+    if took is not None:
+        print(f"time: {took:.1f} s in all, {took / max(scanned, 1):.2f} s per scanned commit, "
+              f"{took / max(candidates, 1):.2f} s per candidate commit")
+    return candidates
+
+
+def print_run(run_dir: Path) -> None:
+    """Print a finished change-task ``tuneloop run`` (see the module docstring).
+
+    Raises:
+        FileNotFoundError: the run has no ``tasks/counts.json`` (its tasks stage did not finish).
+    """
+    counts = json.loads((run_dir / "tasks" / "counts.json").read_text())
+    source = next(v for v in counts["sources"].values() if "commits_scanned" in v)
+    taskset = TaskSet.load(run_dir / "tasks" / "tasks.jsonl")
+    config = json.loads((run_dir / "config.json").read_text())
+    print_mining(Path(config["sources"][0]["options"]["path"]), source, list(taskset.tasks),
+                 list(taskset.quarantined), None)
+    total = 0.0
+    for stage in ("tasks", "sft", "rl", "eval", "report"):
+        marker = run_dir / "state" / f"{stage}.json"
+        stats = json.loads(marker.read_text()).get("stats", {}) if marker.is_file() else None
+        total += stats.get("wall_s", 0.0) if stats else 0.0
+        print(f"stage {stage}: " + (f"{stats.get('wall_s', 0.0):.1f} s wall, {stats.get('cpu_s', 0.0):.1f} s CPU"
+                                    if stats else "did not finish"))
+    print(f"stages in all: {total:.1f} s")
+    report = run_dir / "report.json"
+    section = json.loads(report.read_text()).get("change_completion") if report.is_file() else None
+    for split, rates in (section or {}).get("by_split", {}).items():
+        print(f"change completion ({split}, {rates['n_tasks']} tasks): base {rates['base']['value']:.3f}, "
+              f"tuned {rates['tuned']['value']:.3f}, tuned - base {rates['delta']['value']:+.3f} "
+              f"[{rates['delta']['low']:+.3f}, {rates['delta']['high']:+.3f}]")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repo", required=True, type=Path)
+    ap.add_argument("--repo", type=Path)
+    ap.add_argument("--run-dir", type=Path, default=None)
     ap.add_argument("--max-commits", type=int, default=60)
     ap.add_argument("--reruns", type=int, default=1)
     ap.add_argument("--max-tasks", type=int, default=None)
     ap.add_argument("--concurrency", type=int, default=2)
     args = ap.parse_args()
+    if args.run_dir is not None:
+        print_run(args.run_dir)
+        return
+    if args.repo is None:
+        ap.error("--repo is required (or --run-dir)")
     sandbox = make_sandbox(SandboxConfig(concurrency=args.concurrency, cache=False))
     opts = {"path": str(args.repo.resolve()), "max_commits": args.max_commits, "reruns": args.reruns,
             "max_tasks": args.max_tasks}
@@ -61,34 +131,14 @@ def main() -> None:
     finally:
         sandbox.close()
     took = time.perf_counter() - start
-    counts = result.counts
-    scanned = counts["commits_scanned"]
-    candidates = scanned - counts["skipped_no_source_change"] - counts["skipped_no_test_change"]
-    print(f"repository: {args.repo}")
-    print(f"commits scanned: {scanned}  skipped (no source change): {counts['skipped_no_source_change']}  "
-          f"skipped (no test change): {counts['skipped_no_test_change']}  candidates: {candidates}")
-    print(f"tasks built (references validated): {counts['tasks']}  quarantined: {counts['quarantined']}")
-    for reason, n in Counter(q.reason.split(":")[0] for q in result.quarantined).most_common():
-        example = next(q.reason for q in result.quarantined if q.reason.startswith(reason))
-        shas = [q.source.commit[:10] for q in result.quarantined if q.reason.startswith(reason) and q.source][:4]
-        print(f"  {reason}: {n}   e.g. {example[:160]!r}  commits {' '.join(shas)}")
-    splits = Counter(t.split for t in result.tasks)
-    print(f"split: train {splits[Split.TRAIN]}, held-out {splits[Split.HELDOUT]} (held-out commits are the newest)")
-    if result.tasks:
-        f2p = [t.metadata["fail_to_pass"] for t in result.tasks]
-        p2p = [t.metadata["pass_to_pass"] for t in result.tasks]
-        files = [len(t.metadata["source_files"]) for t in result.tasks]
-        print(f"fail-to-pass per task: median {statistics.median(f2p)}, max {max(f2p)}; pass-to-pass per task: "
-              f"median {statistics.median(p2p)}; source files changed per task: median {statistics.median(files)}, "
-              f"multi-file tasks {sum(n > 1 for n in files)}")
-    print(f"time: {took:.1f} s in all, {took / max(scanned, 1):.2f} s per scanned commit, "
-          f"{took / max(candidates, 1):.2f} s per candidate commit")
+    candidates = print_mining(args.repo, result.counts, result.tasks, result.quarantined, took)
     if result.tasks:
         last = result.tasks[-1]
         base = bare_pytest(args.repo, last.source.commit, sorted(last.verifier.tests))
         print(f"baseline: one bare pytest run of the newest task's test modules at its commit, outside the sandbox: "
               f"{base:.2f} s; mining cost per candidate / baseline = {took / max(candidates, 1) / base:.1f}x "
               f"(mining runs 2 x (1 + reruns) sandboxed runs per candidate, plus the reference's validation)")
+
 
 if __name__ == "__main__":
     main()

@@ -184,7 +184,8 @@ def test_instrument_guards_every_module_package_and_wraps_each_test():
     files = {"go.mod": gr.GO_MOD, "calc/ops.go": gr.OPS, "stats/stats.go": gr.STATS, "gen.go": "//go:build ignore\n\npackage main\n",
              "root.go": "package shop\n", "tools/go.mod": "module x\n", "tools/t.go": "package t\n",
              "calc/testdata/d.go": "package d\n", "tlguardabc/evil.go": "package tlguardabc\n"}
-    tests = {"calc/ops_test.go": "//go:build !windows\n\n" + gr.TEST_MUL, "stats/stats_test.go": gr.TEST_STATS}
+    tests = {"calc/ops_test.go": "//go:build !windows\n\n" + gr.TEST_MUL, "stats/stats_test.go": gr.TEST_STATS,
+             "stats/w_windows_test.go": gr.TEST_STATS.replace("TestSum", "TestW"), "stats/h_test.go": "package stats\n"}
     files.update(tests)
     assert instrument(files, tests, sfx="abc") == ["calc", "stats"]
     guard = 'import _ "example.com/shop/tlguardabc"\n'
@@ -193,8 +194,9 @@ def test_instrument_guards_every_module_package_and_wraps_each_test():
     assert {p for p in files if "zz_tlguard" in p} == {"calc/zz_tlguardabc.go", "stats/zz_tlguardabc.go", "zz_tlguardabc.go"}
     assert "tlguardabc/evil.go" not in files and "func Run(t *testing.T" in files["tlguardabc/guard.go"]
     assert "func tlabc_TestMul(t *testing.T)" in files["calc/ops_test.go"] and "func TestMul(" not in files["calc/ops_test.go"]
-    wrap = files["calc/ops_tlwrapabc_test.go"]
+    wrap = files["calc/tlwrapabc_ops_test.go"]
     assert wrap.startswith("//go:build !windows\n") and "package calc\n" in wrap
     assert 'func TestMul(t *testing.T) { tlgabc.Run(t, "calc/ops_test.go::TestMul", tlabc_TestMul) }' in wrap
+    assert "stats/tlwrapabc_w_windows_test.go" in files and "stats/tlwrapabc_h_test.go" not in files   # same GOOS suffix
     assert channel_outcomes(["calc/ops_test.go::TestMul passed", "x failed", "junk", "y maybe"]) == \
         [("calc/ops_test.go::TestMul", "passed"), ("x", "failed")]

@@ -181,7 +181,8 @@ def instrument(files: dict[str, str], tests: dict[str, str], sfx: str | None = N
         renamed, wrapper = _wrap_tests(path, text, sfx, guard)
         if wrapper is not None:
             files[path] = renamed
-            files[path[:-len("_test.go")] + f"_tlwrap{sfx}_test.go"] = wrapper
+            # the wrapper's name keeps the test file's _GOOS/_GOARCH suffix, so both build or neither does
+            files[posixpath.join(posixpath.dirname(path), f"tlwrap{sfx}_{posixpath.basename(path)}")] = wrapper
             folders.add(posixpath.dirname(path))
     return sorted(folders)
 
