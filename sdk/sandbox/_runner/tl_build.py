@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 
 CAP = 4 << 20
 
@@ -203,22 +204,21 @@ def _run_gorepo(spec, env, emit):
     ``go test -c``, then run each in its folder as a signed channel run with a key of its own.
     Build errors go to stderr (``FAIL <folder> [build failed]``); when no package builds,
     ``compile_error`` is emitted and "built_none" returned. Else as :func:`_run_channel`, merged."""
-    import time  # noqa: PLC0415
     gospec, tmp = spec["gorepo"], os.environ.get("TMPDIR", "/tmp")
     os.makedirs(os.path.join(tmp, "tlbin"), exist_ok=True)
     built, errors, outs, lines, forged, code = [], [], [], [], 0, 0
     compile_end = time.monotonic() + spec["compile_timeout"]
     for i, folder in enumerate(gospec["packages"]):
-        binary = os.path.join(tmp, "tlbin", "p%d.test" % i)
+        binary = os.path.join(tmp, "tlbin", f"p{i}.test")
         try:
             p = subprocess.run([gospec["go"], "test", "-c", "-vet=off", "-o", binary, "./" + folder if folder else "."],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, pass_fds=(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, pass_fds=(), check=False,
                                timeout=max(1.0, compile_end - time.monotonic()))
         except subprocess.TimeoutExpired:
             emit(event="compile_timeout")
             return "built_none"
         if p.returncode != 0 or not os.path.exists(binary):
-            errors.append(p.stdout.decode("utf-8", "replace")[-3000:] + "FAIL\t%s [build failed]\n" % (folder or "."))
+            errors.append(p.stdout.decode("utf-8", "replace")[-3000:] + f"FAIL\t{folder or '.'} [build failed]\n")
         else:
             built.append((folder, binary))
     sys.stderr.write("".join(errors))
@@ -229,7 +229,7 @@ def _run_gorepo(spec, env, emit):
     run_end = time.monotonic() + spec["run_timeout"]
     for folder, binary in built:
         left = max(1.0, run_end - time.monotonic())
-        one = {"run": [binary, "-test.count=1", "-test.paniconexit0", "-test.v", "-test.timeout=%ds" % int(left + 1)],
+        one = {"run": [binary, "-test.count=1", "-test.paniconexit0", "-test.v", f"-test.timeout={int(left + 1)}s"],
                "run_timeout": left, "mac": True}
         ran = _run_channel(one, env, cwd=folder or ".")
         if ran is None or ran == "stopped":
