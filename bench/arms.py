@@ -15,7 +15,7 @@ the arm's wall time, CPU time and load average go to ``WORK/ARM/arm.json``.
 
 ``--import-run RUN_DIR --arm NAME`` makes a finished ``tuneloop run`` (a ``make demo`` run folder) an
 arm: its task set (also the shared one when ``WORK`` has none), SFT and RL stages and its eval rows
-(``eval/<label>.jsonl``, the eval stage's own scoring), split per split; its base rows become
+if any (``eval/<label>.jsonl``, the eval stage's own scoring), split per split; its base rows become
 ``WORK/base_<split>.jsonl`` when none exist. ``--retry ARM/LABEL ...`` (``base``: the base rows) gives
 scored rows one retry with execution feedback (:func:`sdk.run.stage_eval.retry_rows`, the eval
 stage's ``eval.retry_with_feedback`` path, first attempts reused) into ``retry_<label>_<split>.jsonl``
@@ -125,14 +125,14 @@ def import_run(args) -> None:
     """Make the finished run folder ``--import-run`` the arm ``--arm`` (see the module docstring).
 
     Raises:
-        SystemExit: the run folder has no finished tasks stage or no eval rows.
+        SystemExit: the run folder has no finished tasks stage.
     """
     from sdk.eval.records import load_rows, save_rows
 
     run, work = Path(args.import_run), Path(args.work)
     arm = work / args.arm
-    if not (run / "state" / "tasks.json").is_file() or not (run / "eval").is_dir():
-        raise SystemExit(f"{run}: no finished tasks stage or no eval rows: not a finished run folder")
+    if not (run / "state" / "tasks.json").is_file():
+        raise SystemExit(f"{run}: no finished tasks stage: not a run folder")
     if not (work / "_tasks" / "state" / "tasks.json").is_file():
         copy_stage(run, work / "_tasks", "tasks", "tasks")
     for stage in ("tasks", "sft", "rl"):
