@@ -9,7 +9,8 @@ How it differs from :meth:`SqlFeedbackSource.iter_records` with ``ingest: rows``
    other types are read through SQLAlchemy as before. The statement is the same ``SELECT``
    (same filter, same ``ORDER BY`` the dedup relies on).
 2. **Chunks cut at group boundaries.** Batches are re-cut so that all rows of one dedup key sit in
-   one chunk; each chunk is then independent (dedup, "latest wins", quarantine order).
+   one chunk; each chunk is then independent (dedup, "latest wins", quarantine order). ADBC
+   chunks are read and cut a few ahead in a thread (:mod:`~connectors.feedback_tables.prefetch`).
 3. **Columnar lane** (:mod:`connectors.feedback_tables.lane`, when the mapping has no JSON paths
    and the redactor is the built-in one): keys, ratings, timestamps, dedup and the JSON text of
    SFT examples and preference pairs are computed with Arrow kernels and numpy; only texts the
@@ -44,6 +45,7 @@ from sqlalchemy.engine import make_url
 
 from connectors.feedback_tables import lane, overlap
 from connectors.feedback_tables.mapping import TEXT_FIELDS
+from connectors.feedback_tables.prefetch import prefetch
 from feedback.redact import MAY_HOLD_PII, PREFILTERS
 
 Chunk = Any  # a pa.Table (ADBC) or a list of row dicts (SQLAlchemy)
@@ -271,19 +273,21 @@ def _run_in_worker(packed: Chunk | bytes, start: int, key_fields: list[str], as_
 
 def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk], key_fields: list[str],
                as_json: bool, workers: int | None, columnar: bool = False, start: int = 0,
-               blocks: bool = False) -> Iterator[list]:
+               blocks: bool = False, ahead: bool = False) -> Iterator[list]:
     """Process ``chunks`` in order (inline for one chunk or one worker; Arrow chunks of the columnar
     lane with a redactor here, redaction on ``workers - 1`` processes (:mod:`~connectors.feedback_tables.overlap`);
     else on a process pool), adding each chunk's counts to ``source.counts`` and yielding its records, one list per chunk
     (one generator step per chunk, not per record). ``start``: read index of the first row;
     ``blocks`` (with ``as_json``): each list holds one string of the chunk's lines, each ending in
-    a newline."""
+    a newline; ``ahead``: chunks after the second are read by :func:`prefetch`'s thread (started
+    after any worker process is forked: a fork copies no thread, and no lock a thread holds)."""
     n = workers or os.cpu_count() or 1
     it = iter(chunks)
     first = next(it, None)
     second = next(it, None) if first is not None else None
     if first is None:
         return
+    it = prefetch(it) if ahead and second is not None else it
     if columnar and second is not None and overlap.fits(source, first, n):  # the lane here, redaction beside
         for out, counts in overlap.run_lanes(source, _chain(first, second, it), key_fields, as_json, n, start,
                                              blocks, process_chunk):
@@ -302,6 +306,7 @@ def run_chunks(source: Any, factory: Callable[[], Any], chunks: Iterable[Chunk],
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     inflight: deque[Future] = deque()
     with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(factory, source._cols)) as pool:
+        pool.submit(int)  # forks every worker now (fork context), before the prefetch thread starts
         for chunk in _chain(first, second, it):
             inflight.append(pool.submit(_run_in_worker, _pack(chunk), start, key_fields, as_json, columnar))
             start += len(chunk)
@@ -358,17 +363,19 @@ def read(source: Any, db: Any, key_fields: list[str], as_json: bool, columnar: b
     then = [cols[f] for f in ("created_at", "row_id") if f in cols]
     args = (opts.table, opts.query, source._columns(), opts.filter, order, then)
     parts: Any = arrow_batches(opts.url, db.select_sql(*args, within=shard), keep=keep)
-    if parts is None:
+    size = max(opts.batch_size, LANE_ROWS) if columnar else opts.batch_size
+    if parts is None:  # SQLAlchemy rows, in this thread (a SQLite connection stays in its own thread)
         rows = db.stream(*args, after=None, batch_size=opts.batch_size, within=shard)
-        parts = _batched(rows, opts.batch_size)
-    else:
-        parts = (pa.Table.from_batches([b]) for b in parts)
-    chunks = chunks_by_group(parts, order, max(opts.batch_size, LANE_ROWS) if columnar else opts.batch_size)
+        chunks = chunks_by_group(_batched(rows, opts.batch_size), order, size)
+    else:  # ADBC: read and cut in a thread, ahead of the processing (run_chunks' ``ahead``)
+        chunks = chunks_by_group((pa.Table.from_batches([b]) for b in parts), order, size)
     factory = SourceFactory(type(source), source._raw_options, source.base_dir, source.domain)
+    ahead = parts is not None
     if shard is not None:
-        yield from run_chunks(source, factory, chunks, key_fields, as_json, 1, columnar, shard.start, blocks)
+        yield from run_chunks(source, factory, chunks, key_fields, as_json, 1, columnar, shard.start, blocks, ahead)
         return
-    yield from run_chunks(source, factory, chunks, key_fields, as_json, opts.workers, columnar, blocks=blocks)
+    yield from run_chunks(source, factory, chunks, key_fields, as_json, opts.workers, columnar, blocks=blocks,
+                          ahead=ahead)
 
 
 def _batched(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:

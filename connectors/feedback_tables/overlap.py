@@ -56,6 +56,7 @@ def run_lanes(source: Any, chunks: Iterable[Any], key_fields: list[str], as_json
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max(workers - 1, 1), mp_context=ctx, initializer=_init,
                              initargs=(source._redactor,)) as pool:
+        pool.submit(int)  # forks the workers now (fork context), before a prefetch thread of ``chunks`` starts
         for chunk in chunks:
             pending.append(_begin(source, pool, chunk, start, key_fields, as_json, joined, process_chunk))
             start += len(chunk)

@@ -149,14 +149,15 @@ def test_fast_ingest_matches_rows_on_postgres_through_arrow(tmp_path):
 @pytest.mark.postgres
 def test_lane_with_redaction_on_other_processes_matches_rows_on_postgres(tmp_path, monkeypatch):
     """Chunks of 64 rows: many Arrow chunks, so with two workers the lane runs in the reading
-    process and the exact redactor on a second one (checked: that runner ran); still byte for byte
-    the row path, and the same counts."""
+    process and the exact redactor on a second one (checked: that runner ran), and the read runs
+    ahead in a thread (checked); still byte for byte the row path, and the same counts."""
     from connectors.feedback_tables import fast, overlap
 
     monkeypatch.setattr(fast, "LANE_ROWS", 64)
-    runs = []
-    real = overlap.run_lanes
+    runs, ahead = [], []
+    real, real_prefetch = overlap.run_lanes, fast.prefetch
     monkeypatch.setattr(overlap, "run_lanes", lambda *args: runs.append(args[4]) or real(*args))
+    monkeypatch.setattr(fast, "prefetch", lambda items: ahead.append(1) or real_prefetch(items))
     url = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
     table = f"fb_{uuid.uuid4().hex[:8]}"
     engine = server_table(url, table, table_rows())
@@ -164,6 +165,7 @@ def test_lane_with_redaction_on_other_processes_matches_rows_on_postgres(tmp_pat
         OPTIONS["table"] = table
         assert_same(url, tmp_path)
         assert runs and set(runs) >= {2}
+        assert ahead  # the ADBC chunks after the second were read ahead by a thread
     finally:
         OPTIONS["table"] = "fb"
         with engine.begin() as conn:
@@ -206,3 +208,41 @@ def test_redaction_prefilter_never_hides_what_the_full_redactor_finds():
         hinted = (text, 0) if hint is False else redactor.redact(text, "s", only=hint)
         assert hinted == redactor.redact(text, "s"), text
     assert 0 < skipped < len(texts)
+
+
+def test_prefetch_keeps_order_raises_in_place_and_stops_when_closed():
+    """The read-ahead thread: the same items in order; an exception of the source arrives after the
+    items before it; closing the consumer early stops the thread and closes the source there."""
+    import threading
+
+    from connectors.feedback_tables.prefetch import prefetch
+
+    assert list(prefetch(iter(range(100)), depth=3)) == list(range(100))
+    assert list(prefetch([])) == []
+
+    def failing():
+        yield from (1, 2)
+        raise ValueError("boom")
+
+    consumer = prefetch(failing(), depth=1)
+    assert [next(consumer), next(consumer)] == [1, 2]
+    with pytest.raises(ValueError, match="boom"):
+        next(consumer)
+
+    closed, threads = [], []
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                threads.append(threading.current_thread().name)
+                yield n
+                n += 1
+        finally:
+            closed.append(threading.current_thread().name)
+
+    consumer = prefetch(endless(), depth=2)
+    assert [next(consumer) for _ in range(5)] == [0, 1, 2, 3, 4]
+    consumer.close()
+    assert closed == ["tuneloop-prefetch"] and set(threads) == {"tuneloop-prefetch"}
+    assert not any(t.name == "tuneloop-prefetch" for t in threading.enumerate())
