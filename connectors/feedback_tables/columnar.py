@@ -257,10 +257,18 @@ def _localise(us: np.ndarray, naive: np.ndarray, naive_zone: tzinfo) -> np.ndarr
 def json_strings(arr: pa.Array) -> pa.Array:
     """Each text as a JSON string literal's body, escaped as pydantic's ``model_dump_json`` does
     (``"``, ``\\``, control characters; other characters as they are). Only texts holding one of
-    those characters are rewritten."""
+    those characters are rewritten (all texts, with no search for them, when each is replaced by
+    a fixed escape: replacing in a text without the character leaves it as it is)."""
     arr = as_text(arr)
-    present = np.bincount(text_bytes(arr), minlength=256)  # which bytes occur at all: one numpy pass
-    if not (present[:0x20].any() or present[ord('"')] or present[ord("\\")]):
+    data = text_bytes(arr)
+    present = np.zeros(256, dtype=bool)  # which of those bytes occur at all: vector compares, no histogram
+    present[data[(data < 0x20) | (data == ord('"')) | (data == ord("\\"))]] = True
+    if not present.any():
+        return arr
+    if not present[_OTHER_BYTES].any():
+        for old, new in _ESCAPES:
+            if present[ord(old)]:  # a replacement only adds backslashes and letters, escaped before or never
+                arr = pc.replace_substring(arr, old, new)
         return arr
     need = np_bool(pc.match_substring_regex(arr, _NEEDS_ESCAPE))
     if not need.any():

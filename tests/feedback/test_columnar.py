@@ -113,10 +113,16 @@ def test_json_strings_escape_as_pydantic_does():
     rnd = random.Random(2)
     texts = ["".join(chr(c) for c in range(0x30)) + "\x7f\u2028\xe9\U0001f600\\\"",
              *("".join(rnd.choice("ab\\\"\n\r\t\x08\x0c\x01\x1f\u00e9 ") for _ in range(20)) for _ in range(300))]
-    escaped = col.json_strings(pa.array(texts)).to_pylist()
-    for text, body in zip(texts, escaped):
-        assert '{"role":"user","content":"' + body + '"}' == Message(role="user", content=text).model_dump_json()
-        assert json.loads('"' + body + '"') == text
+    plain = ["".join(rnd.choice("ab\\\"\n\r\t\x08\x0c\u00e9 ") for _ in range(20)) for _ in range(300)]
+    # with and without control characters other than the named escapes (those take the per-text search)
+    for batch in (texts, plain, [*plain, None, "clean"], ["clean", None, "\u00e9"]):
+        escaped = col.json_strings(pa.array(batch, pa.string())).to_pylist()
+        for text, body in zip(batch, escaped):
+            if text is None:
+                assert body is None
+                continue
+            assert '{"role":"user","content":"' + body + '"}' == Message(role="user", content=text).model_dump_json()
+            assert json.loads('"' + body + '"') == text
 
 
 def test_ascii_prefilters_match_where_the_unicode_ones_do_on_ascii_text():
