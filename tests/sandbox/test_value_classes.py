@@ -181,6 +181,11 @@ def test_dataclass_of_the_test():
     assert ident(r) is r and area(r) == 6
 
 
+def test_made_dataclass_of_the_test():   # make_dataclass: its class claims the module ``types``
+    Person = dataclasses.make_dataclass("Person", ["name", "age"])
+    assert [fields(p) for p in [Person("a", 1)]] == [["name", "age"]] and as_dict(Person("a", 1)) == {"name": "a", "age": 1}
+
+
 def test_namedtuple_of_the_test():
     p = P(1, 2)
     assert fields(p) == ["x", "y"] and as_dict(p) == {"x": 1, "y": 2} and ident(p) is p
@@ -218,7 +223,7 @@ def test_module_value_classes_come_back_as_the_tasks_own(sandbox):
 def test_a_tests_records_and_warnings_cross(sandbox):
     res = sandbox.run_one(_req("def ident(row):\n    return row\n", "ident", TEST_RECORDS))
     assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])
-    assert len(res.tests) == 3 and not res.flags
+    assert len(res.tests) == 4 and not res.flags
 
 
 LYING_HTML = '''
@@ -318,3 +323,153 @@ def test_the_restricted_unpickler_resolves_only_kept_classes(runner, monkeypatch
     with pytest.raises(tl_pickle.Refused) as info:
         tl_pickle.loads_restricted(base64.b64encode(b"cpkg\nwrap\n.").decode(), trust, lambda pid: None)
     assert info.value.hostile
+
+
+ATTRS_CORE = '''
+import types
+
+
+class Attribute:
+    __slots__ = ("name", "metadata")
+
+    def __init__(self, name):
+        self.name, self.metadata = name, types.MappingProxyType({})
+
+    def __getstate__(self):
+        return {"name": self.name}
+
+    def __setstate__(self, state):
+        self.__init__(state["name"])
+
+
+def attrs(cls):
+    names = list(cls.__annotations__)
+    cls.__attrs_attrs__ = tuple(Attribute(n) for n in names)
+
+    def __init__(self, *args, **kw):
+        for n, v in list(zip(names, args)) + list(kw.items()):
+            setattr(self, n, v)
+
+    def __eq__(self, other):
+        return type(self) is type(other) and all(getattr(self, n) == getattr(other, n) for n in names)
+    cls.__init__, cls.__eq__, cls.__hash__ = __init__, __eq__, None
+    return cls
+'''
+
+ATTRS_FUNCS = '''
+def asdict(inst):
+    return {a.name: getattr(inst, a.name) for a in type(inst).__attrs_attrs__}
+
+
+def evolve(inst, **changes):
+    kw = asdict(inst)
+    kw.update(changes)
+    return inst.__class__(**kw)
+'''
+
+ATTRS_TESTS = '''
+from pkg.core import attrs
+from pkg.funcs import asdict, evolve
+
+
+@attrs
+class C:
+    x: int
+    y: int
+
+    def total(self):
+        return self.x + self.y
+
+
+def test_asdict():
+    assert asdict(C(1, 2)) == {"x": 1, "y": 2}
+
+
+def test_evolve():
+    got = evolve(C(1, 2), y=5)
+    assert type(got) is C and got == C(1, 5) and got.total() == 6
+'''
+
+
+def test_an_attrs_like_instance_of_the_test_is_a_record(sandbox):
+    """A test's class decorated by the repository (``__attrs_attrs__``, as attrs does): its instance
+    reaches the solution with its fields, and ``inst.__class__(**kw)`` makes the test's class."""
+    req = ExecRequest(solution=ATTRS_FUNCS.split("def evolve")[0], entry_point="asdict",
+                      tests={"tests/test_pkg.py": ATTRS_TESTS}, target_path="pkg/funcs.py", limits=FAST,
+                      files={"pkg/__init__.py": "", "pkg/core.py": ATTRS_CORE, "pkg/funcs.py": ATTRS_FUNCS})
+    res = sandbox.run_one(req)
+    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])
+
+
+DECORATOR = '''
+class Counting:
+    def __init__(self, default=None):
+        self.default = default
+
+
+def ib(default=None):
+    return Counting(default)
+
+
+def attrs(cls):
+    names = [k for k, v in cls.__dict__.items() if isinstance(v, Counting)]
+    defaults = {k: cls.__dict__[k].default for k in names}
+
+    def __init__(self, *args, **kw):
+        for n in names:
+            setattr(self, n, defaults[n])
+        for n, v in list(zip(names, args)) + list(kw.items()):
+            setattr(self, n, v)
+        if hasattr(self, "__attrs_post_init__"):
+            self.__attrs_post_init__()
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__qualname__, ", ".join("%s=%r" % (n, getattr(self, n)) for n in names))
+    cls.__init__, cls.__repr__, cls.names = __init__, __repr__, tuple(names)
+    return cls
+
+
+def make(cls, *args):
+    return cls(*args)
+'''
+
+DECORATED_TESTS = '''
+from pkg.core import attrs, ib, make
+
+
+@attrs
+class C:
+    x = ib()
+    y = ib(default=7)
+
+    def total(self):
+        return self.x + self.y
+
+    def __attrs_post_init__(self):
+        self.z = self.x * 10
+
+
+class Plain:
+    def __init__(self, v):
+        self.v = v
+
+
+def test_decorated_by_the_solution():
+    c = C(1)
+    assert c.x == 1 and c.y == 7 and c.total() == 8 and c.z == 10 and repr(c) == "C(x=1, y=7)" and C.names == ("x", "y")
+
+
+def test_a_plain_class_made_by_the_solution_is_the_tests():
+    got = make(Plain, 3)
+    assert type(got) is Plain and got.v == 3
+'''
+
+
+def test_a_tests_class_decorated_by_the_solution(sandbox):
+    """``@attrs`` (the entry point, run in the candidate) on a test's class: the class crosses by its
+    namespace (its methods called back, bound to the instance); a class the solution only calls
+    stays the test's."""
+    req = ExecRequest(solution=DECORATOR, entry_point="attrs", tests={"tests/test_pkg.py": DECORATED_TESTS},
+                      files={"pkg/__init__.py": "", "pkg/core.py": DECORATOR}, target_path="pkg/core.py", limits=FAST)
+    res = sandbox.run_one(req)
+    assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])

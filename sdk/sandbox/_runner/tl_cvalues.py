@@ -79,8 +79,10 @@ class Values:
             return importlib.import_module(pid[1])
         if pid[0] == "c":   # a value class of the solution's module, the harness's is the task's (tl_pristine)
             return self.trust.pristine[pid[1]]
-        if pid[0] == "r" and len(pid) == 10 and pid[3] == "record":   # a test's namedtuple or dataclass
-            return self.records.build(pid[1], pid[2], pid[4:])
+        if pid[0] == "r" and len(pid) == 6 and pid[3] == "class":   # a test's class, by its namespace
+            return self.records.test_class(pid[1], pid[2], pid[4], pid[5])
+        if pid[0] == "r" and len(pid) == 7 and pid[3] == "record":   # a test's namedtuple, dataclass, attrs instance
+            return self.records.build(pid[1], pid[2], *pid[4:])
         if pid[0] == "r":
             seen = self.__dict__.setdefault("_tl_reverse", {})   # one proxy per harness object
             if pid[1] not in seen:

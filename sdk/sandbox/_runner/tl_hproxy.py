@@ -105,6 +105,13 @@ class HarnessCallable(HarnessProxy):
     def __call__(self, *args, **kwargs):
         return self._tl_cand.call_back(self._tl_rid, "call", args, kwargs)
 
+    def __get__(self, obj, owner=None):
+        """A test's function kept as a class attribute binds as a method (as in one process)."""
+        if obj is None or object.__getattribute__(self, "_tl_type") != "function":
+            return self
+        import types
+        return types.MethodType(self, obj)
+
 
 class HarnessMapping(HarnessProxy):
     """A test's own mapping (``isinstance(x, Mapping)`` holds; methods are called back)."""
@@ -154,22 +161,79 @@ HARNESS_TYPES = (HarnessProxy, HarnessCallable, HarnessMapping, HarnessIterator)
 _DEFAULT = type("default", (), {"__repr__": lambda self: "<default of the test's callable>"})()
 
 
+class _RecordType(type):
+    """The metaclass of the record classes: making an instance (``dataclasses.replace``,
+    ``attr.evolve``, ``type(r)(...)``) makes it in the harness, with the test's own class."""
+
+    def __call__(cls, *args, **kwargs):
+        return cls._tl_records.cand.call_back(cls._tl_class_rid, "call", args, kwargs)
+
+
+class _TestClassType(type):
+    """The metaclass of a test's class rebuilt here (:meth:`Records.test_class`): while the class
+    is as the test sent it, making an instance calls back the test's class (the object lives in the
+    test); once the solution sets or deletes one of its attributes (a decorator's ``__init__``), or
+    makes a class from it, it is the solution's class and instances are made here."""
+
+    def __call__(cls, *args, **kwargs):
+        records = _RECORDS[0] if _RECORDS else None
+        got = records.fresh.get(id(cls)) if records is not None else None
+        if got is not None and got[0] is cls:
+            return records.cand.call_back(got[1], "call", args, kwargs)
+        return super().__call__(*args, **kwargs)
+
+    def __setattr__(cls, name, value):
+        if _RECORDS:
+            _RECORDS[0].fresh.pop(id(cls), None)
+        super().__setattr__(name, value)
+
+    def __delattr__(cls, name):
+        if _RECORDS:
+            _RECORDS[0].fresh.pop(id(cls), None)
+        super().__delattr__(name)
+
+
+_RECORDS = []
+
+
 class Records:
-    """A test's own namedtuple or dataclass instance, here as a *record*: an instance of a class
-    made here with the same name, module and fields (``namedtuple``, ``dataclasses.make_dataclass``)
-    holding the field values the harness sent, so ``_fields``, ``dataclasses.fields``,
-    ``is_dataclass``, ``asdict`` and unpacking work as in one process; any other public attribute
-    (a method, a property) and ``repr`` are called back on the test's object. A record sent back
-    to the harness is the test's object itself. Changes to a record's fields stay here."""
+    """A test's own namedtuple, dataclass or attrs instance, here as a *record*: an instance of a
+    class made here with the same name, module and fields holding the field values the harness
+    sent, so ``_fields``, ``dataclasses.fields``, ``is_dataclass``, ``asdict``, ``attr.fields``
+    (its ``__attrs_attrs__``) and unpacking work as in one process; any other public attribute (a
+    method, a property), ``repr``, ``==`` (but a namedtuple's), ``hash`` and making a new instance
+    are called back on the test's object or class. A record, or its class, sent back to the harness
+    is the test's object or class itself. Changes to a record's fields stay here."""
 
     def __init__(self, cand):
         self.cand, self.classes, self.made = cand, {}, {}
+        self.fresh, self.rebuilt = {}, {}   # id(class) -> (class, rid) while unchanged; rid -> class
+        _RECORDS[:] = [self]
 
-    def build(self, rid, type_name, spec):
-        """The record for the reverse id ``rid`` from ``spec`` = ``[kind, module, qualname,
-        field names, values (wire tree), [eq, order, frozen]]`` (see :meth:`tl_values.Codec.record`)."""
-        kind, module, qual, names, values, params = spec
-        cls = self._class(kind, str(module), str(qual), tuple(str(n) for n in names), tuple(bool(p) for p in params))
+    def test_class(self, rid, type_name, names, tree):
+        """A test's class rebuilt here from its bases and namespace (see :class:`_TestClassType`);
+        the same test class is the same class here. A class that cannot be made here (a metaclass
+        of its bases) is a :class:`HarnessCallable`, as before."""
+        if rid in self.rebuilt:
+            return self.rebuilt[rid]
+        module, qual = str(names[0]), str(names[1])
+        try:
+            bases, space = self.cand.value(tree)
+            space = dict(space, __module__=module, __qualname__=qual)
+            cls = _TestClassType(qual.rpartition(".")[2], tuple(bases), space)
+        except Exception:  # noqa: BLE001 - e.g. a metaclass conflict: it stays the test's, called back
+            cls = HarnessCallable(self.cand, rid, str(type_name))
+        self.rebuilt[rid] = cls
+        if isinstance(cls, type):
+            self.fresh[id(cls)] = (cls, rid)
+        return cls
+
+    def build(self, rid, type_name, spec, values, extra):
+        """The record for the reverse id ``rid`` (see :meth:`tl_values.Codec.record` for ``spec``,
+        ``values`` and ``extra``, wire trees)."""
+        kind = spec[0]
+        cls = self._class(kind, str(spec[1]), str(spec[2]), tuple(str(n) for n in spec[3]),
+                          tuple(bool(p) for p in spec[4]), spec[5], extra)
         vals = list(self.cand.value(values))
         if kind == "namedtuple":
             inst = tuple.__new__(cls, vals)
@@ -181,39 +245,58 @@ class Records:
         return inst
 
     def pid(self, obj):
-        """The reverse id of a record made here (the test's object), or None."""
+        """The reverse id of a record made here, of a record class or of a test's class rebuilt
+        here and not changed (the test's object or class), or None."""
         got = self.made.get(id(obj))
-        return ("r", got[1], got[2]) if got is not None and got[0] is obj else None
+        if got is not None and got[0] is obj:
+            return ("r", got[1], got[2])
+        got = self.fresh.get(id(obj))
+        return ("r", got[1], obj.__name__[:80]) if got is not None and got[0] is obj else None
 
-    def _class(self, kind, module, qual, names, params):
-        key = (kind, module, qual, names, params)
+    def _class(self, kind, module, qual, names, params, class_rid, extra):
+        key = (kind, module, qual, names, params, class_rid)
         if key not in self.classes:
-            records = self
-
-            def __getattr__(self, name):
-                got = records.made.get(id(self))
-                if name.startswith("_") or got is None or got[0] is not self:
-                    raise AttributeError(name)
-                return records.cand.call_back(got[1], "getattr", (name,), {})
-
-            def __repr__(self):
-                got = records.made.get(id(self))
-                return records.cand.call_back(got[1], "repr", (), {}) if got else object.__repr__(self)
             name = qual.rpartition(".")[2]
-            space = {"__getattr__": __getattr__, "__repr__": __repr__, "__module__": module, "__qualname__": qual,
-                     "_tl_fields": names}
+            space = dict(_record_methods(self, kind), __module__=module, __qualname__=qual, _tl_fields=names,
+                         _tl_records=self, _tl_class_rid=class_rid)
             if kind == "namedtuple":
                 import collections
-                cls = type(name, (collections.namedtuple(name, names, module=module),), dict(space, __slots__=()))
-            else:
+                cls = _RecordType(name, (collections.namedtuple(name, names, module=module),), dict(space, __slots__=()))
+            elif kind == "dataclass":
                 import dataclasses
                 eq, order, frozen = params
-                cls = dataclasses.make_dataclass(name, names, namespace=space, eq=eq, order=order, frozen=frozen,
-                                                 repr=False)
-                cls.__module__, cls.__qualname__ = module, qual
+                cls = dataclasses.dataclass(_RecordType(name, (), dict(space, __annotations__={n: object for n in names})),
+                                            eq=eq, order=order, frozen=frozen, repr=False)
+            else:   # attrs: ``fields(C)`` is a tuple whose elements are also read by name (``fields(C).x``)
+                import operator
+                by_name = {n: property(operator.itemgetter(i)) for i, n in enumerate(names)}
+                fields = type(name + "Attributes", (tuple,), dict(by_name, __slots__=()))(self.cand.value(extra))
+                cls = _RecordType(name, (), dict(space, __attrs_attrs__=fields))
             self.classes[key] = cls
+            self.made[id(cls)] = (cls, class_rid, name[:80])
         return self.classes[key]
 
     def is_record(self, obj):
-        """True for a record made here."""
+        """True for a record (or record class) made here."""
         return self.pid(obj) is not None
+
+
+def _record_methods(records, kind):
+    """``__getattr__``, ``__repr__`` (and, for attrs, ``__eq__``/``__hash__``) of a record class."""
+    def back(self, op, *args):
+        got = records.made.get(id(self))
+        if got is None or got[0] is not self:
+            raise AttributeError(op)
+        return records.cand.call_back(got[1], op, args, {})
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return back(self, "getattr", name)
+
+    out = {"__getattr__": __getattr__, "__repr__": lambda self: back(self, "repr")}
+    if kind == "attrs":
+        out["__eq__"] = lambda self, other: back(self, "eq", other)
+        out["__ne__"] = lambda self, other: not back(self, "eq", other)
+        out["__hash__"] = lambda self: back(self, "hash")
+    return out

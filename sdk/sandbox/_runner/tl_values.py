@@ -73,7 +73,7 @@ class Codec:
         t = type(obj)
         if t in tl_pickle.EXACT:
             return None
-        if t is object:   # a sentinel (``start = object()``): its identity is all it has
+        if t is object or t is types.MappingProxyType:   # a sentinel: its identity is all it has; a read-only view
             return self._rpid(obj)
         if tl_pickle.std_iterator(t):   # the candidate steps the test's own iterator (its position)
             return self._rpid(obj)
@@ -96,34 +96,62 @@ class Codec:
             qual = str(getattr(obj, "__qualname__", "<"))
             if "<" not in qual and self._importable(getattr(owner, "__module__", None)):
                 return None
-        elif t is not types.MethodType and self._importable(t.__module__):
+        elif t is not types.MethodType and self._importable(t.__module__) and _by_name(t):
             return None
-        return self.record(obj, t) or self._rpid(obj)
+        return (self.test_class(obj) if t is type else self.record(obj, t)) or self._rpid(obj)
+
+    def test_class(self, cls):
+        """A class defined in a test (plain metaclass) by its namespace, so the solution can
+        decorate it as in one process (``@attr.s``): ``("r", id, name, "class", [module,
+        qualname], [bases, namespace items])``, its functions as reverse handles (called back,
+        bound to the instance); making an instance of it there calls back the test's class until
+        the solution changes the class (:class:`tl_hproxy.Records`). None when a part does not
+        cross (a slot, a property: the class is then a reverse handle, as before)."""
+        owner = str(cls.__module__)
+        busy = self.__dict__.setdefault("_classing", set())
+        if owner.split(".")[0] in HARNESS_LIBS or owner.startswith("tl_") or id(cls) in busy:
+            return None
+        busy.add(id(cls))
+        try:
+            space = [[k, v] for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__", "__module__", "__qualname__")]
+            if any(type(v) in (property, types.MemberDescriptorType, types.GetSetDescriptorType) for _, v in space):
+                return None
+            tree = self.to_wire([list(cls.__bases__), space])
+        except Exception:  # noqa: BLE001 - a part that does not cross: the class stays behind its handle
+            return None
+        finally:
+            busy.discard(id(cls))
+        return ("r", self._reverse(cls), cls.__name__[:80], "class", [owner, str(cls.__qualname__)], tree)
 
     def record(self, obj, t):
-        """A test's own namedtuple or dataclass instance as a *record* (its fields go along, so
-        the candidate rebuilds it with them: :class:`tl_hproxy.Records`): the reverse handle
-        ``("r", id, type name, "record", kind, module, qualname, field names, values, [eq, order,
-        frozen])``; None for anything else (or fields that do not cross)."""
+        """A test's own namedtuple, dataclass or attrs instance as a *record* (its fields go along,
+        so the candidate rebuilds it with them: :class:`tl_hproxy.Records`): the reverse handle
+        ``("r", id, type name, "record", [kind, module, qualname, field names, [eq, order, frozen],
+        class id], values, extra)`` (``extra``: an attrs class's ``__attrs_attrs__``, else None);
+        None for anything else (or fields that do not cross)."""
         owner = str(t.__module__)
         if owner.split(".")[0] in HARNESS_LIBS or owner.startswith("tl_"):
             return None
         dataclasses = sys.modules.get("dataclasses")
         fields = getattr(t, "_fields", None) if issubclass(t, tuple) else None
+        extra = None
         if type(fields) is tuple and fields and all(type(f) is str for f in fields) and callable(getattr(t, "_make", None)):
             kind, names, params = "namedtuple", list(fields), [True, False, True]
         elif dataclasses is not None and dataclasses.is_dataclass(t):
             p = t.__dataclass_params__
             kind, names, params = "dataclass", [f.name for f in dataclasses.fields(t)], [p.eq, p.order, p.frozen]
+        elif isinstance(getattr(t, "__attrs_attrs__", None), tuple):
+            extra = tuple(t.__attrs_attrs__)   # a plain tuple (its own class is made on the fly)
+            kind, names, params = "attrs", [str(a.name) for a in extra], [True, False, False]
         else:
             return None
         try:
             values = tuple.__getitem__(obj, slice(None)) if kind == "namedtuple" else [getattr(obj, n) for n in names]
-            tree = self.to_wire(list(values))
+            tree, extra = self.to_wire(list(values)), None if extra is None else self.to_wire(extra)
         except Exception:  # noqa: BLE001 - a field that cannot be read or sent: the object stays a handle
             return None
-        return ("r", self._reverse(obj), t.__name__[:80], "record", kind, str(t.__module__), str(t.__qualname__),
-                names, tree, [bool(x) for x in params])
+        spec = [kind, owner, str(t.__qualname__), names, [bool(x) for x in params], self._reverse(t)]
+        return ("r", self._reverse(obj), t.__name__[:80], "record", spec, tree, extra)
 
     def _importable(self, module):
         """True when the candidate imports ``module`` as the same code (stdlib or repository)."""
@@ -272,6 +300,8 @@ class Codec:
                 value = iter(obj)
             elif op in ("repr", "str", "len", "hash", "bool"):
                 value = getattr(builtins, op)(obj)
+            elif op == "eq":   # a record's comparison, decided by the test's own object
+                value = obj == args[0]
             elif op in ("getitem", "setitem", "delitem", "contains"):
                 value = getattr(operator, op)(obj, *args)
             elif op in ("keys", "items", "values") and isinstance(obj, collections.abc.Mapping):
@@ -287,6 +317,15 @@ class Codec:
             name = type(exc).__name__
             return {"cbr": 1, "err": {"type": name[:100], "builtin": getattr(builtins, name, None) is type(exc),
                                       "msg": _safe(exc)[-MSG:]}}
+
+
+def _by_name(cls):
+    """True when ``cls`` is found under its module and qualname (``make_dataclass`` classes claim
+    the module ``types`` and are not: they cross as records)."""
+    obj = sys.modules.get(cls.__module__)
+    for part in str(cls.__qualname__).split("."):
+        obj = getattr(obj, part, None)
+    return obj is cls
 
 
 def _safe(exc):
