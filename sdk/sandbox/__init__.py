@@ -98,9 +98,11 @@ What is NOT isolated or not covered:
   classes (namedtuples, ``str``/``int``/``tuple`` subclasses, dataclasses, enums) that the solution
   left unchanged and that are not the entry point's come back as the *task's* classes, built in the
   harness from the task's original file (from the request, never the solution's; their module's other
-  functions are the solution's there: ``_runner/tl_pristine.py``); a test's own namedtuple or
-  dataclass reaches the solution as a record with its fields (other attributes called back; changes
-  to its fields are not copied back); a warning the solution raises is raised in the harness inside
+  functions are the solution's there: ``_runner/tl_pristine.py``); a test's own namedtuple,
+  dataclass or attrs instance reaches the solution as a record with its fields (other attributes
+  called back; changes to its fields are not copied back); a test's class (plain metaclass, no
+  slots or properties) crosses by its namespace, so the solution can decorate it (``@attr.s``), its
+  functions called back as methods; a warning the solution raises is raised in the harness inside
   the call (category: a mirrored, repository or builtin class; the message as text). What does not work: a test
   class that subclasses the solution's class, ``monkeypatch`` of the solution module, state of
   another repository module (it exists once per process: a registry the test fills is not the
