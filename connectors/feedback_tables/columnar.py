@@ -195,34 +195,36 @@ def instants(arr: pa.Array | None, naive_zone: tzinfo, n: int) -> tuple[np.ndarr
 def _iso_fields(arr: pa.Array, ok: np.ndarray) -> tuple[np.ndarray, ...]:
     """Year, month, day, hour, minute, second, microseconds, UTC offset (microseconds) and
     naive flag of the texts where ``ok`` (they match :data:`_ISO`: ASCII, fixed positions), read
-    from the string buffers with numpy (0 elsewhere)."""
+    from the string buffers with numpy (0 elsewhere); only those texts' bytes are gathered."""
     n = len(arr)
+    fields = [np.zeros(n, dtype=np.int64) for _ in range(8)]
+    naive = np.zeros(n, dtype=bool)
+    rows = np.flatnonzero(ok)
+    if not len(rows):
+        return (*fields, naive)
     width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
     offsets = np.frombuffer(arr.buffers()[1], dtype=width)[arr.offset:arr.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if ok.any() else np.zeros(1, dtype=np.uint8)
-    start = np.where(ok, offsets[:-1], 0)
-    length = np.where(ok, offsets[1:] - offsets[:-1], 19)
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
+    start, end = offsets[rows], offsets[rows + 1]
 
-    last = len(data) - 1
-
-    def at(pos: np.ndarray) -> np.ndarray:  # byte at pos of each ok text (0 elsewhere; past the end: unused)
-        return np.where(ok, data[np.clip(np.where(ok, pos, 0), 0, last)], 0).astype(np.int64)
-
-    def number(first: int | np.ndarray, width: int) -> np.ndarray:
-        out = np.zeros(n, dtype=np.int64)
-        for k in range(width):
-            out = out * 10 + np.where(ok, at(start + first + k) - 48, 0)
+    def number(pos: np.ndarray, width: int) -> np.ndarray:  # digits at pos, pos + 1, ... of each text
+        out = data[pos].astype(np.int64) - 48
+        for k in range(1, width):
+            out = out * 10 + data[pos + k] - 48
         return out
 
-    zone_len = np.where(at(start + length - 1) == ord("Z"), 1,
-                        np.where(np.isin(at(start + length - 6), (ord("+"), ord("-"))), 6, 0))
-    digits = np.maximum(length - 19 - zone_len - 1, 0)  # 0, 3 or 6 fraction digits
-    micro = np.where(digits == 3, number(20, 3) * 1000, np.where(digits == 6, number(20, 6), 0))
-    sign = np.where(at(start + length - 6) == ord("-"), -1, 1)
-    tail = length - 5
-    offset = np.where(zone_len == 6, sign * (number(tail, 2) * 60 + number(tail + 3, 2)) * 60_000_000, 0)
-    return (number(0, 4), number(5, 2), number(8, 2), number(11, 2), number(14, 2), number(17, 2), micro, offset,
-            ok & (zone_len == 0))
+    zone_len = np.where(data[end - 1] == ord("Z"), 1, np.where(np.isin(data[end - 6], (ord("+"), ord("-"))), 6, 0))
+    digits = np.maximum(end - start - 19 - zone_len - 1, 0)  # 0, 3 or 6 fraction digits
+    milli = number(np.where(digits == 3, start + 20, start), 3)  # other texts: (unused) bytes inside them
+    micro = number(np.where(digits == 6, start + 20, start), 6)
+    micro = np.where(digits == 3, milli * 1000, np.where(digits == 6, micro, 0))
+    sign = np.where(data[end - 6] == ord("-"), -1, 1)
+    offset = np.where(zone_len == 6, sign * (number(end - 5, 2) * 60 + number(end - 2, 2)) * 60_000_000, 0)
+    for out, value in zip(fields, (number(start, 4), number(start + 5, 2), number(start + 8, 2),
+                                   number(start + 11, 2), number(start + 14, 2), number(start + 17, 2), micro, offset)):
+        out[rows] = value
+    naive[rows] = zone_len == 0
+    return (*fields, naive)
 
 
 def _days(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:

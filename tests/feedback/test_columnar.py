@@ -146,3 +146,16 @@ def test_instants_of_sliced_and_large_string_arrays():
     plain = col.instants(pa.array(values, pa.string()), tz, len(values))
     for a, b, c in zip(whole, large, plain):
         assert (a == c).all() and (b == c).all()
+
+
+@pytest.mark.parametrize("last", ["2026-03-01T10:00:00.123Z", "2026-03-01T10:00:00.123456", "2026-03-01 10:00:00",
+                                  "2026-03-01T10:00:00.250+05:30", "2026-03-01T10:00:00-03:00"])
+def test_instants_read_no_byte_past_the_last_text(last):
+    """Each ISO form as the last text of the string buffer (a fraction's digits are read at fixed
+    positions: a shorter text must not make the read run past the buffer)."""
+    values = ["2026-03-01T10:00:00.123456+00:00", "", last]
+    tz = zone("UTC")
+    us, has, naive, unsure = col.instants(pa.array(values, pa.string()), tz, len(values))
+    created, was_naive = parse_timestamp(last, tz)
+    assert has[2] and not unsure[2] and bool(naive[2]) == was_naive
+    assert int(us[2]) == col.to_us(created.astimezone(timezone.utc))
