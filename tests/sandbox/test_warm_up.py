@@ -47,3 +47,16 @@ def test_a_failed_warm_up_costs_speed_only(tmp_path):
     got = _warm_up(blocker / "run", tmp_path, rounds=1)   # the run folder cannot be made: no round passes
     assert got == {"passed": 0, "fds": True, "path": True, "cwd": str(tmp_path), "current": 0, "children": None}, got
 
+
+def test_supervisor_reads_output_files_capped(tmp_path, monkeypatch):
+    """``tl_zygote._read_capped`` (plain descriptor reads since issue 14): the first ``cap`` bytes
+    as text, the file's full size; a missing file is ("", 0)."""
+    monkeypatch.syspath_prepend(str(pyruntime.RUNNER_DIR))
+    import tl_zygote
+
+    cases = {"empty": b"", "small": b"hello\n", "big": b"x" * 300_000, "utf": "é€".encode() * 10 + b"\xff"}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        for cap in (0, 5, 1 << 16, 1 << 20):
+            assert tl_zygote._read_capped(str(tmp_path / name), cap) == (data[:cap].decode("utf-8", "replace"), len(data))
+    assert tl_zygote._read_capped(str(tmp_path / "missing"), 10) == ("", 0)

@@ -56,12 +56,29 @@ def _write(fd, data):
 
 
 def _read_capped(path, cap):
+    """(the first ``cap`` bytes of the file as text, its size); ("", 0) when it cannot be read.
+    Plain descriptor calls: ``open(path, "rb").read(cap)`` built the io objects and a
+    ``cap``-byte buffer in every supervisor (the two reads in a bare fork: 87 -> 54 pages
+    copied, 0.25 -> 0.15 ms; issue 14)."""
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
-            return fh.read(cap).decode("utf-8", "replace"), size
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return "", 0
+    try:
+        size, chunks, left = os.fstat(fd).st_size, [], cap
+        want = min(left, size) or min(left, 1 << 16)   # the whole file in one read, usually
+        while left > 0:
+            chunk = os.read(fd, want)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+            want = min(left, 1 << 16)
+        return b"".join(chunks).decode("utf-8", "replace"), size
+    except OSError:
+        return "", 0
+    finally:
+        os.close(fd)
 
 
 def _supervisor(chan, ctl):
