@@ -3,7 +3,8 @@
 RLIMIT_AS bounds each process separately; a cgroup bounds the whole tree, counting forked
 children and tmpfs pages too. Attaching costs 2-12 ms per execution (DESIGN.md), so it is done
 once per slot: the warm server (:mod:`sdk.sandbox.warm`) is attached when it starts, and its
-children inherit the group. Limits are rewritten before each request (two small writes).
+children inherit the group. Limits are written before a request whose bounds differ from the
+last ones set on the group (two small writes).
 When no cgroup is writable, :meth:`SlotCgroup.create` returns None and only rlimits apply.
 """
 

@@ -67,6 +67,7 @@ class Zygote:
             os.close(fd)
         self._buf = b""
         self.cgroup: SlotCgroup | None = None
+        self._limits: tuple[int, int] | None = None
         ready = self._line(time.monotonic() + START_TIMEOUT_S)
         if not ready or not json.loads(ready).get("clean"):
             self.kill()
@@ -79,12 +80,16 @@ class Zygote:
                 self.cgroup = None
 
     def limit(self, memory_mb: int, processes: int) -> None:
-        """Bound the whole slot (server + request tree) through its cgroup, if it has one."""
-        if self.cgroup is not None:
+        """Bound the whole slot (server + request tree) through its cgroup, if it has one. The
+        files are written only when the bounds differ from the last ones set on this server's
+        group (only the host can write them; two writes cost ~40 us CPU and ~170 us of wall
+        clock per request, issue 14)."""
+        if self.cgroup is not None and self._limits != (memory_mb, processes):
             try:
                 self.cgroup.set_limits(memory_mb, processes)
+                self._limits = (memory_mb, processes)
             except OSError:
-                pass
+                self._limits = None
 
     def _line(self, deadline: float) -> bytes | None:
         fd = self.proc.stdout.fileno()

@@ -48,6 +48,38 @@ def test_a_failed_warm_up_costs_speed_only(tmp_path):
     assert got == {"passed": 0, "fds": True, "path": True, "cwd": str(tmp_path), "current": 0, "children": None}, got
 
 
+class _Group:
+    """Stands in for a slot's cgroup: records each ``set_limits`` call; ``fail`` raises once."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.fail = False
+
+    def set_limits(self, memory_mb: int, processes: int) -> None:
+        self.calls.append((memory_mb, processes))
+        if self.fail:
+            self.fail = False
+            raise OSError("write refused")
+
+
+def test_slot_limits_are_written_only_when_they_change():
+    from sdk.sandbox.warm import Zygote
+
+    z = object.__new__(Zygote)   # no server: only the limit bookkeeping
+    z.cgroup, z._limits = _Group(), None
+    z.limit(576, 72)
+    z.limit(576, 72)
+    assert z.cgroup.calls == [(576, 72)]
+    z.limit(1088, 72)
+    assert z.cgroup.calls[-1] == (1088, 72) and len(z.cgroup.calls) == 2
+    z.cgroup.fail = True
+    z.limit(576, 72)   # refused: not recorded, so the next request writes again
+    z.limit(576, 72)
+    assert z.cgroup.calls[-2:] == [(576, 72), (576, 72)]
+    z.limit(576, 72)
+    assert len(z.cgroup.calls) == 4
+
+
 def test_supervisor_reads_output_files_capped(tmp_path, monkeypatch):
     """``tl_zygote._read_capped`` (plain descriptor reads since issue 14): the first ``cap`` bytes
     as text, the file's full size; a missing file is ("", 0)."""
