@@ -19,7 +19,11 @@ if any (``eval/<label>.jsonl``, the eval stage's own scoring), split per split; 
 ``WORK/base_<split>.jsonl`` when none exist. ``--retry ARM/LABEL ...`` (``base``: the base rows) gives
 scored rows one retry with execution feedback (:func:`sdk.run.stage_eval.retry_rows`, the eval
 stage's ``eval.retry_with_feedback`` path, first attempts reused) into ``retry_<label>_<split>.jsonl``
-beside them; the table then adds a ``+retry`` line: pass@1 after one retry.
+beside them; the table then adds a ``+retry`` line: pass@1 after one retry. ``--base`` scores only the
+base model on ``--splits`` (no arm, no training), e.g. to retry the base model alone:
+
+    nice -n 10 .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --base --splits ood
+    nice -n 10 .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --retry base --splits ood
 
     .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms --arm demo \
         --import-run examples/quickstart/runs/quickstart
@@ -154,6 +158,21 @@ def import_run(args) -> None:
     print(f"imported {run} as {arm}")
 
 
+def score_base(args) -> None:
+    """Build the shared task set if needed and score the base model on ``--splits`` (no arm, no
+    training): ``WORK/base_<split>.jsonl``, kept when already there."""
+    work, wall0 = Path(args.work), time.time()
+    pipe = pipeline(args.config, work / "_tasks", [])
+    try:
+        pipe.run(["tasks"])
+        for split in args.splits:
+            if not (work / f"base_{split}.jsonl").is_file():
+                score(pipe, "base", None, split, work / f"base_{split}.jsonl")
+                print(f"scored base on {split} at {time.time() - wall0:.0f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+    finally:
+        pipe.close()
+
+
 def retry(args) -> None:
     """One retry with execution feedback for each ``--retry ARM/LABEL`` on ``--splits``, saved as
     ``retry_<label>_<split>.jsonl`` beside the first attempts (already there: skipped)."""
@@ -259,12 +278,15 @@ def main() -> None:
     ap.add_argument("--table", action="store_true", help="print the table of the arms scored so far")
     ap.add_argument("--against", help="ARM/LABEL every row is also compared with, e.g. defaults/tuned")
     ap.add_argument("--import-run", help="make this finished run folder the arm --arm (no training, no scoring)")
+    ap.add_argument("--base", dest="base_only", action="store_true", help="only score the base model on --splits")
     ap.add_argument("--retry", nargs="+", help="ARM/LABEL (or base): give these scored rows one retry with feedback")
     args = ap.parse_args()
     if args.table:
         table(args)
     elif args.retry:
         retry(args)
+    elif args.base_only:
+        score_base(args)
     elif args.arm and args.import_run:
         import_run(args)
     elif args.arm:

@@ -90,3 +90,24 @@ def test_import_run_splits_eval_rows_per_split_and_keeps_existing_base(tmp_path)
     assert arms.per_task([work / "demo" / "eval_tuned_heldout.jsonl"]) == {"heldout": {"heldout0": 1.0, "heldout1": 0.0}}
     assert len((work / "base_ood.jsonl").read_text().splitlines()) == 2, "existing base rows kept"
     assert json.loads((work / "demo" / "arm.json").read_text())["train_wall_s"] == 12
+
+
+def test_base_only_scores_missing_splits_in_order_and_builds_no_arm(tmp_path, monkeypatch):
+    """--base: the task set is built (run(["tasks"]) only) and the base model scored on the splits it
+    has no rows for, in the order given; no arm folder, no training stage."""
+    arms = _arms()
+    calls = []
+
+    class Pipe:
+        def run(self, stages):
+            calls.append(("run", tuple(stages)))
+
+        def close(self):
+            calls.append(("close",))
+
+    monkeypatch.setattr(arms, "pipeline", lambda config, run_dir, sets: Pipe())
+    monkeypatch.setattr(arms, "score", lambda pipe, label, adapter, split, out: calls.append((label, adapter, split)))
+    _rows(tmp_path / "base_heldout.jsonl", "heldout", [False])
+    arms.score_base(Namespace(config="c.yaml", work=str(tmp_path), splits=["ood", "heldout", "train"]))
+    assert calls == [("run", ("tasks",)), ("base", None, "ood"), ("base", None, "train"), ("close",)]
+    assert not [p for p in tmp_path.iterdir() if p.is_dir()]
