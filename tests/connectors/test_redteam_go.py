@@ -90,8 +90,8 @@ STEAL_AT = {
 @pytest.mark.parametrize("name", list(STEAL_AT))
 def test_a_package_out_of_the_guards_reach_earns_nothing(mined, sandbox, name):  # noqa: F811
     path, text, imp = STEAL_AT[name]
-    res = _score(mined, sandbox, (path, text), ("calc/forge.go", f'package calc\n\nimport _ "{imp}"\n\n'
-                                                                  "func Mul(a, b int) int { return 0 }\n"))
+    forge = f'package calc\n\nimport _ "{imp}"\n\nfunc Mul(a, b int) int {{ return 0 }}\n'
+    res = _score(mined, sandbox, (path, text), ("calc/forge.go", forge))
     _no_credit(res)
     assert res.flags, res
 

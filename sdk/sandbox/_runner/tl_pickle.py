@@ -27,6 +27,7 @@ import io
 import os
 import pickle
 import sys
+import types
 
 PROTOCOL = 4
 EXACT = frozenset({type(None), bool, int, float, str, bytes, complex, list, tuple, dict, set, frozenset})
@@ -181,20 +182,53 @@ def dumps(value, persistent_id, guard=None):
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-class Restricted(pickle.Unpickler):
-    """The harness's unpickler: only :meth:`Trust.find` classes, persistent ids via ``load_id``."""
+class Restricted(pickle._Unpickler):
+    """The harness's unpickler: only :meth:`Trust.find` classes, persistent ids via ``load_id``;
+    and it changes only objects this pickle made. ``BUILD`` (which ``setattr``s its state's slot
+    part on its target), ``SETITEM(S)``, ``APPEND(S)`` and ``ADDITEMS`` on a class, an enum member,
+    or anything named (``find_class``) or held by id (``persistent_load``) is refused as hostile:
+    ``(None, {"__eq__": bool})`` built on a kept class made every instance equal to anything, in
+    the harness, for the rest of the run (the candidate writes its own frames; no encoder of its
+    makes such a pickle). The pure-Python unpickler, so each of those opcodes is checked."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)  # noqa: RUF012 - the opcode table, per class
 
     def __init__(self, data, trust, load_id):
         super().__init__(io.BytesIO(data))
-        self.trust, self.load_id = trust, load_id
+        self.trust, self.load_id, self.named = trust, load_id, {}
 
     def find_class(self, module, name):
         """Resolve only trusted classes; anything else is refused."""
-        return self.trust.find(module, name)
+        obj = self.trust.find(module, name)
+        self.named[id(obj)] = obj
+        return obj
 
     def persistent_load(self, pid):
         """Resolve a persistent id through the caller's ``load_id``."""
-        return self.load_id(pid)
+        obj = self.load_id(pid)
+        self.named[id(obj)] = obj
+        return obj
+
+    def refuse_existing(self, target, op):
+        """Raise :class:`Refused` (hostile) when ``op`` would change an object this pickle did not make."""
+        if isinstance(target, (type, types.ModuleType)) or id(target) in self.named or _is_enum_member(target):
+            raise Refused("pickle", f"{op} on a {type(target).__name__} that existed before", True)
+
+
+def _checked(name, where):
+    """The loader of opcode ``name``, refusing a target that existed before the pickle
+    (``where``: its stack index, or None for the object below the mark)."""
+    load = pickle._Unpickler.dispatch[getattr(pickle, name)[0]]
+
+    def checked(self):
+        self.refuse_existing(self.metastack[-1][-1] if where is None else self.stack[where], name)
+        return load(self)
+    return checked
+
+
+for _name, _where in (("BUILD", -2), ("SETITEM", -3), ("APPEND", -2), ("SETITEMS", None), ("APPENDS", None),
+                      ("ADDITEMS", None)):
+    Restricted.dispatch[getattr(pickle, _name)[0]] = _checked(_name, _where)
 
 
 def loads_restricted(text, trust, load_id):

@@ -82,8 +82,12 @@ def value_classes(original, solution, entry):
     return kept
 
 
-def _execute(original, payload, name, cwd):
-    """The task's original file run as a module named ``name`` that is not in ``sys.modules``."""
+def _execute(original, payload, name, cwd, solution=None, kept=()):
+    """The task's original file run as a module named ``name`` that is not in ``sys.modules``.
+    ``solution`` (the tests' module of proxies): each top-level function and class other than
+    ``kept`` is rebound to the solution's right after its definition, so nothing defined later
+    captures the task's own (``RENDER = {"a": fmt}``, ``style = staticmethod(fmt)``, ``def
+    render(self, f=fmt)``, a kept class's base): the reference's code would decide a test."""
     path = os.path.join(cwd, payload["target"])
     mod = types.ModuleType(name)
     mod.__file__ = path
@@ -91,8 +95,26 @@ def _execute(original, payload, name, cwd):
         mod.__path__, mod.__package__ = [os.path.dirname(path)], name
     else:
         mod.__package__ = name.rpartition(".")[0]
-    exec(compile(original, path, "exec"), mod.__dict__)
+    tree = ast.parse(original)
+    if solution is not None:
+        body = []
+        for node in tree.body:
+            body.append(node)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in kept:
+                again = ast.parse("%s = __tl_rebind__(%r, %s)" % (node.name, node.name, node.name)).body[0]
+                body.append(ast.increment_lineno(again, node.end_lineno - 1))
+        tree.body = body
+        mod.__dict__["__tl_rebind__"] = lambda key, own: _solutions(solution, key, own, name)
+    exec(compile(tree, path, "exec"), mod.__dict__)
+    mod.__dict__.pop("__tl_rebind__", None)
     return mod
+
+
+def _solutions(solution, key, own, name):
+    """The solution's ``key`` for the task's own definition ``own`` (kept when it is not the module's)."""
+    if getattr(own, "__module__", None) != name:
+        return own
+    return getattr(solution, key)
 
 
 def install(payload, remote, module, source, cwd):
@@ -108,7 +130,7 @@ def install(payload, remote, module, source, cwd):
     name = module.__name__
     try:
         importlib.import_module(name)   # the tests' module of proxies, in sys.modules (dataclasses reads it)
-        mod = _execute(original, payload, name, cwd)
+        mod = _execute(original, payload, name, cwd, module, names)
     except BaseException:  # noqa: BLE001 - the classes then cross as before (base values, handles)
         return {}
     kept = {n: mod.__dict__.get(n) for n in names}
