@@ -88,10 +88,36 @@ def text_bytes(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
 
 
+_EDGE = np.zeros(256, dtype=bool)  # bytes that may start or end what str.strip() removes: ASCII whitespace, non-ASCII
+_EDGE[[ord(c) for c in _ASCII_WS]] = True
+_EDGE[0x80:] = True
+
+
+def _untrimmed_blank(arr: pa.Array) -> np.ndarray | None:
+    """Blank flags (NULL or empty) of ``arr`` when no text of it begins or ends with a byte of
+    :data:`_EDGE` (``str.strip()`` then leaves every text as it is), else ``None``: each text's
+    first and last bytes, read from the buffers, no pass over the texts."""
+    n = len(arr)
+    if not n or arr.type not in (pa.string(), pa.large_string()):
+        return None
+    width = np.int64 if arr.type == pa.large_string() else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], dtype=width)[arr.offset:arr.offset + n + 1]
+    valid = np_bool(pc.is_valid(arr)) if arr.null_count else np.ones(n, dtype=bool)
+    some = valid & (offsets[1:] > offsets[:-1])
+    data = text_bytes(arr)
+    if _EDGE[data[offsets[:-1][some]]].any() or _EDGE[data[offsets[1:][some] - 1]].any():
+        return None
+    return ~some
+
+
 def strip(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """``(str.strip() of each text, blank (NULL or empty after stripping), unsure)``; ``unsure``:
-    the text ends in Unicode whitespace, where ASCII trimming is not ``str.strip()``."""
+    the text ends in Unicode whitespace, where ASCII trimming is not ``str.strip()``. Texts that
+    begin and end with ASCII non-whitespace are returned as they are (no trimming pass)."""
     arr = as_text(arr)
+    blank = _untrimmed_blank(arr)
+    if blank is not None:
+        return arr, blank, np.zeros(len(arr), dtype=bool)
     trimmed = pc.utf8_trim(arr, characters=_ASCII_WS)
     blank = np_bool(pc.equal(pc.utf8_length(trimmed), 0), null=True)
     if not (text_bytes(trimmed) >= 0x80).any():  # all ASCII: no Unicode whitespace at either end

@@ -96,15 +96,21 @@ def test_numeric_ratings_mark_off_scale_values_unsure():
     assert list(unsure) == [False, True, True]
 
 
-def test_strip_matches_str_strip_or_is_unsure():
-    values = [None, "", " a ", "\x1c\tb\x1f", "\u3000c", "d\xa0", "e\u200b", " \u2028 ", "f g", "\x85"]
-    trimmed, blank, unsure = col.strip(pa.array(values, pa.string()))
-    for i, value in enumerate(values):
-        if unsure[i]:
-            continue
-        assert bool(blank[i]) == (value is None or not value.strip()), value
-        if value is not None:
-            assert trimmed[i].as_py() == value.strip(), value
+@pytest.mark.parametrize("values", [
+    [None, "", " a ", "\x1c\tb\x1f", "\u3000c", "d\xa0", "e\u200b", " \u2028 ", "f g", "\x85"],
+    [None, "", "a", "f g", "x\n y", "in the \u00e9 middle", None],  # no edge to trim: returned as they are
+    ["a", "b "],
+])
+def test_strip_matches_str_strip_or_is_unsure(values):
+    for arr in (pa.array(values, pa.string()), pa.array(["  ", *values], pa.string()).slice(1),
+                pa.array(values, pa.large_string())):
+        trimmed, blank, unsure = col.strip(arr)
+        for i, value in enumerate(values):
+            if unsure[i]:
+                continue
+            assert bool(blank[i]) == (value is None or not value.strip()), value
+            if value is not None:
+                assert trimmed[i].as_py() == value.strip(), value
 
 
 def test_json_strings_escape_as_pydantic_does():
