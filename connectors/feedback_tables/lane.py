@@ -282,23 +282,33 @@ class ChunkLane:
         return _cat(pc.if_else(pa.array(~self.blank["system_prompt"][win]), system, ""), user)
 
     def _source_json(self, win: np.ndarray) -> pa.Array:
-        """``,"source":{...},"domain":...`` of the winning rows: ids as stored, the user pseudonymised."""
+        """``,"source":{...},"domain":...`` of the winning rows: ids as stored, the user pseudonymised.
+        When no part is NULL, one concatenation with each part escaped alone (JSON escapes are per
+        character), else the parts joined with NULLs skipped, then escaped."""
         src, take = self.src, pa.array(win)
-        parts = []
+        labels, values = [], []
         for f, label in (("row_id", "row_id="), ("message_id", "message_id=")):
             if self.raw[f] is not None:
-                parts.append(_cat(label, self.raw[f].take(take).cast(pa.string())))
+                labels.append(label)
+                values.append(self.raw[f].take(take).cast(pa.string()))
         user = self.raw["user_id"]
         if user is not None:
             users = user.take(take).cast(pa.string())
             known, names = self._pseudonyms(users)
-            parts.append(_cat("user=", names.take(pc.index_in(users, value_set=known))))
-        locator = pc.binary_join_element_wise(*parts, ";", null_handling="skip") if parts else \
-            pa.array([""] * len(win), pa.string())
+            labels.append("user=")
+            values.append(names.take(pc.index_in(users, value_set=known)))
         head = (f',"source":{{"connector":{col.json_literal(src.name)},"uri":{col.json_literal(src._uri())},'
                 '"locator":"')
-        return _cat(head, col.json_strings(pc.fill_null(locator, "")),
-                    f'","commit":""}},"domain":{col.json_literal(src.domain)}')
+        tail = f'","commit":""}},"domain":{col.json_literal(src.domain)}'
+        if values and not any(v.null_count for v in values):
+            parts: list[Any] = [head]
+            for k, (label, value) in enumerate(zip(labels, values)):
+                parts += [(";" if k else "") + label, col.json_strings(value)]
+            return _cat(*parts, tail)
+        parts = [_cat(label, value) for label, value in zip(labels, values)]
+        locator = pc.binary_join_element_wise(*parts, ";", null_handling="skip") if parts else \
+            pa.array([""] * len(win), pa.string())
+        return _cat(head, col.json_strings(pc.fill_null(locator, "")), tail)
 
     def _pseudonyms(self, users: pa.Array) -> tuple[pa.Array, pa.Array]:
         """``(user ids, their pseudonyms)`` covering ``users``: kept on the source as two Arrow
