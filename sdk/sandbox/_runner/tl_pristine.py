@@ -58,7 +58,8 @@ def _unchanged(lines, node, name, original, solution):
 
 def value_classes(original, solution, entry):
     """Top-level names of ``original`` that define value classes (see the module docstring) and
-    whose definition ``solution`` (the spliced file) repeats unchanged; never ``entry``'s top name.
+    whose definition ``solution`` (the spliced file) repeats unchanged; never ``entry``'s top name,
+    nor a class with a base of the module that is not kept (its methods: the entry point's, or changed).
     Only ``original`` is parsed (once, and only when a cheap text search finds a candidate)."""
     if not CHEAP.search(original):   # most modules: no parse at all
         return []
@@ -67,11 +68,14 @@ def value_classes(original, solution, entry):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     lines, kept = original.splitlines(), []
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             dataclass = any(_name(d) == "dataclass" for d in node.decorator_list)
             valued = dataclass or any(_name(b) in VALUE_BASES or _name(b) in kept
                                       or (isinstance(b, ast.Call) and _name(b) in FACTORIES) for b in node.bases)
+            # a base of this module that is not kept is the solution's (its methods may be the entry point)
+            valued = valued and not any(_name(b) in classes and _name(b) not in kept for b in node.bases)
             name = node.name
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             valued, name = _name(node.value) in FACTORIES, node.targets[0].id
@@ -85,9 +89,9 @@ def value_classes(original, solution, entry):
 def _execute(original, payload, name, cwd, solution=None, kept=()):
     """The task's original file run as a module named ``name`` that is not in ``sys.modules``.
     ``solution`` (the tests' module of proxies): each top-level function and class other than
-    ``kept`` is rebound to the solution's right after its definition, so nothing defined later
+    ``kept`` is never defined here, its name is bound to the solution's in its place, so nothing
     captures the task's own (``RENDER = {"a": fmt}``, ``style = staticmethod(fmt)``, ``def
-    render(self, f=fmt)``, a kept class's base): the reference's code would decide a test."""
+    render(self, f=fmt)``, a registering decorator): the reference's code would decide a test."""
     path = os.path.join(cwd, payload["target"])
     mod = types.ModuleType(name)
     mod.__file__ = path
@@ -97,24 +101,14 @@ def _execute(original, payload, name, cwd, solution=None, kept=()):
         mod.__package__ = name.rpartition(".")[0]
     tree = ast.parse(original)
     if solution is not None:
-        body = []
-        for node in tree.body:
-            body.append(node)
+        for i, node in enumerate(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in kept:
-                again = ast.parse("%s = __tl_rebind__(%r, %s)" % (node.name, node.name, node.name)).body[0]
-                body.append(ast.increment_lineno(again, node.end_lineno - 1))
-        tree.body = body
-        mod.__dict__["__tl_rebind__"] = lambda key, own: _solutions(solution, key, own, name)
+                bind = ast.parse("%s = __tl_solutions__(%r)" % (node.name, node.name)).body[0]
+                tree.body[i] = ast.increment_lineno(bind, node.lineno - 1)
+        mod.__dict__["__tl_solutions__"] = lambda key: getattr(solution, key)
     exec(compile(tree, path, "exec"), mod.__dict__)
-    mod.__dict__.pop("__tl_rebind__", None)
+    mod.__dict__.pop("__tl_solutions__", None)
     return mod
-
-
-def _solutions(solution, key, own, name):
-    """The solution's ``key`` for the task's own definition ``own`` (kept when it is not the module's)."""
-    if getattr(own, "__module__", None) != name:
-        return own
-    return getattr(solution, key)
 
 
 def install(payload, remote, module, source, cwd):
