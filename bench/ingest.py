@@ -261,7 +261,7 @@ def main() -> None:
     speed = (tl["rows"] / tl["seconds"]) / (pd_["rows"] / pd_["seconds"])
     mem = tl["peak_rss_mb"] / pd_["peak_rss_mb"]
     mem_growth = (tl["peak_rss_mb"] - tl["base_rss_mb"]) / max(pd_["peak_rss_mb"] - pd_["base_rss_mb"], 1e-9)
-    print(f"tuneloop counts: {tl['counts']}")
+    print(f"tuneloop counts: {tl['counts']}; output sha256 {tl['sha256'][:16]}")
     for other, label in (("tuneloop-rows", "row path"), ("tuneloop-ray", "Ray path")):
         if other in results:
             o = results[other]
