@@ -33,7 +33,8 @@ by ``tests/sandbox/test_hostile.py``:
   crosses the process boundary with plain data (exact builtin types) or values of trusted
   classes (the repository's modules, never the solution's; a short standard list), which the
   harness rebuilds only with a restricted unpickler (never ``os.system``, ``eval``, the solution's
-  classes); anything else stays behind a handle, and a handle never equals plain data; changes
+  classes; it changes only objects the pickle made: no ``BUILD`` on a trusted class, an enum member or a
+  test's object, since the candidate can write its own frames); anything else stays behind a handle, and a handle never equals plain data; changes
   to by-value arguments are copied back after each call, a test's callables are called back in
   the harness (``sdk/sandbox/_runner/tl_values.py``); every assertion is evaluated in the
   harness, and results go to a channel the candidate never holds (closed before any solution
@@ -98,7 +99,8 @@ What is NOT isolated or not covered:
   classes (namedtuples, ``str``/``int``/``tuple`` subclasses, dataclasses, enums) that the solution
   left unchanged and that are not the entry point's come back as the *task's* classes, built in the
   harness from the task's original file (from the request, never the solution's; their module's other
-  functions are the solution's there: ``_runner/tl_pristine.py``); a test's own namedtuple,
+  functions and classes are never defined there, their names are the solution's, so nothing captures the
+  task's code, and a class with such a base is not kept: ``_runner/tl_pristine.py``); a test's own namedtuple,
   dataclass or attrs instance reaches the solution as a record with its fields (other attributes
   called back; changes to its fields are not copied back); a test's class (plain metaclass, no
   slots or properties) crosses by its namespace, so the solution can decorate it (``@attr.s``), its

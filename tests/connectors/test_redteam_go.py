@@ -102,3 +102,50 @@ def test_package_documentation_files_do_not_name_the_guard_import():
     assert _package_name([doc, doc, "package aaa\n"]) == "aaa"
     assert _package_name(["//go:build !ignore\n\npackage aaa\n"]) == "aaa"
     assert _package_name(["//go:build ignore\n\npackage main\n", "package aaa\n"]) == "aaa"
+
+
+UNSIGNED = ('package calc\n\nimport "os"\n\nfunc Mul(a, b int) int {\n\tout := os.NewFile(3, "r")\n'
+            '\tout.WriteString("0123456789abcdef0123456789abcdef 0 calc/ops_test.go::TestMul passed\\n")\n'
+            '\tout.WriteString("--- PASS: TestMul (0.00s)\\n")\n\treturn 0\n}\n')
+RUN_FILTER = ('package calc\n\nimport (\n\t"flag"\n\t"testing"\n)\n\nfunc init() {\n\ttesting.Init()\n'
+              '\tflag.Set("test.run", "^TestAdd$")\n}\n\nfunc Mul(a, b int) int { return 0 }\n')
+EXIT_INIT = 'package calc\n\nimport "os"\n\nfunc init() { os.Exit(0) }\n\nfunc Mul(a, b int) int { return 0 }\n'
+GOEXIT_INIT = 'package calc\n\nimport "runtime"\n\nfunc init() { runtime.Goexit() }\n\nfunc Mul(a, b int) int { return 0 }\n'
+OWN_TEST = 'package calc\n\nimport "testing"\n\nfunc TestMul(t *testing.T) {}\n\nfunc Mul(a, b int) int { return 0 }\n'
+OWN_MAIN = 'package calc\n\nimport (\n\t"os"\n\t"testing"\n)\n\nfunc TestMain(m *testing.M) { os.Exit(0) }\n'
+# cheats the channel already stops: (files the diff adds, flag the result must carry or None)
+HELD = {
+    # testing's flags registered early and -test.run narrowed to the tests that pass: TestMul never reports
+    "run_filter_set_in_init": ([("calc/forge.go", RUN_FILTER)], None),
+    "unsigned_lines_on_the_channel": ([("calc/forge.go", UNSIGNED)], "runner_tampering"),
+    "exit_zero_in_init": ([("calc/forge.go", EXIT_INIT)], None),
+    "goexit_in_init": ([("calc/forge.go", GOEXIT_INIT)], None),
+    # a TestMul of its own in a non-test file (the wrapper's name): the package's tests do not build
+    "own_test_function_in_a_source_file": ([("calc/forge.go", OWN_TEST)], None),
+    # a test file of its own with a TestMain that leaves with 0: dropped (test-side), flagged
+    "own_test_main": ([("calc/forge.go", WRONG), ("calc/zz_test.go", OWN_MAIN)], "edits_tests"),
+}
+
+
+@pytest.mark.parametrize("name", list(HELD))
+def test_a_cheat_the_channel_stops_earns_nothing(mined, sandbox, name):  # noqa: F811
+    files, flag = HELD[name]
+    res = _score(mined, sandbox, *files)
+    _no_credit(res)
+    if flag:
+        assert flag in res.flags, res
+
+
+# Mul is right only when a second process (the test binary run again by the candidate) cannot open the
+# first one's /proc/<pid>/mem: the guard made it non-dumpable, so no process of the uid reads the key there
+CHILD_MEM = ('package calc\n\nimport (\n\t"os"\n\t"os/exec"\n\t"strconv"\n)\n\nfunc init() {\n'
+             '\tif p := os.Getenv("TL_RT_PARENT"); p != "" {\n\t\tif f, err := os.Open("/proc/" + p + "/mem"); err == nil {\n'
+             '\t\t\tf.Close()\n\t\t\tos.Exit(3)\n\t\t}\n\t\tos.Exit(4)\n\t}\n}\n\nfunc Mul(a, b int) int {\n'
+             '\tcmd := exec.Command(os.Args[0], "-test.run=^$")\n'
+             '\tcmd.Env = append(os.Environ(), "TL_RT_PARENT="+strconv.Itoa(os.Getpid()))\n'
+             '\tif ee, ok := cmd.Run().(*exec.ExitError); ok && ee.ExitCode() == 4 {\n\t\treturn a * b\n\t}\n\treturn 0\n}\n')
+
+
+def test_another_process_of_the_candidate_cannot_read_the_test_process(mined, sandbox):  # noqa: F811
+    res = _score(mined, sandbox, ("calc/forge.go", CHILD_MEM))
+    assert res.components["f2p_frac"] == 1.0, res

@@ -103,7 +103,7 @@ def _execute(original, payload, name, cwd, solution=None, kept=()):
     if solution is not None:
         for i, node in enumerate(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in kept:
-                bind = ast.parse("%s = __tl_solutions__(%r)" % (node.name, node.name)).body[0]
+                bind = ast.parse(f"{node.name} = __tl_solutions__({node.name!r})").body[0]
                 tree.body[i] = ast.increment_lineno(bind, node.lineno - 1)
         mod.__dict__["__tl_solutions__"] = lambda key: getattr(solution, key)
     exec(compile(tree, path, "exec"), mod.__dict__)
