@@ -1,6 +1,6 @@
 """The warm server's warm-up (issue 14): before its first supervisor, ``tl_zygote.warm_up`` runs
-a synthetic request through the real harness code against a forked candidate, so forked
-supervisors inherit quickened code. It must really run that path (each round's check passes)
+a synthetic request through the real harness code against a forked candidate, and the
+candidate's side of calls in-process, so forked supervisors and candidates inherit quickened code. It must really run that path (each round's check passes)
 and leave nothing behind in the server: no process, descriptor, working folder, ``sys.path``
 entry or current-candidate reference. Run in a child interpreter (the runner modules are
 imported from the runner folder, as in the sandbox)."""
@@ -20,12 +20,12 @@ sys.path.insert(0, sys.argv[1])
 import tl_remote, tl_zygote
 os.chdir(sys.argv[3])
 fds, path = sorted(os.listdir("/proc/self/fd")), list(sys.path)
-passed = tl_zygote.warm_up(sys.argv[2], rounds=int(sys.argv[4]))
+passed, answered = tl_zygote.warm_up(sys.argv[2], rounds=int(sys.argv[4]))
 try:
     children = os.waitpid(-1, os.WNOHANG)[0]
 except ChildProcessError:
     children = None
-print(json.dumps({"passed": passed, "fds": fds == sorted(os.listdir("/proc/self/fd")), "path": path == sys.path,
+print(json.dumps({"passed": passed, "answered": answered, "fds": fds == sorted(os.listdir("/proc/self/fd")), "path": path == sys.path,
                   "cwd": os.getcwd(), "current": len(tl_remote.CURRENT), "children": children}))
 """
 
@@ -38,14 +38,14 @@ def _warm_up(run_dir: Path, cwd: Path, rounds: int) -> dict:
 
 def test_warm_up_runs_the_harness_path_and_leaves_nothing(tmp_path):
     got = _warm_up(tmp_path / "run", tmp_path, rounds=2)
-    assert got == {"passed": 2, "fds": True, "path": True, "cwd": str(tmp_path), "current": 0, "children": None}, got
+    assert got == {"passed": 2, "answered": 96, "fds": True, "path": True, "cwd": str(tmp_path), "current": 0, "children": None}, got
 
 
 def test_a_failed_warm_up_costs_speed_only(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     got = _warm_up(blocker / "run", tmp_path, rounds=1)   # the run folder cannot be made: no round passes
-    assert got == {"passed": 0, "fds": True, "path": True, "cwd": str(tmp_path), "current": 0, "children": None}, got
+    assert got == {"passed": 0, "answered": 48, "fds": True, "path": True, "cwd": str(tmp_path), "current": 0, "children": None}, got
 
 
 class _Group:

@@ -7,8 +7,9 @@ fresh supervisor (the trusted harness, :mod:`tl_harness`), which forks the candi
 (``R <json>``) straight to the host channel. So neither process ever holds an earlier
 request in memory (``/proc/self/mem`` of a candidate shows only this server's state). Before
 its first supervisor the server runs a synthetic request of its own (constant code and test,
-no task's data) through the harness code against a forked candidate (:func:`warm_up`), so
-that the code every supervisor runs is already quickened and fewer pages are copied per fork.
+no task's data) through the harness code against a forked candidate, and the candidate's side
+of its calls in-process (:func:`warm_up`), so that the code every supervisor and candidate
+runs is already quickened and fewer pages are copied per fork.
 
 When the supervisor ends (or its wall clock runs out: it reports the request's time limit on
 a private pipe) the server kills every other process it can see (``kill(-1)``), reaps them as a
@@ -267,14 +268,38 @@ WARM_LIMITS = {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024, "file_size_mb": 
                "processes": 16, "output_bytes": 1 << 16, "scratch_mb": 1}
 
 
+def _warm_candidate(calls):
+    """The candidate's side of ``calls`` calls of :data:`WARM_SOURCE`'s function, answered here by
+    a :class:`tl_candidate.Candidate` over pipes of this process (never loaded: no limits, no
+    audit hook, no guard, ``sys.modules`` untouched; the module is built directly). Returns how
+    many calls were answered with a value."""
+    fds = os.pipe() + os.pipe() + os.pipe()
+    answered = 0
+    try:
+        cand = tl_candidate.Candidate(fds[0], fds[3], fds[5])
+        module = type(sys)("tl_warm_up")
+        exec(compile(WARM_SOURCE, "tl_warm_up.py", "exec"), module.__dict__)  # noqa: S102 - our constant source
+        cand.module, handle, reader = module, cand.handle(module.tl_warm), tl_wire.Reader(fds[2])
+        for i in range(calls):
+            tl_wire.send(fds[1], {"op": "call", "h": handle, "args": [i, [1.5, (i,)]], "kwargs": {"d": []}})
+            tl_wire.send(fds[3], cand.answer(cand.reader.recv()))
+            answered += "v" in reader.recv()
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return answered
+
+
 def warm_up(run_dir=RUN, rounds=WARM_ROUNDS):
     """Run a synthetic ``script`` request (the constant :data:`WARM_SOURCE` and :data:`WARM_TEST`,
     no task's data) ``rounds`` times through the real harness code, here, against a forked
-    candidate, before the first supervisor is forked. Python 3.11 writes warm-up counters and
-    inline caches into each code object on its first executions, and some state is built
-    lazily; done once here, every forked supervisor inherits quickened code and writes (so
+    candidate, before the first supervisor is forked; then the candidate's side of 48 calls a
+    round, here too (:func:`_warm_candidate`). Python 3.11 writes warm-up counters and inline
+    caches into each code object on its first executions, and some state is built lazily; done
+    once here, every forked supervisor and candidate inherits quickened code and writes (so
     copies) fewer pages: issue 14. Leaves no process, descriptor, working folder or module
-    state behind. Returns how many rounds passed their check (a failure costs speed only)."""
+    state behind. Returns (rounds that passed their check, candidate calls answered); a
+    failure costs speed only."""
     path, cwd, fds, passed = list(sys.path), os.getcwd(), set(os.listdir("/proc/self/fd")), 0
     for _ in range(rounds):
         chan = tl_harness.Channel(-1, "warm-up", buffer=True)
@@ -295,12 +320,17 @@ def warm_up(run_dir=RUN, rounds=WARM_ROUNDS):
             sys.path[:], tl_remote.CURRENT[:] = path, []
             os.chdir(cwd)
         passed += any('"outcome": "passed"' in line for line in chan.lines)
+    answered = 0
+    try:
+        answered = _warm_candidate(48 * rounds)
+    except Exception:  # noqa: BLE001, S110 - likewise
+        pass
     for fd in set(os.listdir("/proc/self/fd")) - fds:   # none expected: belt and braces
         try:
             os.close(int(fd))
         except (OSError, ValueError):
             pass
-    return passed
+    return passed, answered
 
 
 def main():
