@@ -154,19 +154,14 @@ CHEATS = {
     # a subclass of the kept Tag that lies, and a class of its own named like Tag
     "lying_subclass_of_a_kept_class": ("tag", LYING_SUBCLASS, "always_equal"),
     "impostor_named_like_a_kept_class": ("tag", IMPOSTOR, "always_equal"),
+    # was 1.0 unflagged: handle == handle compared in the candidate, no probe reached a field (tl_cops.eq now does)
     "always_equal_fields_of_a_changed_class": ("box", CHANGED_BOX, "always_equal"),
     # an IntEnum "member" that is none (no name, a value no member has)
     "enum_member_that_does_not_exist": ("level", "def level(n):\n    return int.__new__(Level, 7)\n", None),
     # a value that holds itself
     "recursive_value": ("bounds", "def bounds(xs):\n    ys = []\n    ys.append(ys)\n    return Pair(ys, ys)\n", None),
 }
-HOLES = {   # cheats that still get through: name -> the hole (strict xfail)
-    "always_equal_fields_of_a_changed_class": (
-        "1.0, unflagged: two handles compare in the candidate (tl_rproxy: 'two handles still do') and the "
-        "solution's dataclass __eq__ compares fields whose own __eq__ is always true; no probe reaches a field "
-        "(probe_lies: builtin subclasses only). Fix sketch: before a forwarded handle == handle, probe the "
-        "__eq__ of solution-class objects among both operands' fields with a stranger, flag always_equal"),
-}
+HOLES: dict[str, str] = {}   # cheats that still get through: name -> the hole (strict xfail)
 
 
 def _task(entry: str) -> Task:

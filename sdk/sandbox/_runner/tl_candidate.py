@@ -197,7 +197,7 @@ class Candidate(tl_cvalues.Values):
             fn = lambda: setattr(target, req["name"], val)  # noqa: E731
         else:
             args = self.value(req["args"])
-            fn = lambda: OPS[op](*args)  # noqa: E731
+            fn = lambda: tl_cops.eq(self, tl_cvalues.HARNESS_TYPES, *args) if op == "eq" else OPS[op](*args)  # noqa: E731
         return self._capture(fn)
 
     def call(self, req):
