@@ -435,6 +435,7 @@ def make(cls, *args):
 
 DECORATED_TESTS = '''
 from pkg.core import attrs, ib, make
+from pkg.models import Model
 
 
 @attrs
@@ -459,10 +460,17 @@ def test_decorated_by_the_solution():
     assert c.x == 1 and c.y == 7 and c.total() == 8 and c.z == 10 and repr(c) == "C(x=1, y=7)" and C.names == ("x", "y")
 
 
+def test_a_repository_class_decorated_at_import():   # bound to its name only after the decorator
+    assert Model(2).size == 2 and repr(Model(2)) == "Model(size=2)"
+
+
 def test_a_plain_class_made_by_the_solution_is_the_tests():
     got = make(Plain, 3)
     assert type(got) is Plain and got.v == 3
 '''
+
+
+MODELS = "from pkg.core import attrs, ib\n\n\n@attrs\nclass Model:\n    size = ib()\n"
 
 
 def test_a_tests_class_decorated_by_the_solution(sandbox):
@@ -470,6 +478,7 @@ def test_a_tests_class_decorated_by_the_solution(sandbox):
     namespace (its methods called back, bound to the instance); a class the solution only calls
     stays the test's."""
     req = ExecRequest(solution=DECORATOR, entry_point="attrs", tests={"tests/test_pkg.py": DECORATED_TESTS},
-                      files={"pkg/__init__.py": "", "pkg/core.py": DECORATOR}, target_path="pkg/core.py", limits=FAST)
+                      files={"pkg/__init__.py": "", "pkg/core.py": DECORATOR, "pkg/models.py": MODELS},
+                      target_path="pkg/core.py", limits=FAST)
     res = sandbox.run_one(req)
     assert res.status == ExecStatus.OK, (res.detail, [(t.name, t.message[-600:]) for t in res.tests])

@@ -94,15 +94,17 @@ class Codec:
         if isinstance(obj, type) or t in BY_NAME:
             owner = getattr(obj, "__objclass__", obj)
             qual = str(getattr(obj, "__qualname__", "<"))
-            if "<" not in qual and self._importable(getattr(owner, "__module__", None)):
+            if "<" not in qual and self._importable(getattr(owner, "__module__", None)) \
+                    and (t is not type or _by_name(obj)):   # a class being decorated is not bound yet
                 return None
         elif t is not types.MethodType and self._importable(t.__module__) and _by_name(t):
             return None
         return (self.test_class(obj) if t is type else self.record(obj, t)) or self._rpid(obj)
 
     def test_class(self, cls):
-        """A class defined in a test (plain metaclass) by its namespace, so the solution can
-        decorate it as in one process (``@attr.s``): ``("r", id, name, "class", [module,
+        """A class defined in a test, or a repository class not bound to its name yet (decorated
+        at import by the solution's ``@attrs``), with a plain metaclass, by its namespace, so the
+        solution can decorate it as in one process (``@attr.s``): ``("r", id, name, "class", [module,
         qualname], [bases, namespace items])``, its functions as reverse handles (called back,
         bound to the instance); making an instance of it there calls back the test's class until
         the solution changes the class (:class:`tl_hproxy.Records`). None when a part does not
