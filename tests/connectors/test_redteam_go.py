@@ -15,6 +15,7 @@ import pytest
 from sdk.rewards.config import RewardConfig
 from sdk.rewards.tiered import score_completion
 from sdk.sandbox.languages.goguard import _package_name, unguarded_go
+from tests.connectors import history_go_repo as gr
 from tests.connectors.test_git_history_go import STEAL, _adds, mined, sandbox  # noqa: F401  (module fixtures)
 
 WRONG = "package calc\n\nfunc Mul(a, b int) int { return 0 }\n"
@@ -149,3 +150,41 @@ CHILD_MEM = ('package calc\n\nimport (\n\t"os"\n\t"os/exec"\n\t"strconv"\n)\n\nf
 def test_another_process_of_the_candidate_cannot_read_the_test_process(mined, sandbox):  # noqa: F811
     res = _score(mined, sandbox, ("calc/forge.go", CHILD_MEM))
     assert res.components["f2p_frac"] == 1.0, res
+
+
+# the first test binary (calc's: p0.test) replaces the next one (stats's: p1.test, not yet run) with a
+# program of its own, built with the run's go toolchain, that reads fd 4 itself and signs a pass
+FORGER = ('package main\n\nimport (\n\t"crypto/sha256"\n\t"encoding/hex"\n\t"io"\n\t"os"\n)\n\nfunc main() {\n'
+          '\tkey := make([]byte, 32)\n\tio.ReadFull(os.NewFile(4, "k"), key)\n\tbody := "0 stats/stats_test.go::TestSum passed"\n'
+          '\tsum := sha256.Sum256(append(key, body...))\n'
+          '\tos.NewFile(3, "r").WriteString(hex.EncodeToString(sum[:16]) + " " + body + "\\n")\n}\n')
+REPLACE_NEXT = ('package calc\n\nimport (\n\t"os"\n\t"os/exec"\n\t"path/filepath"\n\t"runtime"\n)\n\n'
+                'const forger = `' + FORGER + '`\n\nfunc init() {\n\tself := os.Args[0]\n'
+                '\tif filepath.Base(self) != "p0.test" {\n\t\treturn\n\t}\n\tdir, _ := os.MkdirTemp("", "f")\n'
+                '\tos.WriteFile(filepath.Join(dir, "go.mod"), []byte("module f\\n\\ngo 1.19\\n"), 0o644)\n'
+                '\tos.WriteFile(filepath.Join(dir, "main.go"), []byte(forger), 0o644)\n'
+                '\ttarget := filepath.Join(filepath.Dir(self), "p1.test")\n'
+                '\tcmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", target+".new", ".")\n'
+                '\tcmd.Dir = dir\n\tif cmd.Run() == nil {\n\t\tos.Rename(target+".new", target)\n\t}\n}\n')
+
+
+def _modify(path: str, old: str, new: str) -> str:
+    """A diff section that changes ``path`` from ``old`` to ``new``."""
+    import difflib
+    body = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}"))
+    return f"diff --git a/{path} b/{path}\n{body}"
+
+
+def test_a_test_binary_cannot_replace_a_later_one(mined, sandbox):  # noqa: F811
+    shas, _, tasks = mined
+    task = tasks[shas["good"]]
+    ver = task.verifier.model_copy(update={"fail_to_pass": ("stats/stats_test.go::TestSum",),
+                                           "pass_to_pass": ("calc/ops_test.go::TestMul",)})
+    task = task.model_copy(update={"verifier": ver})   # the fail-to-pass test in the package built second
+    broken = task.reference + _modify("stats/stats.go", gr.STATS, gr.STATS.replace("t = calc.Add(t, x)", "t = calc.Add(t, x) * 0"))
+    control = score_completion(task, f"```diff\n{broken}```", sandbox, RewardConfig())
+    both = broken + _adds(("calc/replace.go", REPLACE_NEXT)).removeprefix("```diff\n")
+    cheat = score_completion(task, f"```diff\n{both}", sandbox, RewardConfig())
+    assert cheat.components["files_changed"] == control.components["files_changed"] + 1, cheat
+    assert control.components["f2p_frac"] == 0.0, control
+    assert cheat.components.get("f2p_frac", 0.0) == 0.0 and cheat.score <= control.score, cheat

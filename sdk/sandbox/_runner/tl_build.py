@@ -227,11 +227,14 @@ def _run_gorepo(spec, env, emit):
         emit(event="compile_error", message="".join(errors)[-4000:])
         return "built_none"
     run_end = time.monotonic() + spec["run_timeout"]
-    for folder, binary in built:
+    # every binary copied to memory before any runs: a test binary (candidate code) could replace a later one on disk
+    built = [(folder, binary, _in_memory(binary)) for folder, binary in built]
+    for folder, binary, exe in built:
         left = max(1.0, run_end - time.monotonic())
         one = {"run": [binary, "-test.count=1", "-test.paniconexit0", "-test.v", f"-test.timeout={int(left + 1)}s"],
-               "run_timeout": left, "mac": True}
+               "run_timeout": left, "mac": True, "exe_fd": exe}   # os.Args[0]: the file (a test may run itself)
         ran = _run_channel(one, env, cwd=folder or ".")
+        os.close(exe)
         if ran is None or ran == "stopped":
             return ran
         outs.append(ran[0])
@@ -239,6 +242,18 @@ def _run_gorepo(spec, env, emit):
         lines += ran[2]
         forged += ran[3]
     return b"".join(outs), code or (1 if errors else 0), lines, forged
+
+
+def _in_memory(binary):
+    """A read-only descriptor of an in-memory copy of the file ``binary`` (run as ``/proc/self/fd/5``:
+    what a test binary writes to the file afterwards is never run; ``os.Args[0]`` is still the
+    file, ``os.Executable()`` is not)."""
+    wfd = os.memfd_create("tl-test", os.MFD_CLOEXEC)
+    with open(binary, "rb") as f, os.fdopen(os.dup(wfd), "wb") as out:
+        shutil.copyfileobj(f, out)
+    fd = os.open(f"/proc/self/fd/{wfd}", os.O_RDONLY | os.O_CLOEXEC)
+    os.close(wfd)
+    return fd
 
 
 def _run_channel(spec, env, cwd=None):
@@ -254,10 +269,12 @@ def _run_channel(spec, env, cwd=None):
     os.close(res_w)
     os.close(non_r)
 
-    def setup():  # fds 3 and 4 only: our own report fd is not inherited
+    def setup():  # fds 3 and 4 only (and 5: the program's own in-memory copy): our own report fd is not inherited
         os.dup2(hi_res, 3)
         os.dup2(hi_non, 4)
-        os.closerange(5, 1 << 16)
+        if spec.get("exe_fd") is not None:
+            os.dup2(spec["exe_fd"], 5)
+        os.closerange(6 if spec.get("exe_fd") is not None else 5, 1 << 16)
 
     os.write(non_w, key if spec.get("mac") else (nonce + "\n").encode())
     os.close(non_w)
@@ -273,7 +290,8 @@ def _run_channel(spec, env, cwd=None):
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        p = subprocess.Popen(spec["run"], stdout=subprocess.PIPE, env=env, preexec_fn=setup, close_fds=False, cwd=cwd)
+        p = subprocess.Popen(spec["run"], stdout=subprocess.PIPE, env=env, preexec_fn=setup, close_fds=False, cwd=cwd,
+                             executable="/proc/self/fd/5" if spec.get("exe_fd") is not None else None)
     finally:
         os.close(hi_res)
         os.close(hi_non)
