@@ -140,17 +140,32 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
         ConfigError: missing file, YAML syntax error, or validation errors (each with its fix).
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist", "pass the path of a YAML config, e.g. examples/quickstart/config.yaml")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax at the line shown") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must hold a mapping at the top level", "start the file with keys such as `model:` and `sources:`")
+    raw = yaml_mapping(path)
     for dotted, value in (overrides or {}).items():
         _set_dotted(raw, dotted, value)
     return parse_config(raw, base_dir=path.resolve().parent, origin=str(path))
+
+
+def yaml_mapping(path: Path) -> dict[str, Any]:
+    """The config file's top-level mapping, or a :class:`ConfigError` saying what is wrong with the file."""
+    example = "pass the path of a YAML config, e.g. examples/quickstart/config.yaml"
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a folder, not a YAML file", example)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist", example)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax at the line shown") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason})",
+                          "save the config as UTF-8 text") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}",
+                          "make the file readable by this user") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must hold a mapping at the top level", "start the file with keys such as `model:` and `sources:`")
+    return raw
 
 
 def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:

@@ -34,6 +34,17 @@ def test_missing_file_and_bad_yaml(tmp_path):
         load_config(bad)
 
 
+def test_folder_and_non_utf8_config_say_what_is_wrong(tmp_path):
+    """A folder or a non-UTF-8 file given as the config is a ConfigError with its fix, not a traceback."""
+    with pytest.raises(ConfigError, match="is a folder, not a YAML file"):
+        load_config(tmp_path)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"run_dir: caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text") as err:
+        load_config(latin)
+    assert "UTF-8" in err.value.fix
+
+
 def test_overrides_and_relative_paths(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("run_dir: out\nsources:\n  - {type: pytest, domain: acme}\n")
