@@ -72,6 +72,13 @@ def test_reading_the_key_through_unsafe_earns_nothing(mined, sandbox, name):  # 
     assert "runner_tampering" in res.flags
 
 
+def test_a_vendored_package_is_flagged():
+    # vendor/ gets no guard import: a vendored package the candidate edits is initialised before the guard
+    # when its importer names it first (a repository that vendors; go.mod and modules.txt stay as they are)
+    assert unguarded_go("vendor/example.com/dep/dep.go", STEAL).startswith("changes a vendored Go file")
+    assert unguarded_go("calc/vendor.go", WRONG) is None
+
+
 def test_a_dependency_that_wraps_raw_syscalls_is_flagged():
     # golang.org/x/sys/unix: Prctl(PR_SET_DUMPABLE, 1) makes /proc/self/mem readable again, Mmap, Syscall...
     assert unguarded_go("a/x.go", 'package a\n\nimport "golang.org/x/sys/unix"\n') == "imports golang.org/x/sys/unix"

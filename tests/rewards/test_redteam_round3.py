@@ -143,6 +143,9 @@ CHEATS = {
     "frame_poisons_a_standard_class": ("tag", forged_frame("tag", "Tag('wrong')", b"\x80\x04cpathlib\nPurePath\n"
                                                            + EQ_BOOL + b"cpkg\nTag\n\x8c\x05wrong\x85R."),
                                        "runner_tampering"),
+    # a frame of its own nested 200,000 deep (the harness's JSON reader): the run must stay the model's failure
+    "frame_nested_too_deep": ("tag", forged_frame("tag", "Tag('wrong')", b"").replace(
+        "frame = ", "frame = b'[' * 200000 + b']' * 200000 or ").replace(".encode()\n", "\n", 1), None),
     # the task's `fmt` captured by the kept class Tag (staticmethod, a default argument, a module dict):
     # was 1.0 (the reference's fmt ran in the harness)
     "kept_class_captures_the_reference": ("fmt", WRONG["fmt"], None),
