@@ -19,8 +19,11 @@ from __future__ import annotations
 import ast
 import configparser
 import email.parser
+import fnmatch
 import re
+import tokenize
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 from connectors.suites.pysource import ModuleInfo, scan_module
@@ -31,11 +34,15 @@ SRC_CONFTEST = ("import os as _tl_os, sys as _tl_sys  # added by tuneloop: the p
                 "_tl_sys.path.insert(0, _tl_os.path.join(_tl_os.path.dirname(_tl_os.path.abspath(__file__)), {parent!r}))\n")
 
 
-def read_package(repo: Path, package_dir: Path) -> tuple[list[ModuleInfo], dict[str, str]]:
+def read_package(repo: Path, package_dir: Path, exclude: Sequence[str] = ()) -> tuple[list[ModuleInfo], dict[str, str]]:
     """Every ``.py`` file of the package (``relpath -> text``) and the modules that parse.
 
+    A module matching an ``exclude`` glob is never a target: one that is not text or does not
+    parse is left out (not text) or carried without being scanned (does not parse).
+
     Raises:
-        SourceError: a module does not parse (the message names it).
+        SourceError: a module is not text in its declared encoding or does not parse (the message
+            names it and says how to exclude it).
     """
     files: dict[str, str] = {}
     modules: list[ModuleInfo] = []
@@ -43,13 +50,27 @@ def read_package(repo: Path, package_dir: Path) -> tuple[list[ModuleInfo], dict[
         if "__pycache__" in path.parts:
             continue
         rel = path.relative_to(repo).as_posix()
-        text = path.read_text(encoding="utf-8")
+        excluded = any(fnmatch.fnmatch(rel, g) for g in exclude)
+        fix = f"fix the file, or add '{rel}' to the source's `exclude:` option"
+        try:
+            text = _source_text(path)
+        except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+            if excluded:
+                continue
+            raise SourceError(f"{rel} cannot be read as Python source: {exc}", fix) from exc
         files[rel] = text
         try:
             modules.append(scan_module(text, rel))
         except SyntaxError as exc:
-            raise SourceError(f"{rel} does not parse: {exc}", "fix the syntax error or list the module under `exclude:`") from exc
+            if not excluded:
+                raise SourceError(f"{rel} does not parse: {exc}", fix) from exc
     return modules, files
+
+
+def _source_text(path: Path) -> str:
+    """A module's text in the encoding it declares (PEP 263 cookie or BOM, else UTF-8)."""
+    with tokenize.open(path) as fh:
+        return fh.read()
 
 
 def support_files(repo: Path, tests: str, package_dir: Path) -> dict[str, str]:

@@ -120,7 +120,7 @@ class PytestSuiteSource(TaskSource):
     def _load(self) -> SourceResult:
         opts: PytestSuiteOptions = self.options  # type: ignore[assignment]
         repo, package_dir = self._locate(opts)
-        modules, files = read_package(repo, package_dir)
+        modules, files = read_package(repo, package_dir, opts.exclude)
         files.update(support_files(repo, opts.tests, package_dir))
         test_texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((repo / opts.tests).rglob("*.py"))]
         siblings = sibling_packages(repo, package_dir, opts.tests, imported_roots(test_texts + list(files.values())))
