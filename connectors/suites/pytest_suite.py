@@ -181,11 +181,34 @@ class PytestSuiteSource(TaskSource):
                 break
         else:
             raise SourceError(f"package {opts.package!r} is neither {repo / rel} nor {repo / 'src' / rel}",
-                              "set `package:` to the import name of a folder under `path` (or under path/src)")
+                              "set `package:` to the import name of a folder under `path` (or under path/src)"
+                              + _hint("packages found there", _package_names(repo)))
         if not (repo / opts.tests).is_dir():
             raise SourceError(f"tests folder {repo / opts.tests} does not exist",
-                              "set `tests:` to the folder (relative to `path`) that holds the test files")
+                              "set `tests:` to the folder (relative to `path`) that holds the test files"
+                              + _hint("folders holding test files", _test_folders(repo)))
         return repo, candidate
+
+
+def _hint(what: str, names: list[str]) -> str:
+    """``"; <what>: a, b"`` when there are names to suggest, else nothing."""
+    return f"; {what}: {', '.join(names[:8])}" if names else ""
+
+
+def _package_names(repo: Path) -> list[str]:
+    """Import names of the packages (folders with ``__init__.py``) at ``repo`` and ``repo/src``."""
+    return sorted(p.parent.name for base in (repo, repo / "src") if base.is_dir()
+                  for p in base.glob("*/__init__.py") if p.parent.name.isidentifier())
+
+
+def _test_folders(repo: Path) -> list[str]:
+    """``tests:`` values that would find test files: ``.`` when ``test_*.py`` sit at the root, and
+    the top-level folders holding some."""
+    def has_tests(folder: Path) -> bool:
+        return any(folder.glob("test_*.py")) or any(folder.glob("*_test.py"))
+    found = ["."] if has_tests(repo) else []
+    return found + [d.name for d in sorted(repo.iterdir())
+                    if d.is_dir() and not d.name.startswith(".") and has_tests(d)]
 
 
 class _Builder:

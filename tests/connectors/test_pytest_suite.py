@@ -155,6 +155,20 @@ def test_missing_package_and_bad_options(tmp_path):
         PytestSuiteSource({"path": ".", "package": "x", "hidden_fraction": 1.5}, tmp_path, "d")
 
 
+def test_wrong_package_or_tests_folder_names_what_is_there(tmp_path):
+    """A misspelt `package:` lists the packages found; tests at the root (inflection's sdist) suggest `.`."""
+    repo = tmp_path / "repo"
+    (repo / "src/mylib").mkdir(parents=True)
+    (repo / "src/mylib/__init__.py").write_text("def f():\n    return 1\n")
+    (repo / "test_mylib.py").write_text("def test_f():\n    pass\n")
+    with pytest.raises(SourceError) as err:
+        PytestSuiteSource({"path": str(repo), "package": "mylb"}, tmp_path, "d").read()
+    assert err.value.fix.endswith("packages found there: mylib")
+    with pytest.raises(SourceError) as err:
+        PytestSuiteSource({"path": str(repo), "package": "mylib"}, tmp_path, "d").read()
+    assert "tests folder" in err.value.what and err.value.fix.endswith("folders holding test files: .")
+
+
 def test_slow_tests_get_a_longer_verifier_timeout(tmp_path):
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
