@@ -180,6 +180,7 @@ class PytestSuiteSource(TaskSource):
             if candidate.is_dir():
                 break
         else:
+            _refuse_single_module(repo, rel)
             raise SourceError(f"package {opts.package!r} is neither {repo / rel} nor {repo / 'src' / rel}",
                               "set `package:` to the import name of a folder under `path` (or under path/src)"
                               + _hint("packages found there", _package_names(repo)))
@@ -188,6 +189,16 @@ class PytestSuiteSource(TaskSource):
                               "set `tests:` to the folder (relative to `path`) that holds the test files"
                               + _hint("folders holding test files", _test_folders(repo)))
         return repo, candidate
+
+
+def _refuse_single_module(repo: Path, rel: str) -> None:
+    """A single-module library (``mylib.py``) is not a package folder: say so, and how to make one."""
+    for module in (repo / f"{rel}.py", repo / "src" / f"{rel}.py"):
+        if module.is_file():
+            raise SourceError(f"{module} is a single module, not a package folder: the pytest source needs a "
+                              "package (a folder with __init__.py)",
+                              f"in a copy of the repository, move {module.name} to {rel}/__init__.py "
+                              "(imports of it stay the same)")
 
 
 def _hint(what: str, names: list[str]) -> str:
