@@ -77,7 +77,7 @@ def _read_sources(ctx: StageContext) -> _Collected:
         got.pairs += result.preference_pairs
         got.quarantined += result.quarantined
         got.counts[f"{i}:{label}"] = result.counts
-        ctx.console.print(f"  {label}: {result.counts}")
+        ctx.console.print(f"  {label} (as read; reference validation below may quarantine more): {result.counts}")
     return got
 
 
