@@ -138,7 +138,9 @@ class PytestSuiteSource(TaskSource):
             errors, missing = "\n".join(run.errors[:5]), [m for ms in import_failures(run.errors).values() for m in ms]
             raise SourceError(f"pytest collected no tests in {repo / opts.tests}" + (f":\n{errors}" if errors else ""),
                               declare_fix(list(dict.fromkeys(missing))) if missing else
-                              "point `tests:` at the folder holding test_*.py files, or fix the collection errors shown")
+                              "fix the collection errors shown" if errors else
+                              "point `tests:` at the folder holding test_*.py files with test functions (none "
+                              "was found in these: empty files, or no `test_*` function or `Test*` class)")
         for test_file in {i.path for i in items}:
             files.pop(test_file, None)  # a test module inside the package travels as a (pruned) test, never whole
         builder = _Builder(self, opts, repo, package_dir, files, run, items, _git_head(repo))

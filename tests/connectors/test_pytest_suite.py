@@ -144,6 +144,7 @@ def test_empty_suite_is_one_clear_error(tmp_path):
     with pytest.raises(SourceError) as err:
         PytestSuiteSource({"path": str(repo), "package": "pkg"}, tmp_path, "d").read()
     assert "collected no tests" in err.value.what and "tests:" in err.value.fix
+    assert "errors shown" not in err.value.fix  # none were shown
 
 
 def test_missing_package_and_bad_options(tmp_path):
