@@ -54,10 +54,11 @@ def read_package(repo: Path, package_dir: Path, exclude: Sequence[str] = ()) -> 
         fix = f"fix the file, or add '{rel}' to the source's `exclude:` option"
         try:
             text = _source_text(path)
-        except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        except (UnicodeDecodeError, SyntaxError, LookupError, OSError) as exc:
             if excluded:
                 continue
-            raise SourceError(f"{rel} cannot be read as Python source: {exc}", fix) from exc
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise SourceError(f"{rel} cannot be read as Python source: {why}", fix) from exc
         files[rel] = text
         try:
             modules.append(scan_module(text, rel))

@@ -36,3 +36,12 @@ def test_declared_encoding_is_honoured(tmp_path):
     repo, pkg = _repo(tmp_path, b'# -*- coding: latin-1 -*-\ndef sub(a, b):\n    """Caf\xe9."""\n    return a - b\n')
     _, files = read_package(repo, pkg)
     assert "Caf\u00e9" in files["mylib/other.py"]
+
+
+def test_unreadable_module_is_named(tmp_path):
+    """A dangling symlink (or a file this user cannot read) is named, not a bare OSError."""
+    repo, pkg = _repo(tmp_path, b"X = 1\n")
+    (pkg / "gone.py").symlink_to(tmp_path / "missing.py")
+    with pytest.raises(SourceError) as err:
+        read_package(repo, pkg)
+    assert "mylib/gone.py cannot be read" in err.value.what and "No such file" in err.value.what
