@@ -1,6 +1,6 @@
 """Benchmark (issues 4 and 13): the pytest connector on real PyPI sdists, validated in the sandbox.
 
-    .venv/bin/python bench/connectors.py                          # the four default sdists
+    .venv/bin/python bench/connectors.py                          # the five default sdists
     .venv/bin/python bench/connectors.py --only toolz humanize    # some of them
     .venv/bin/python bench/connectors.py --repo PATH --package NAME [--tests DIR] [--limit N]
 
