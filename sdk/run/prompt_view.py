@@ -19,24 +19,26 @@ from sdk.tasks.taskset import TaskSet
 
 
 def find_task(taskset: TaskSet, key: str) -> tuple[Task, str]:
-    """``(task, where)`` for ``key`` (id, unique id prefix, or source locator); ``where`` is ``tasks``
-    or ``quarantine: REASON``.
+    """``(task, where)`` for ``key`` (id, unique id prefix, source locator, or its tail: ``pkg/mod.py::func``
+    for ``src/pkg/mod.py::func``, or ``func`` alone); ``where`` is ``tasks`` or ``quarantine: REASON``.
 
     Raises:
         SourceError: no task, or several, match ``key`` (the message lists a few).
     """
     pool = [(t, "tasks") for t in taskset] + [(q.task, f"quarantine: {q.reason.splitlines()[0][:120]}")
                                              for q in taskset.quarantined if q.task is not None]
-    for match in (lambda t: t.id == key, lambda t: t.source.locator == key, lambda t: t.id.startswith(key)):
+    tail = ("/" + key.lstrip("/")) if "::" in key else "::" + key
+    for match in (lambda t: t.id == key, lambda t: t.source.locator == key, lambda t: t.id.startswith(key),
+                  lambda t: t.source.locator.endswith(tail)):  # src/ layout's import path, or a bare name
         found = [(t, w) for t, w in pool if match(t)]
         if len({t.id for t, _ in found}) == 1:
             return found[0]
         if found:
             names = ", ".join(f"{t.id} ({t.source.locator})" for t, _ in found[:5])
-            raise SourceError(f"{len(found)} tasks match {key!r}: {names}", "give more of the task id")
+            raise SourceError(f"{len(found)} tasks match {key!r}: {names}", "give more of the task id or locator")
     raise SourceError(f"no task matches {key!r} in the task set",
                       "give a task id (`id` in tasks/tasks.jsonl), a unique prefix of it, or a locator "
-                      "such as pkg/mod.py::func")
+                      "such as pkg/mod.py::func (or its function name alone)")
 
 
 def local_tokenizer(model_name: str, cache_dir: str):
