@@ -120,7 +120,7 @@ class PytestSuiteSource(TaskSource):
     def _load(self) -> SourceResult:
         opts: PytestSuiteOptions = self.options  # type: ignore[assignment]
         repo, package_dir = self._locate(opts)
-        modules, files = read_package(repo, package_dir, opts.exclude)
+        modules, files = read_package(repo, package_dir, exclude_globs(opts.exclude, repo, package_dir))
         files.update(support_files(repo, opts.tests, package_dir))
         test_texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((repo / opts.tests).rglob("*.py"))]
         siblings = sibling_packages(repo, package_dir, opts.tests, imported_roots(test_texts + list(files.values())))
@@ -203,6 +203,15 @@ def _refuse_single_module(repo: Path, rel: str) -> None:
                               "(imports of it stay the same)")
 
 
+def exclude_globs(exclude: list[str], repo: Path, package_dir: Path) -> list[str]:
+    """``exclude:`` as written, plus each glob under ``src/`` in a src layout: targets are located by
+    their repository path (``src/pkg/mod.py::func``), users write the import path (``pkg/mod.py::func``)."""
+    parent = package_dir.resolve().relative_to(repo.resolve()).parts[0]
+    if parent != "src" or not (repo / "src").is_dir():
+        return list(exclude)
+    return list(exclude) + [f"src/{g}" for g in exclude if not g.startswith(("src/", "*"))]
+
+
 def _hint(what: str, names: list[str]) -> str:
     """``"; <what>: a, b"`` when there are names to suggest, else nothing."""
     return f"; {what}: {', '.join(names[:8])}" if names else ""
@@ -234,6 +243,7 @@ class _Builder:
         self.requirements: tuple[str, ...] = ()
         self.counts: dict[str, int] = defaultdict(int)
         self.pkg_rel = pkg_rel = package_dir.resolve().relative_to(repo.resolve()).as_posix()
+        self.exclude = exclude_globs(opts.exclude, repo, package_dir)
         self.units: dict[Unit, list[TestItem]] = defaultdict(list)
         self.cover: dict[tuple[str, str], dict[Unit, int]] = defaultdict(dict)
         for item in items:
@@ -258,7 +268,7 @@ class _Builder:
         for fn in info.functions:
             self.counts["functions_found"] += 1
             locator = f"{fn.path}::{fn.qualname}"
-            if any(fnmatch.fnmatch(fn.path, g) or fnmatch.fnmatch(locator, g) for g in self.opts.exclude):
+            if any(fnmatch.fnmatch(fn.path, g) or fnmatch.fnmatch(locator, g) for g in self.exclude):
                 self.counts["excluded"] += 1
                 continue
             if "." in fn.qualname and not self.opts.methods:

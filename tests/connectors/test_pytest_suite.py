@@ -134,6 +134,10 @@ def test_src_layout(tmp_path):
     assert [t.verifier.target_path for t in res.tasks] == ["src/pkg/__init__.py"]
     assert res.tasks[0].domain == "d/pkg"
     assert "'src'" in res.tasks[0].verifier.files["conftest.py"]  # makes src/ importable in the sandbox
+    # `exclude:` as the user writes it (the import path) works in a src layout, as the repository path does
+    for glob in ("pkg/__init__.py::twice", "src/pkg/__init__.py::twice", "pkg/*"):
+        res = PytestSuiteSource({"path": str(repo), "package": "pkg", "exclude": [glob]}, tmp_path, "d").read()
+        assert not res.tasks and res.counts["excluded"] == 1, glob
 
 
 def test_empty_suite_is_one_clear_error(tmp_path):
