@@ -145,7 +145,11 @@ def resolve_source(type_name: str) -> type[TaskSource]:
         return import_dotted(type_name)
     found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if type_name not in found:
-        raise ConfigError(f"unknown source type {type_name!r}",
+        import difflib
+
+        guess = difflib.get_close_matches(type_name, list(found), n=1)
+        raise ConfigError(f"unknown source type {type_name!r}"
+                          + (f" (did you mean {guess[0]!r}?)" if guess else ""),
                           f"use one of {sorted(found)} or a dotted path `package.module:ClassName`"
                           + ("" if found else " (no connectors installed: run `pip install -e .`)"))
     return found[type_name].load()

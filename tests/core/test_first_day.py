@@ -117,3 +117,16 @@ def test_an_error_with_json_is_json_on_stdout(tmp_path):
     assert res.returncode == 2
     err = json.loads(res.stdout)
     assert err["exit_code"] == 2 and "has not run" in err["error"] and "tuneloop eval CONFIG" in err["fix"]
+
+
+def test_misspelt_source_type_names_the_closest_one():
+    """`type: pytests` (a typo) says which source type was meant, and lists them all."""
+    from sdk.errors import ConfigError
+    from sdk.sources import resolve_source
+
+    with pytest.raises(ConfigError) as err:
+        resolve_source("pytests")
+    assert "did you mean 'pytest'?" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        resolve_source("zzzzqq")
+    assert "did you mean" not in str(err.value)
