@@ -94,11 +94,13 @@ class Codec:
         if isinstance(obj, type) or t in BY_NAME:
             owner = getattr(obj, "__objclass__", obj)
             qual = str(getattr(obj, "__qualname__", "<"))
-            if "<" not in qual and self._importable(getattr(owner, "__module__", None)) \
-                    and (t is not type or _by_name(obj)):   # a class being decorated is not bound yet
-                return None
-        elif t is not types.MethodType and self._importable(t.__module__) and _by_name(t):
-            return None
+            module = getattr(owner, "__module__", None)
+            if "<" not in qual and self._importable(module) and (
+                    t is not type or _by_name(obj) or tl_pickle.is_stdlib_module(module)):
+                return None   # by name (a repository class being decorated is not bound to it yet)
+        elif t is not types.MethodType and self._importable(t.__module__):
+            # by value; a make_dataclass instance (module ``types``, not found by name) as a record
+            return None if _by_name(t) else self.record(obj, t)
         return (self.test_class(obj) if t is type else self.record(obj, t)) or self._rpid(obj)
 
     def test_class(self, cls):
