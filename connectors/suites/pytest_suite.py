@@ -40,6 +40,7 @@ from connectors.suites.pyrepo import (dist_info, imported_roots, project_name, r
                                       support_files)
 from connectors.suites.callsites import doc_lines
 from connectors.suites.context import RepoContext, RepoContextOptions
+from connectors.suites.pylayout import exclude_globs, locate_package
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
 from connectors.suites.testreqs import declare_fix, find_test_requirements, import_advice, import_failures
@@ -175,62 +176,7 @@ class PytestSuiteSource(TaskSource):
 
     def _locate(self, opts: PytestSuiteOptions) -> tuple[Path, Path]:
         repo = self.resolve(opts.path)
-        if not repo.is_dir():
-            raise SourceError(f"repository folder {repo} does not exist", "set `path:` to the folder that holds the package and its tests")
-        rel = opts.package.replace(".", "/")
-        for candidate in (repo / rel, repo / "src" / rel):
-            if candidate.is_dir():
-                break
-        else:
-            _refuse_single_module(repo, rel)
-            raise SourceError(f"package {opts.package!r} is neither {repo / rel} nor {repo / 'src' / rel}",
-                              "set `package:` to the import name of a folder under `path` (or under path/src)"
-                              + _hint("packages found there", _package_names(repo)))
-        if not (repo / opts.tests).is_dir():
-            raise SourceError(f"tests folder {repo / opts.tests} does not exist",
-                              "set `tests:` to the folder (relative to `path`) that holds the test files"
-                              + _hint("folders holding test files", _test_folders(repo)))
-        return repo, candidate
-
-
-def _refuse_single_module(repo: Path, rel: str) -> None:
-    """A single-module library (``mylib.py``) is not a package folder: say so, and how to make one."""
-    for module in (repo / f"{rel}.py", repo / "src" / f"{rel}.py"):
-        if module.is_file():
-            raise SourceError(f"{module} is a single module, not a package folder: the pytest source needs a "
-                              "package (a folder with __init__.py)",
-                              f"in a copy of the repository, move {module.name} to {rel}/__init__.py "
-                              "(imports of it stay the same)")
-
-
-def exclude_globs(exclude: list[str], repo: Path, package_dir: Path) -> list[str]:
-    """``exclude:`` as written, plus each glob under ``src/`` in a src layout: targets are located by
-    their repository path (``src/pkg/mod.py::func``), users write the import path (``pkg/mod.py::func``)."""
-    parent = package_dir.resolve().relative_to(repo.resolve()).parts[0]
-    if parent != "src" or not (repo / "src").is_dir():
-        return list(exclude)
-    return list(exclude) + [f"src/{g}" for g in exclude if not g.startswith(("src/", "*"))]
-
-
-def _hint(what: str, names: list[str]) -> str:
-    """``"; <what>: a, b"`` when there are names to suggest, else nothing."""
-    return f"; {what}: {', '.join(names[:8])}" if names else ""
-
-
-def _package_names(repo: Path) -> list[str]:
-    """Import names of the packages (folders with ``__init__.py``) at ``repo`` and ``repo/src``."""
-    return sorted(p.parent.name for base in (repo, repo / "src") if base.is_dir()
-                  for p in base.glob("*/__init__.py") if p.parent.name.isidentifier())
-
-
-def _test_folders(repo: Path) -> list[str]:
-    """``tests:`` values that would find test files: ``.`` when ``test_*.py`` sit at the root, and
-    the top-level folders holding some."""
-    def has_tests(folder: Path) -> bool:
-        return any(folder.glob("test_*.py")) or any(folder.glob("*_test.py"))
-    found = ["."] if has_tests(repo) else []
-    return found + [d.name for d in sorted(repo.iterdir())
-                    if d.is_dir() and not d.name.startswith(".") and has_tests(d)]
+        return repo, locate_package(repo, opts.package, opts.tests)
 
 
 class _Builder:
