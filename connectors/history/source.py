@@ -3,8 +3,9 @@
 For each commit on the first-parent line of ``rev`` (oldest first; a merge stands for its
 branch) that changes both source and tests:
 
-1. the task's prompt is the commit message plus context (the source files the commit touches,
-   as they are at the parent: "oracle" context, within ``context_chars``); the model answers
+1. the task's prompt is the commit message plus context within ``context_chars`` (``context``:
+   the touched source files at the parent, "oracle"; the parent's files retrieved by BM25 against
+   the message; or none: :mod:`connectors.history.context`); the model answers
    with a unified diff, several files allowed;
 2. the verifier (:class:`~sdk.tasks.change.ChangeVerifier`) is found by running the commit's
    tests in the sandbox at the parent and at the commit (:mod:`connectors.history.mine`):
@@ -37,6 +38,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from connectors.history.context import build_context, mean_recall_pct
 from connectors.history.gitrepo import Commit, GitRepo
 from connectors.history.mine import changed_tests, discover, run_states
 from sdk.sandbox.contract import Limits, Sandbox
@@ -79,7 +81,12 @@ class GitHistoryOptions(SourceOptions):
         test_globs / runner_globs: test-side paths (None: the language's defaults,
             :data:`~sdk.tasks.change.TEST_GLOBS` or :data:`~sdk.tasks.change.GO_TEST_GLOBS`) and CI /
             runner configuration.
-        context_chars: budget for the touched files shown in the prompt (0: none).
+        context: the prompt's context (:mod:`connectors.history.context`): ``oracle`` (the touched
+            source files at the parent), ``retrieved`` (the parent's source files ranked against the
+            commit message by BM25 or ``retriever``), ``none``.
+        retriever: ``package.module:factory`` of a company's own retriever for ``context: retrieved``
+            (``factory(files=...)`` returns a langchain-core ``BaseRetriever``; default built-in BM25).
+        context_chars: budget, in characters, of the context shown in the prompt (0: none).
         suite_timeout_s: wall-clock limit of one mining run, seconds.
         test_timeout_s: the verifier's limit for one run, seconds.
         memory_mb: memory limit of each run, MiB.
@@ -102,6 +109,8 @@ class GitHistoryOptions(SourceOptions):
     language: Literal["auto", "python", "go"] = "auto"
     test_globs: list[str] | None = None
     runner_globs: list[str] = Field(default_factory=lambda: list(RUNNER_GLOBS))
+    context: Literal["oracle", "retrieved", "none"] = "oracle"
+    retriever: str | None = None
     context_chars: int = Field(12000, ge=0)
     suite_timeout_s: float = Field(120.0, gt=0)
     test_timeout_s: float = Field(60.0, gt=0)
@@ -176,6 +185,9 @@ class _Miner:
         if self.opts.validate_references and tasks:
             tasks = self._validate(tasks)
         self.result.tasks = time_split(tasks, self.opts.heldout_fraction)
+        recall = mean_recall_pct([t.metadata.get("context_recall") for t in self.result.tasks])
+        if recall is not None:
+            self.counts["context_recall_mean_pct"] = recall
         reasons: dict[str, int] = {}
         for q in self.result.quarantined:
             key = "quarantined_" + q.reason.split(":")[0]
@@ -272,14 +284,16 @@ class _Miner:
                                   test_globs=self.tests_g, runner_globs=self.runner_g, target_path=target,
                                   timeout_s=self.opts.test_timeout_s, requirements=tuple(self.opts.requirements))
         reference = self.repo.diff(commit.parent, commit.sha, ref_paths)
+        ctx = build_context(self.opts.context, p_source, source_paths, commit.message, self.opts.context_chars,
+                            self.ext, self.opts.retriever)
         prompt = PROMPT.format(name=self.repo.path.name.removesuffix(".git"), parent=commit.parent[:12],
-                               message=commit.message.strip(), context=_context(p_source, source_paths,
-                                                                                self.opts.context_chars, self.ext))
+                               message=commit.message.strip(), context=ctx.text)
         return Task(domain=self.src.domain, prompt=(Message(role="user", content=prompt),), verifier=verifier,
                     reference=reference, source=self._source(commit),
                     metadata={"parent": commit.parent, "commit_time": commit.time, "subject": commit.subject,
                               "source_files": source_paths, "flaky": found.flaky[:50],
-                              "fail_to_pass": len(found.fail_to_pass), "pass_to_pass": len(found.pass_to_pass)})
+                              "fail_to_pass": len(found.fail_to_pass), "pass_to_pass": len(found.pass_to_pass),
+                              **ctx.metadata(self.opts.context)})
 
     def _validate(self, tasks: list[Task]) -> list[Task]:
         from sdk.rewards.config import RewardConfig
@@ -359,22 +373,6 @@ def _candidate_path(source: dict[str, str]) -> str:
     src_layout = any(p.startswith("src/") and p.endswith(".py") for p in source) and \
         not any("/" not in p and p.endswith(".py") and p != "setup.py" for p in source)
     return "src/_tl_change.py" if src_layout else "_tl_change.py"
-
-
-def _context(files: dict[str, str], paths: list[str], budget: int, ext: str = ".py") -> str:
-    """The touched source files at the parent, within ``budget`` characters ('' when 0)."""
-    if budget <= 0:
-        return ""
-    parts, left = [], budget
-    for p in paths:
-        if p not in files or left <= 0:
-            continue
-        text = files[p][:left]
-        left -= len(text)
-        cut = "" if len(text) == len(files[p]) else ("\n// ... (cut)" if ext == ".go" else "\n# ... (cut)")
-        fence = "go" if ext == ".go" else "python"
-        parts.append(f"`{p}`:\n```{fence}\n{text.rstrip()}{cut}\n```\n")
-    return ("Files this change touches, as they are now:\n\n" + "\n".join(parts) + "\n") if parts else ""
 
 
 def time_split(tasks: list[Task], heldout_fraction: float) -> list[Task]:
