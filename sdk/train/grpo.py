@@ -46,6 +46,13 @@ def grpo_rows(tasks: Sequence[Task]) -> list[dict]:
             for t in tasks if t.verifier.kind != "reference"]
 
 
+def grpo_items(tasks: Sequence[Task]) -> list[Item]:
+    """Schedule items aligned with :func:`grpo_rows`: domain, measured difficulty and the prompt's
+    length in characters (``short_to_long`` orders by it; for change tasks it grows with the
+    retrieved or oracle context, ``metadata["context_chars"]``)."""
+    return [Item(t.domain, t.difficulty, len(t.prompt[-1].content)) for t in tasks if t.verifier.kind != "reference"]
+
+
 def vllm_args(mode: str) -> dict:
     """GRPOConfig vLLM arguments: colocated vLLM on a GPU when installed and allowed.
 
@@ -146,7 +153,7 @@ def run_grpo(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], r
     if not rows:
         raise ConfigError("no GRPO rows: no train task has an automatic verifier",
                           "add a test-suite source (pytest, jsonl, humaneval), or turn GRPO off (--set rl.enabled=false)")
-    items = [Item(t.domain, t.difficulty, len(t.prompt[-1].content)) for t in tasks if t.verifier.kind != "reference"]
+    items = grpo_items(tasks)
     dataset, order, callbacks = train_dataset(rows, items, cfg, callbacks, seed)
     model, tokenizer, peft_cfg = _policy(model_path, adapter_dir, lora_cfg, dtype, load_in_4bit)
     args = GRPOConfig(**grpo_args(cfg, out_dir, seed))
