@@ -15,7 +15,9 @@ rendering a dummy conversation with and without the tool messages; those tokens 
   ends the rollout, so the model never learns from the error (field case T3);
 * ``max_calls`` counts *calls* per rollout (TRL counts iterations); calls past it are
   answered "limit reached" and the model gets one more turn to answer;
-* every step is logged (calls, validity, tool answers, retrieved documents).
+* every step is logged (calls, validity, tool answers, retrieved documents);
+* every call gets a unique, deterministic id (``call_<turn>_<k>`` unless the model wrote a unique
+  one), on the assistant turn's ``tool_calls`` and its tool answer's ``tool_call_id`` (field case T4).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 from sdk.rollout.chat_template import end_of_turn_ids, render
 from sdk.rollout.errors import ToolError
-from sdk.rollout.tools import ToolBox, ToolOutcome, parse_tool_calls
+from sdk.rollout.tools import ToolBox, ToolOutcome, assign_call_ids, parse_tool_calls
 
 Generate = Callable[[list[list[int]]], list[list[int]]]
 """``generate(batch of token-id lists) -> new token ids per row`` (ending with an end-of-turn token when finished)."""
@@ -60,8 +62,8 @@ class Episode:
         return last["content"] if last and last["role"] == "assistant" and not last.get("tool_calls") else ""
 
     def trace(self) -> dict[str, Any]:
-        """JSON-able record: calls (name, arguments, valid, ok, error, answer, documents), counts, stop."""
-        calls = [{"turn": turn, "name": o.call.name, "arguments": o.call.arguments, "valid": o.call.valid,
+        """JSON-able record: calls (id, name, arguments, valid, ok, error, answer, documents), counts, stop."""
+        calls = [{"turn": turn, "id": o.call.id, "name": o.call.name, "arguments": o.call.arguments, "valid": o.call.valid,
                   "ok": o.ok, "error": o.call.error, "answer": o.content[:500], "documents": list(o.documents)}
                  for turn, o in self.outcomes]
         return {"calls": calls, "n_calls": len(calls), "n_valid": sum(c["valid"] for c in calls),
@@ -134,7 +136,7 @@ def _step(ep: Episode, box: ToolBox, out: list[int], turn: int, tokenizer, eot: 
     ep.completion_ids += out
     ep.env_mask += [1] * len(out)
     text = tokenizer.decode(out, skip_special_tokens=True)
-    calls = parse_tool_calls(text)
+    calls = assign_call_ids(parse_tool_calls(text), f"call_{turn}", {o.call.id for _, o in ep.outcomes})
     content = text.split("<tool_call>")[0] if calls else text
     message: dict[str, Any] = {"role": "assistant", "content": content.strip() if calls else text}
     if not calls:
@@ -142,11 +144,12 @@ def _step(ep: Episode, box: ToolBox, out: list[int], turn: int, tokenizer, eot: 
         ep.stop = "answer" if out and out[-1] in eot else "length"
         return False
     outcomes = [box.answer(c) for c in calls]
-    message["tool_calls"] = [{"type": "function", "function": {"name": o.call.name, "arguments": o.call.arguments or {}}}
-                             for o in outcomes]
+    message["tool_calls"] = [{"id": o.call.id, "type": "function",
+                              "function": {"name": o.call.name, "arguments": o.call.arguments or {}}} for o in outcomes]
     ep.messages.append(message)
     ep.outcomes += [(turn, o) for o in outcomes]
-    tool_msgs = [{"role": "tool", "name": o.call.name, "content": o.content} for o in outcomes]
+    tool_msgs = [{"role": "tool", "tool_call_id": o.call.id, "name": o.call.name, "content": o.content}
+                 for o in outcomes]
     ep.messages += tool_msgs
     if not out or out[-1] not in eot:
         ep.stop = "length"

@@ -13,6 +13,11 @@ object or a list), and :func:`normalize_arguments` applies field cases T2/T3:
   only when the tool has no required argument (T3);
 * arguments are checked against the schema (required, unknown keys, JSON types).
 
+Every call carries an id (field case T4): a model-written or stored ``id`` is kept when it is a
+non-empty string not used before in the conversation, else a deterministic one is given
+(:func:`assign_call_ids`: ``call_<turn>_<k>`` in rollouts, ``call_<message>_<k>`` in stored data), and
+each tool answer carries its call's id as ``tool_call_id``.
+
 An invalid call is never an exception: :class:`ToolBox` answers it to the model with an error
 message (as langchain's ``ToolException`` handling does) and the rollout goes on. A tool that
 raises is answered the same way. :class:`ToolBox` also enforces ``max_calls`` per rollout.
@@ -39,9 +44,11 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,),
 
 
 class ToolCall(Frozen):
-    """One call as the model wrote it. ``arguments`` is None when the call is invalid (``error`` says why)."""
+    """One call as the model wrote it. ``arguments`` is None when the call is invalid (``error`` says why);
+    ``id`` is the model's own (kept by :func:`assign_call_ids` when unique) or given there."""
 
     name: str
+    id: str = ""
     arguments: dict[str, Any] | None = None
     raw: str = ""
     error: str = ""
@@ -148,13 +155,33 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
                 calls.append(ToolCall(name="?", raw=json.dumps(item), error="a tool call must be an object with a string `name`"))
                 continue
             raw_args = item.get("arguments", item.get("parameters", {}))
-            calls.append(_with_raw(item["name"], raw_args))
+            calls.append(_with_raw(item["name"], raw_args, item.get("id")))
     return calls
 
 
-def _with_raw(name: str, raw_args: Any) -> ToolCall:
+def _with_raw(name: str, raw_args: Any, call_id: Any = None) -> ToolCall:
     """A call whose arguments are not yet normalised: kept in ``raw`` as JSON of the raw value."""
-    return ToolCall(name=name, raw=json.dumps(raw_args, ensure_ascii=False))
+    return ToolCall(name=name, raw=json.dumps(raw_args, ensure_ascii=False),
+                    id=call_id if isinstance(call_id, str) else "")
+
+
+def unique_call_id(given: Any, fallback: str, taken: set[str]) -> str:
+    """``given`` when it is a non-empty string not in ``taken``, else ``fallback`` (``fallback_2``...
+    while taken); the id returned is added to ``taken`` (field case T4)."""
+    if isinstance(given, str) and given.strip() and given not in taken:
+        taken.add(given)
+        return given
+    out, n = fallback, 1
+    while out in taken:
+        n += 1
+        out = f"{fallback}_{n}"
+    taken.add(out)
+    return out
+
+
+def assign_call_ids(calls: Sequence[ToolCall], prefix: str, taken: set[str]) -> list[ToolCall]:
+    """``calls`` each with a unique, deterministic id: its own when unique, else ``<prefix>_<k>``."""
+    return [c.model_copy(update={"id": unique_call_id(c.id, f"{prefix}_{k}", taken)}) for k, c in enumerate(calls)]
 
 
 def normalize_arguments(raw: Any, parameters: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
@@ -307,27 +334,46 @@ def sandboxed_python_tool(sandbox, limits=None, name: str = "run_python") -> Too
 
 
 def normalize_tool_calls(messages: Sequence[dict[str, Any]], tools: Sequence[Tool] = ()) -> list[dict[str, Any]]:
-    """Messages with every assistant tool call's ``arguments`` as a dict (decoded once; field case T2).
+    """Messages with every assistant tool call's ``arguments`` as a dict (decoded once; field case T2)
+    and an id on every call and tool answer (T4: a stored id such as ``call_7`` is kept on both;
+    a missing or repeated one becomes ``call_<message>_<k>``; an answer without ``tool_call_id``
+    takes the first call of the turn still unanswered).
 
     For training data that stores arguments as JSON strings (the OpenAI wire format). A call
     whose arguments do not normalise is kept out of training: raises instead of guessing.
 
     Raises:
-        ToolError: a stored call's arguments are invalid (names the message and the reason).
+        ToolError: a stored call's arguments are invalid, or a tool answer matches no open call
+            (names the message and the reason).
     """
     params = {t.name: t.parameters for t in tools}
-    out = []
+    out, taken, pending = [], set(), []
     for i, msg in enumerate(messages):
         msg = dict(msg)
         if msg.get("tool_calls"):
             calls = []
-            for call in msg["tool_calls"]:
+            for k, call in enumerate(msg["tool_calls"]):
                 fn = dict(call.get("function", call))
+                for key in ("id", "type"):   # a flat call {"id", "type", "name", "arguments"}
+                    fn.pop(key, None)
                 args, why = normalize_arguments(fn.get("arguments"), params.get(fn.get("name"), {}))
                 if why:
                     raise ToolError(f"message {i}: tool call {fn.get('name')!r} has invalid arguments: {why}",
                                     "fix or drop that example")
-                calls.append({"type": "function", "function": {**fn, "arguments": args}})
-            msg["tool_calls"] = calls
+                cid = unique_call_id(call.get("id"), f"call_{i}_{k}", taken)
+                calls.append({"id": cid, "type": "function", "function": {**fn, "arguments": args}})
+            msg["tool_calls"], pending = calls, [c["id"] for c in calls]
+        elif msg.get("role") == "tool":
+            msg["tool_call_id"] = _answered(msg.get("tool_call_id"), pending, i)
         out.append(msg)
     return out
+
+
+def _answered(call_id: Any, pending: list[str], i: int) -> str:
+    """The open call a tool answer (message ``i``) belongs to, removed from ``pending``."""
+    if not pending or (call_id and call_id not in pending):
+        raise ToolError(f"message {i}: the tool answer {call_id or '(no tool_call_id)'} matches no open call "
+                        f"(open: {', '.join(pending) or 'none'})", "give each tool answer the id of its call")
+    cid = call_id or pending[0]
+    pending.remove(cid)
+    return cid
