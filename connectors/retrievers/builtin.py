@@ -7,7 +7,8 @@
   quoted (FTS5) or sanitised (PostgreSQL), joined with OR, and bound as parameters. Table and
   column names are checked to be plain identifiers when the retriever is built.
 * :class:`Bm25Retriever` ranks an in-memory list of documents with ``rank_bm25.BM25Okapi``
-  (Robertson & Zaragoza's Okapi BM25); documents with no query term score 0 and are not returned.
+  (Robertson & Zaragoza's Okapi BM25); documents with no query term score 0 and are not returned;
+  each returned document carries its BM25 score in ``metadata["score"]`` (for ``min_score``).
 
 Both override the one hook ``_get_relevant_documents`` (langchain's shape); tracing, callbacks
 and ``invoke`` come from the base class. Errors reading the database raise ``SourceError``.
@@ -167,4 +168,6 @@ class Bm25Retriever(BaseRetriever):
         scores = self._bm25.get_scores(terms)
         ranked = sorted((i for i in range(len(self.documents)) if self._vocab[i] & set(terms)),
                         key=lambda i: (-scores[i], i))
-        return [self.documents[i] for i in ranked[: self.k]]
+        return [self.documents[i].model_copy(update={"metadata": {**self.documents[i].metadata,
+                                                                  "score": float(scores[i])}})
+                for i in ranked[: self.k]]

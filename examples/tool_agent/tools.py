@@ -34,5 +34,6 @@ class InventoryTools(ToolFactory):
         url = build_db(self.resolve(self.options.db))
         k = self.settings.retrieval_k
         search = retriever_tool(SqlFtsRetriever(url=url, table="docs_fts", k=k), k=k,
-                                description="Search the store handbook (returns, shipping, warranty, discounts).")
+                                description="Search the store handbook (returns, shipping, warranty, discounts).",
+                                min_score=self.settings.retrieval_min_score)
         return [*inventory_tools(url), search]

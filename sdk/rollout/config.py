@@ -60,6 +60,9 @@ class ToolsConfig(_Cfg):
     max_result_chars: int = Field(2000, gt=0, description="tool answers longer than this are cut (characters)")
     retrieval_k: int = Field(3, gt=0, description="documents per search (search tool and prompt augmentation; "
                              "ToolFactory subclasses read it as `self.settings.retrieval_k`)")
+    retrieval_min_score: float | None = Field(None, description="documents a retriever scores below this are left "
+                                              "out (field case T5; the retriever must put metadata['score'] on each; "
+                                              "read as `self.settings.retrieval_min_score`); null: no threshold")
     reward: ToolRewardConfig = Field(default_factory=ToolRewardConfig)
 
     @property

@@ -11,10 +11,17 @@ BM25 retrievers live in ``connectors.retrievers`` (``sdk`` never imports connect
   context goes into the last user message, and the same augmented prompt is used for training
   and evaluation (DESIGN: train and eval prompts must match). The retrieved ids are kept in
   ``task.metadata["retrieved"]``.
+
+Scores (field case T5): a document's score is ``metadata["score"]`` (else ``relevance_score``). A
+score that is present must be a finite number (NaN, infinities, booleans and strings are refused
+with a :class:`~sdk.rollout.errors.ToolError`, which a rollout answers as the tool's error); with
+``min_score`` set, every document needs one and those below it are dropped before the top ``k``
+are taken. Each record keeps its score, so the rollout log shows it per step.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,21 +31,51 @@ from sdk.tasks.records import Message, Task
 
 
 def doc_record(doc: Any, rank: int) -> dict[str, Any]:
-    """``{"id", "source", "text", "rank"}`` of a langchain ``Document`` (id from ``doc.id`` or ``metadata["id"]``)."""
-    meta = dict(getattr(doc, "metadata", {}) or {})
-    return {"id": str(getattr(doc, "id", None) or meta.get("id", f"rank{rank}")), "source": str(meta.get("source", "")),
-            "text": doc.page_content, "rank": rank}
-
-
-def retrieve(retriever: Any, query: str, k: int) -> list[dict[str, Any]]:
-    """The top ``k`` documents for ``query`` as :func:`doc_record` dicts.
+    """``{"id", "source", "text", "rank", "score"}`` of a langchain ``Document`` (id from ``doc.id`` or
+    ``metadata["id"]``; score from :func:`doc_score`).
 
     Raises:
-        ToolError: ``retriever`` has no ``invoke`` (not a langchain-core runnable/retriever).
+        ToolError: the document's score is not a finite number.
+    """
+    meta = dict(getattr(doc, "metadata", {}) or {})
+    doc_id = str(getattr(doc, "id", None) or meta.get("id", f"rank{rank}"))
+    return {"id": doc_id, "source": str(meta.get("source", "")), "text": doc.page_content, "rank": rank,
+            "score": doc_score(meta, doc_id)}
+
+
+def doc_score(meta: dict[str, Any], doc_id: str = "?") -> float | None:
+    """The score in ``metadata["score"]`` (else ``relevance_score``) as a float; None when absent.
+
+    Raises:
+        ToolError: the score is NaN, infinite, a boolean or not a number.
+    """
+    value = meta.get("score", meta.get("relevance_score"))
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ToolError(f"the retriever scored document {doc_id!r} {value!r}: a score must be a finite number",
+                        "fix the retriever's scores (metadata['score']) or leave them out")
+    return float(value)
+
+
+def retrieve(retriever: Any, query: str, k: int, min_score: float | None = None) -> list[dict[str, Any]]:
+    """The top ``k`` documents for ``query`` as :func:`doc_record` dicts, those scored below
+    ``min_score`` dropped first (field case T5).
+
+    Raises:
+        ToolError: ``retriever`` has no ``invoke`` (not a langchain-core runnable/retriever), a score is
+            not a finite number, or ``min_score`` is set and a document has no score.
     """
     if not hasattr(retriever, "invoke"):
         raise ToolError(f"{type(retriever).__name__} is not a retriever", "pass a langchain-core BaseRetriever")
-    return [doc_record(d, i) for i, d in enumerate(list(retriever.invoke(query))[:k])]
+    docs = [doc_record(d, i) for i, d in enumerate(retriever.invoke(query))]
+    if min_score is not None:
+        unscored = [d["id"] for d in docs if d["score"] is None]
+        if unscored:
+            raise ToolError(f"min_score {min_score} is set but the retriever gave no score for {unscored[:3]}",
+                            "use a retriever that puts metadata['score'] on its documents, or unset min_score")
+        docs = [d for d in docs if d["score"] >= min_score]
+    return docs[:k]
 
 
 def format_documents(docs: Sequence[dict[str, Any]], max_chars: int = 600) -> str:
@@ -49,11 +86,13 @@ def format_documents(docs: Sequence[dict[str, Any]], max_chars: int = 600) -> st
 
 
 def retriever_tool(retriever: Any, k: int = 3, name: str = "search",
-                   description: str = "Search the company's documents; returns the most relevant passages.") -> Tool:
-    """A :class:`~sdk.rollout.tools.Tool` ``name(query: str)`` over ``retriever`` that logs its documents."""
+                   description: str = "Search the company's documents; returns the most relevant passages.",
+                   min_score: float | None = None) -> Tool:
+    """A :class:`~sdk.rollout.tools.Tool` ``name(query: str)`` over ``retriever`` that logs its documents
+    (with their scores; ``min_score``: see :func:`retrieve`)."""
 
     def search(query: str):
-        docs = retrieve(retriever, query, k)
+        docs = retrieve(retriever, query, k, min_score)
         return format_documents(docs), docs
 
     params = {"type": "object", "properties": {"query": {"type": "string", "description": "what to look for"}},
@@ -62,11 +101,13 @@ def retriever_tool(retriever: Any, k: int = 3, name: str = "search",
 
 
 def augment_tasks(tasks: Sequence[Task], retriever: Any, k: int = 3,
-                  query: Callable[[Task], str] | None = None, header: str = "Context:") -> list[Task]:
+                  query: Callable[[Task], str] | None = None, header: str = "Context:",
+                  min_score: float | None = None) -> list[Task]:
     """Tasks whose last user message starts with the top ``k`` documents for it (new content ids).
 
     Args:
         query: the search text per task; default the last user message.
+        min_score: documents scored below it are left out (see :func:`retrieve`).
     Raises:
         ToolError: a task has no user message.
     """
@@ -77,7 +118,7 @@ def augment_tasks(tasks: Sequence[Task], retriever: Any, k: int = 3,
             raise ToolError(f"task {task.id} has no user message to augment", "give every task a user message")
         last = users[-1]
         question = task.prompt[last].content
-        docs = retrieve(retriever, query(task) if query else question, k)
+        docs = retrieve(retriever, query(task) if query else question, k, min_score)
         content = f"{header}\n{format_documents(docs)}\n\n{question}"
         prompt = (*task.prompt[:last], Message(role="user", content=content), *task.prompt[last + 1:])
         meta = {**task.metadata, "retrieved": [d["id"] for d in docs]}
