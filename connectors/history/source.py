@@ -87,6 +87,8 @@ class GitHistoryOptions(SourceOptions):
         retriever: ``package.module:factory`` of a company's own retriever for ``context: retrieved``
             (``factory(files=...)`` returns a langchain-core ``BaseRetriever``; default built-in BM25).
         context_chars: budget, in characters, of the context shown in the prompt (0: none).
+        context_chunk_chars: ``context: retrieved`` with the built-in BM25 ranks chunks of the files of
+            about this many characters, cut at blank lines (0: whole files).
         suite_timeout_s: wall-clock limit of one mining run, seconds.
         test_timeout_s: the verifier's limit for one run, seconds.
         memory_mb: memory limit of each run, MiB.
@@ -112,6 +114,7 @@ class GitHistoryOptions(SourceOptions):
     context: Literal["oracle", "retrieved", "none"] = "oracle"
     retriever: str | None = None
     context_chars: int = Field(12000, ge=0)
+    context_chunk_chars: int = Field(800, ge=0)
     suite_timeout_s: float = Field(120.0, gt=0)
     test_timeout_s: float = Field(60.0, gt=0)
     memory_mb: int = Field(2048, ge=256)
@@ -285,7 +288,7 @@ class _Miner:
                                   timeout_s=self.opts.test_timeout_s, requirements=tuple(self.opts.requirements))
         reference = self.repo.diff(commit.parent, commit.sha, ref_paths)
         ctx = build_context(self.opts.context, p_source, source_paths, commit.message, self.opts.context_chars,
-                            self.ext, self.opts.retriever)
+                            self.ext, self.opts.retriever, self.opts.context_chunk_chars)
         prompt = PROMPT.format(name=self.repo.path.name.removesuffix(".git"), parent=commit.parent[:12],
                                message=commit.message.strip(), context=ctx.text)
         return Task(domain=self.src.domain, prompt=(Message(role="user", content=prompt),), verifier=verifier,

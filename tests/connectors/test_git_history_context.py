@@ -7,7 +7,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from connectors.history.context import HEADERS, build_context, mean_recall_pct, recall
+from connectors.history.context import (
+    HEADERS,
+    build_context,
+    chunk_text,
+    mean_recall_pct,
+    recall,
+)
 from connectors.history.gitrepo import GitRepo
 from connectors.history.source import GitHistorySource
 from sdk.errors import ConfigError
@@ -80,12 +86,23 @@ def test_no_match_none_and_oracle(repo):
     assert mean_recall_pct([None]) is None
 
 
+def test_chunks_cut_at_blank_lines_and_the_matching_part_is_shown():
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
+    parts = chunk_text(text, 100)
+    assert "".join(parts) == text and len(parts) > 1 and all(len(p) <= 100 for p in parts)
+    assert chunk_text("a\n\nb", 0) == ["a\n\nb"] and chunk_text("x" * 500, 100) == ["x" * 500]
+    files = {"pkg/a.py": text, "pkg/b.py": "def other():\n    pass\n"}
+    ctx = build_context("retrieved", files, ["pkg/a.py", "pkg/b.py"], "fix f13", 10_000, ".py", chunk_chars=100)
+    assert ctx.paths == ["pkg/a.py"] and ctx.recall == 0.5
+    assert "`pkg/a.py` (excerpt):" in ctx.text and "def f13(" in ctx.text and "def f0(" not in ctx.text
+
+
 def test_a_users_retriever_by_dotted_path_is_kept_to_the_parent(repo):
     files = _parent(repo, "good")
     dotted = "tests.connectors.test_git_history_context:future_retriever"
     ctx = build_context("retrieved", files, ["calc/__init__.py", "calc/ops.py"], "Add mul", 10_000, ".py", dotted)
     assert ctx.paths == ["calc/ops.py", "calc/__init__.py"]   # the future ops.py and clock.py are dropped
-    assert "def mul" not in ctx.text and "now_ms" not in ctx.text and "def add(a, b):\n# ... (cut)" in ctx.text
+    assert "def mul" not in ctx.text and "now_ms" not in ctx.text and "`calc/ops.py` (excerpt):\n```python\ndef add(a, b):\n```" in ctx.text
     with pytest.raises(ConfigError, match="gave a object"):
         build_context("retrieved", files, [], "add", 100, ".py", "tests.connectors.test_git_history_context:not_a_retriever")
     with pytest.raises(ConfigError, match="dotted path"):
