@@ -48,8 +48,7 @@ OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.l
        "defines": lambda o, names: any(getattr(type(o), n, None) not in (None, getattr(object, n, None)) for n in names)}
 INTROSPECTION = {"sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects",
                  "gc.get_referrers", "gc.get_referents", "sys.addaudithook"}
-FRAME_ATTRS = {"tb_frame", "f_back", "f_globals", "f_locals", "gi_frame", "cr_frame", "ag_frame", "f_code",
-               "f_builtins"}
+FRAME_ATTRS = {"tb_frame", "f_back", "f_globals", "f_locals", "gi_frame", "cr_frame", "ag_frame", "f_code", "f_builtins"}
 TESTLIKE = ("test", "check", "conftest")
 # stdlib helpers that only pass a solution's request on (glob.glob('/tmp/*'), Path.read_text)
 TRANSPARENT = ("inspect.py", "glob.py", "pathlib.py", "fnmatch.py", "os.py", "shutil.py", "genericpath.py", "posixpath.py")
