@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from sdk.rollout.chat_template import end_of_turn_ids, render
 from sdk.rollout.errors import ToolError
@@ -46,6 +46,7 @@ class Episode:
         env_mask: one int per ``completion_ids`` token: 1 written by the model (trained), 0 tool answer.
         outcomes: ``(turn, outcome)`` per call, in order.
         stop: ``answer`` (a turn without calls), ``length`` (token budget), ``max_turns``.
+        extra: what the rollout's toolbox reported at the end (``ToolBox.final``), merged into the trace.
     """
 
     messages: list[dict[str, Any]]
@@ -54,6 +55,7 @@ class Episode:
     env_mask: list[int] = field(default_factory=list)
     outcomes: list[tuple[int, ToolOutcome]] = field(default_factory=list)
     stop: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def final_text(self) -> str:
@@ -67,7 +69,15 @@ class Episode:
                   "ok": o.ok, "error": o.call.error, "answer": o.content[:500], "documents": list(o.documents)}
                  for turn, o in self.outcomes]
         return {"calls": calls, "n_calls": len(calls), "n_valid": sum(c["valid"] for c in calls),
-                "stop": self.stop, "final": self.final_text}
+                "stop": self.stop, "final": self.final_text, **self.extra}
+
+
+@runtime_checkable
+class PromptToolBoxes(Protocol):
+    """A maker of toolboxes bound to each rollout's prompt (e.g. a change task's repository)."""
+
+    def for_prompt(self, prompt: list[dict[str, Any]]) -> ToolBox:
+        """A fresh :class:`ToolBox` for the rollout of ``prompt``."""
 
 
 def tool_suffix_ids(tokenizer, tool_messages: list[dict[str, Any]]) -> list[int]:
@@ -94,21 +104,23 @@ def tool_suffix_ids(tokenizer, tool_messages: list[dict[str, Any]]) -> list[int]
     return ids_after[cut:]
 
 
-def run_episodes(prompts: Sequence[list[dict[str, Any]]], tokenizer, make_toolbox: Callable[[], ToolBox],
+def run_episodes(prompts: Sequence[list[dict[str, Any]]], tokenizer, make_toolbox: Callable[[], ToolBox] | PromptToolBoxes,
                  generate: Generate, max_completion_tokens: int, max_turns: int | None = None) -> list[Episode]:
     """Roll out every prompt to the end, batching the generation of all unfinished rollouts per turn.
 
     Args:
         prompts: chat messages per rollout (one rollout per entry; repeat a prompt for a group).
         tokenizer: fast tokenizer whose template renders tool calls (see ``ensure_tool_template``).
-        make_toolbox: a fresh :class:`ToolBox` per rollout (call counts are per rollout).
+        make_toolbox: a fresh :class:`ToolBox` per rollout (call counts are per rollout); a
+            :class:`PromptToolBoxes` gets the rollout's prompt (tools bound to its task).
         generate: see :data:`Generate`.
         max_completion_tokens: budget for model and tool tokens after the prompt.
         max_turns: assistant turns; default ``max_calls + 1``.
     Returns:
         one :class:`Episode` per prompt, in order.
     """
-    boxes = [make_toolbox() for _ in prompts]
+    boxes = [make_toolbox.for_prompt(p) if isinstance(make_toolbox, PromptToolBoxes) else make_toolbox()
+             for p in prompts]
     schemas = boxes[0].schemas() if boxes else []
     max_turns = max_turns or (boxes[0].max_calls + 1 if boxes else 1)
     eps = [Episode(messages=[dict(m) for m in p], prompt_ids=tokenizer(
@@ -127,6 +139,8 @@ def run_episodes(prompts: Sequence[list[dict[str, Any]]], tokenizer, make_toolbo
         active = still
     for i in active:
         eps[i].stop = "max_turns"
+    for ep, box in zip(eps, boxes):
+        ep.extra = box.final()
     return eps
 
 

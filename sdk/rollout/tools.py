@@ -300,6 +300,10 @@ class ToolBox:
             result, docs = result
         return ToolOutcome(call=call, ok=True, content=self._cut(result), documents=tuple(docs))
 
+    def final(self) -> dict[str, Any]:
+        """Fields the rollout's trace gets once it ends (a hook; none here, see ``ChangeToolBox``)."""
+        return {}
+
     def _cut(self, result: Any) -> str:
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
         return text if len(text) <= self.max_result_chars else text[: self.max_result_chars] + " [truncated]"
