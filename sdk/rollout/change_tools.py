@@ -139,15 +139,20 @@ class TestRunner:
         return "\n".join([head, *lines])
 
 
+def check_names(names: Sequence[str]) -> None:
+    """Raises :class:`ToolError` when ``names`` holds a name that is not a change-agent tool."""
+    unknown = [n for n in names if n not in TOOL_NAMES]
+    if unknown:
+        raise ToolError(f"unknown change-agent tool(s) {unknown}", f"choose from {', '.join(TOOL_NAMES)}")
+
+
 def workspace_tools(ws: Workspace, runner: TestRunner | None, names: Sequence[str] = TOOL_NAMES) -> list[Tool]:
     """The named tools over ``ws`` (``run_tests`` needs ``runner``).
 
     Raises:
         ToolError: an unknown tool name, or ``run_tests`` without a runner.
     """
-    unknown = [n for n in names if n not in TOOL_NAMES]
-    if unknown:
-        raise ToolError(f"unknown change-agent tool(s) {unknown}", f"choose from {', '.join(TOOL_NAMES)}")
+    check_names(names)
 
     def read_file(path: str, start_line: int = 1, end_line: int = 0) -> str:
         """Read a file of the repository.
