@@ -19,13 +19,17 @@ Go, and is not a control statement or an anonymous class (``new X() {``).
 from __future__ import annotations
 
 import fnmatch
+import logging
 import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
+from connectors.suites.npmreqs import find_node_requirements
 from sdk.errors import SourceError
+from sdk.sandbox.deps import DependencyError
+from sdk.sandbox.npmdeps import ensure_node_env
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.records import Language, Message, Quarantined, Source, Task, UnitTestVerifier
 
@@ -40,6 +44,7 @@ _LANG = {
 }
 _CONFIG_FILES = ("go.mod", "package.json", "tsconfig.json")
 _CONTROL = re.compile(r"^(if|for|while|switch|catch|else|do|try|finally|synchronized|with|return|static)\b")
+log = logging.getLogger(__name__)
 _SKIP_DIRS = {"node_modules", ".git", "target", "build", "dist", "vendor", "__pycache__"}
 
 
@@ -51,12 +56,20 @@ class SourceFilesOptions(SourceOptions):
         language: javascript, typescript, java or go.
         exclude: globs over repository-relative paths of source or test files.
         timeout_s: the verifier's limit for one run of the tests, seconds.
+        test_requirements: JavaScript/TypeScript only: npm packages the tests or sources import, as
+            ``name@spec`` (``[lodash@^4.17.21]``); None: ``package.json``'s dependencies and
+            devDependencies with its lockfile (:mod:`connectors.suites.npmreqs`); ``[]``: none.
+            Installed once (``npm ci``/``npm install --ignore-scripts``) into a cached read-only
+            ``node_modules`` the sandbox links beside the task (:mod:`sdk.sandbox.npmdeps`).
+        npm_args: extra npm options for them, e.g. ``[--registry, URL]`` or ``[--offline, --cache, DIR]``.
     """
 
     path: str
     language: Literal["javascript", "typescript", "java", "go"]
     exclude: list[str] = Field(default_factory=list)
     timeout_s: float = Field(30.0, gt=0)
+    test_requirements: list[str] | None = None
+    npm_args: list[str] = Field(default_factory=list)
 
 
 class SourceFilesSource(TaskSource):
@@ -83,6 +96,9 @@ class SourceFilesSource(TaskSource):
         sources = [p for p in paths if p not in tests]
         support = {p: (repo / p).read_text(encoding="utf-8") for p in sources}
         support.update({c: (repo / c).read_text(encoding="utf-8") for c in _CONFIG_FILES if (repo / c).is_file()})
+        requirements, lockfile = self._node_requirements(opts, repo) if framework == "node" else ([], None)
+        if lockfile is not None:
+            support[lockfile[0]] = lockfile[1]
         result = SourceResult()
         for test in sorted(tests):
             src = Source(connector=self.name, uri=str(repo), locator=test)
@@ -97,7 +113,8 @@ class SourceFilesSource(TaskSource):
                 continue
             files = {p: t for p, t in support.items() if p != target}
             verifier = UnitTestVerifier(language=language, framework=framework, target_path=target, files=files,
-                                        tests={test: (repo / test).read_text(encoding="utf-8")}, timeout_s=opts.timeout_s)
+                                        tests={test: (repo / test).read_text(encoding="utf-8")}, timeout_s=opts.timeout_s,
+                                        requirements=tuple(requirements))
             fence = opts.language
             prompt = (f"Write the file `{target}`: implement every function whose body is a \"not implemented\" "
                       f"stub. Reply with the complete file in one ```{fence} block.\n\n```{fence}\n{skeleton.rstrip()}\n```")
@@ -106,6 +123,26 @@ class SourceFilesSource(TaskSource):
                                      metadata={"test_file": test, "skeleton": skeleton}))
         result.counts.update(test_files=len(tests), source_files=len(sources))
         return result
+
+    def _node_requirements(self, opts: SourceFilesOptions, repo: Path) -> tuple[list[str], tuple[str, str] | None]:
+        """The npm test dependencies and ``(lockfile name, text)`` (None without one), installed here.
+
+        Raises:
+            SourceError: npm cannot install them (before any task is built), naming where they came from.
+        """
+        if opts.test_requirements is not None:
+            reqs, lock, where = list(opts.test_requirements), None, "the source's `test_requirements` option"
+        else:
+            reqs, lock, name = find_node_requirements(repo)
+            where = f"{repo}/package.json" + (f" and {name}" if name else "")
+        if not reqs:
+            return [], None
+        log.info("files source: npm test dependencies %s (from %s)", reqs, where)
+        try:
+            ensure_node_env(reqs, lock, npm_args=opts.npm_args)
+        except DependencyError as exc:
+            raise SourceError(f"the test dependencies from {where} cannot be installed: {exc.what}", exc.fix) from exc
+        return reqs, (("package-lock.json", lock) if lock is not None else None)
 
 
 def _walk(repo: Path) -> list[str]:

@@ -83,7 +83,9 @@ class ExecRequest(BaseModel):
         limits: resource limits.
         requirements: pip requirement strings the tests need (``freezegun``); installed once
             into a cached read-only environment (:mod:`sdk.sandbox.deps`) that goes at the end
-            of the sandboxed ``sys.path``. Empty: the standard library and pytest only.
+            of the sandboxed ``sys.path``. Empty: the standard library and pytest only. For JavaScript/
+            TypeScript: npm ``name@spec`` strings, installed with the lockfile among ``files``
+            (:mod:`sdk.sandbox.npmdeps`) into a read-only ``node_modules`` beside the task.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

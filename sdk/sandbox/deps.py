@@ -129,9 +129,10 @@ def sandbox_view(env: Path, reachable: bool) -> Path:
 
 
 def _read_only(root: Path) -> None:
+    """Files 0444 (0555 when executable: scripts in ``bin/``, ``node_modules/.bin``), folders 0755."""
     for path in [*root.rglob("*"), root]:
         if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o444)
+            path.chmod(0o755 if path.is_dir() else 0o555 if path.stat().st_mode & 0o111 else 0o444)
 
 
 def _writable(root: Path) -> None:

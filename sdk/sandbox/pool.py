@@ -16,6 +16,7 @@ import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 import sdk.sandbox.deps as deps
+import sdk.sandbox.npmdeps as npmdeps
 import sdk.sandbox.python_lang as python_lang
 from sdk.errors import SandboxError
 from sdk.sandbox.backend import Backend, WarmRunner
@@ -131,7 +132,10 @@ class LocalSandbox(Sandbox):
             if req.language == Language.PYTHON:
                 return self._python(req, uid)
             import sdk.sandbox.languages as languages  # noqa: PLC0415 - heavier (lxml), only for non-Python
-            return languages.execute(self.backend, req, uid)
+            env = self._deps(req, uid) if req.language in (Language.JAVASCRIPT, Language.TYPESCRIPT) else None
+            if isinstance(env, ExecResult):
+                return env
+            return languages.execute(self.backend, req, uid, deps=env)
         except SandboxError as exc:
             return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=str(exc))
 
@@ -156,12 +160,16 @@ class LocalSandbox(Sandbox):
         return python_lang.verdict(req, raw, p.nonce)
 
     def _deps(self, req: ExecRequest, uid: int | None) -> str | ExecResult | None:
-        """Host folder of ``req``'s test-dependency environment (built on first use), None
-        without requirements, or a ``toolchain_unavailable`` result when pip cannot build it."""
+        """Host folder of ``req``'s test-dependency environment (built on first use: pip for Python,
+        npm for JavaScript/TypeScript, :mod:`sdk.sandbox.npmdeps`), None without requirements, or a
+        ``toolchain_unavailable`` result when it cannot be built."""
         if not req.requirements:
             return None
         try:
-            env = deps.ensure_env(req.requirements)
+            if req.language in (Language.JAVASCRIPT, Language.TYPESCRIPT):
+                env = npmdeps.ensure_node_env(req.requirements, npmdeps.request_lockfile(req.files))
+            else:
+                env = deps.ensure_env(req.requirements)
         except SandboxError as exc:
             return ExecResult(status=ExecStatus.TOOLCHAIN_UNAVAILABLE, detail=f"test dependencies: {exc}")
         return str(deps.sandbox_view(env, reachable=uid is None or reachable_by_others(str(env))))

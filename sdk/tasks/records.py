@@ -52,7 +52,8 @@ class UnitTestVerifier(Frozen):
             imports), never shown as model output.
         timeout_s: wall-clock limit for one run of the tests, seconds.
         requirements: pip requirement strings the tests import (``freezegun``), installed once
-            into a cached read-only environment in the sandbox (:mod:`sdk.sandbox.deps`);
+            into a cached read-only environment in the sandbox (:mod:`sdk.sandbox.deps`; for
+            JavaScript/TypeScript npm ``name@spec`` strings, :mod:`sdk.sandbox.npmdeps`);
             hashed into the task id only when non-empty, so older ids stay stable.
     """
 

@@ -48,6 +48,9 @@ def main():
     build = os.path.join(tmp, "build")
     shutil.copytree(os.getcwd(), build, dirs_exist_ok=True)
     os.chdir(build)
+    for name, target in spec.get("links", {}).items():   # node_modules -> the read-only test dependencies
+        if not os.path.lexists(name):
+            os.symlink(target, name)
     env = dict(os.environ, **spec.get("env", {}))
     if spec.get("elf"):   # tl_test.h guards these too: every ancestor of this driver and its group
         env["TL_GUARD_IDS"] = _guard_ids()

@@ -108,8 +108,10 @@ def toolchain_status(language: Language, search: str | None = None) -> str | Non
     return None
 
 
-def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
-    """Build and test ``req`` in ``backend``; see the module docstring."""
+def execute(backend, req: ExecRequest, uid: int | None, deps: str | None = None) -> ExecResult:
+    """Build and test ``req`` in ``backend``; see the module docstring. ``deps``: host folder of the
+    request's Node test dependencies (:mod:`sdk.sandbox.npmdeps`), bound read-only and linked as
+    ``node_modules`` beside the task's files."""
     spec = SPECS.get(req.language)
     if spec is None:
         return ExecResult(status=ExecStatus.SANDBOX_ERROR, detail=f"no runner for {req.language.value}")
@@ -127,6 +129,8 @@ def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
     for p in files:
         safe_relpath(p)
     build = _build_spec(spec, req, files)
+    if deps is not None:
+        build["links"] = {"node_modules": backend.deps_path(deps) + "/node_modules"}
     files[SPEC_FILE] = json.dumps(build)
     lim = req.limits
     limits = lim.model_copy(update={"memory_mb": max(lim.memory_mb, spec.as_floor_mb),
@@ -134,7 +138,7 @@ def execute(backend, req: ExecRequest, uid: int | None) -> ExecResult:
                                     "file_size_mb": max(lim.file_size_mb, spec.fsize_floor_mb)})
     argv = [python, "-I", "-S", "-B", backend.runtime() + "/tl_build.py", "--fd", "{report_fd}", "--spec", SPEC_FILE]
     nonce = secrets.token_hex(16)
-    with Workspace(files, uid) as ws:
+    with Workspace(files, uid, deps=deps) as ws:
         raw = backend.run(argv, ws, limits, uid, (nonce + "\n").encode(),
                           timeout_s=req.limits.compile_timeout_s + req.limits.timeout_s + 2)
     return _verdict(spec, req, raw, _events(raw.report, nonce))
