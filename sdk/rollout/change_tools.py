@@ -97,6 +97,13 @@ def visible_tests(verifier: ChangeVerifier) -> tuple[dict[str, str], tuple[str, 
     return modules, ids
 
 
+def short_message(message: str) -> str:
+    """A failure message on one line: pytest's ``E`` lines (else all lines) joined, cut to ``MESSAGE_CHARS``."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    return " | ".join(errors or lines)[:MESSAGE_CHARS]
+
+
 class TestRunner:
     """Runs the visible pass-to-pass tests against a workspace in the sandbox.
 
@@ -133,7 +140,7 @@ class TestRunner:
             messages = {t.name: t.message for t in res.tests}
             for t in mine:
                 passed += got[t]
-                note = "" if got[t] else f": {(messages.get(t) or res.status.value)[:MESSAGE_CHARS]}"
+                note = "" if got[t] else f": {short_message(messages.get(t) or res.status.value)}"
                 lines.append(f"{'PASSED' if got[t] else 'FAILED'} {t}{note}")
         head = f"{passed}/{len(ids)} pass-to-pass tests pass (the tests that decide the task are hidden)"
         return "\n".join([head, *lines])
