@@ -9,7 +9,9 @@ installs a locked tree's peers itself). The lockfile beside it (``npm-shrinkwrap
 
 ``file:`` specs are relative to the repository; the environment is built elsewhere
 (:mod:`sdk.sandbox.npmdeps`), so they are made absolute here, in the specs and in the
-lockfile's ``resolved`` fields. Workspaces (``"workspaces"``) are not followed.
+lockfile's ``resolved`` fields. A ``file:`` folder is installed as a copy (npm's
+``--install-links``), never as a link to the user's folder; a lockfile that links folders
+(npm's default for them) is not used. Workspaces (``"workspaces"``) are not followed.
 """
 
 from __future__ import annotations
@@ -48,7 +50,13 @@ def find_node_requirements(repo: Path) -> tuple[list[str], str | None, str]:
         log.warning("files source: %s has a yarn/pnpm lockfile, which npm does not read; the test dependencies "
                     "are resolved from package.json's specs", repo)
     lock = _json(repo / name) if name else None
-    return reqs, (json.dumps(_absolute_lock(lock, repo), indent=1) if isinstance(lock, dict) else None), name
+    if not isinstance(lock, dict):
+        return reqs, None, ""
+    if any(isinstance(v, dict) and v.get("link") for v in (lock.get("packages") or {}).values()):
+        log.warning("files source: %s/%s links local folders (file: directories), which cannot be locked outside "
+                    "the repository; the test dependencies are resolved from package.json's specs", repo, name)
+        return reqs, None, ""
+    return reqs, json.dumps(_absolute_lock(lock, repo), indent=1), name
 
 
 def absolute_spec(spec: str, base: Path) -> str:

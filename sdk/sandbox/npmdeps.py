@@ -12,7 +12,8 @@ temporary name, renamed into place, files made read-only (the cache root is
 How npm runs (on the host, before any task is built):
 
 - ``npm ci`` when a lockfile is given (the exact tree the repository locked; a lockfile out of
-  sync with ``package.json`` is npm's error, passed on), else ``npm install``; always with
+  sync with ``package.json`` is npm's error, passed on), else ``npm install``; ``file:`` folders
+  copied in (``--install-links``), not linked to the user's folder; always with
   ``--ignore-scripts``: lifecycle scripts (``preinstall``, ``postinstall``, ``prepare``) are code
   from the user's dependencies that would run on the host, outside the sandbox, so none runs.
   A package that needs its install script (a native addon built by ``node-gyp``) is installed
@@ -154,7 +155,7 @@ def _install(npm: str, folder: Path, reqs: list[str], lockfile: str | None, npm_
             "npm_config_update_notifier": "false", "npm_config_fund": "false", "npm_config_audit": "false",
             "npm_config_ignore_scripts": "true"}
     verb = ["ci"] if lockfile is not None else ["install", "--no-package-lock"]
-    cmd = [npm, *verb, "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", *npm_args]
+    cmd = [npm, *verb, "--ignore-scripts", "--install-links", "--no-audit", "--no-fund", "--loglevel=error", *npm_args]
     try:
         proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired as exc:
@@ -189,12 +190,13 @@ def _as_root_lock(lockfile: str, manifest: dict) -> dict:
 
 
 def npm_error(text: str, limit: int = 1200) -> str:
-    """npm's error lines without the stack trace, the object dump and the log-file line (at most ``limit`` chars)."""
+    """npm's error lines without the stack trace, the object dump, ``syscall``/``errno`` and the log-file
+    line (at most ``limit`` characters)."""
     keep, depth = [], 0
     for raw in text.splitlines():
         line = raw.removeprefix("npm error").removeprefix("npm ERR!").strip()
         depth += line.count("{") - line.count("}")
-        if not line or line.startswith(("at ", "A complete log")) or depth > 0 or line == "}":
+        if not line or line.startswith(("at ", "A complete log", "syscall ", "errno ")) or depth > 0 or line == "}":
             continue
         keep.append(line)
     return "\n".join(dict.fromkeys(keep))[-limit:]

@@ -25,6 +25,7 @@ from sdk.tasks.validate import request_for, validate_tasks
 needs_npm = pytest.mark.skipif(shutil.which("node", path=TOOLS) is None or shutil.which("npm", path=TOOLS) is None,
                                reason="needs node and npm in /usr/local/bin:/usr/bin:/bin")
 REFUSED = """npm error code ECONNREFUSED
+npm error syscall connect
 npm error FetchError: request to http://127.0.0.1:9/nope failed, reason: connect ECONNREFUSED 127.0.0.1:9
 npm error     at ClientRequest.<anonymous> (/usr/lib/node_modules/npm/lib/index.js:130:14)
 npm error     at process.processTicksAndRejections (node:internal/process/task_queues:83:21) {
@@ -77,16 +78,16 @@ def _npm_env(home: Path) -> dict[str, str]:
 @pytest.fixture()
 def jsrepo(tmp_path, monkeypatch):
     """A private deps cache, a ``tinyhelper`` tarball (``npm pack``; its postinstall script would write
-    ``PWNED``) and a repository whose tests require/import it, locked with ``npm install --package-lock-only``."""
+    ``PWNED``, as would its other install scripts) and a repository whose tests require/import it, locked with ``npm install --package-lock-only``."""
     monkeypatch.setenv("TUNELOOP_DEPS_CACHE", str(tmp_path / "cache"))
     pkg, packs, repo = tmp_path / "tinyhelper", tmp_path / "packs", tmp_path / "repo"
     for d in (pkg, packs, repo / "src", repo / "test"):
         d.mkdir(parents=True)
     (pkg / "package.json").write_text(json.dumps({"name": "tinyhelper", "version": "1.0.0", "main": "index.js", "scripts": {
-        "postinstall": f"node -e \"require('fs').writeFileSync('{tmp_path}/PWNED', 'x')\""}}))
+        hook: f"node -e \"require('fs').writeFileSync('{tmp_path}/PWNED', 'x')\"" for hook in ("preinstall", "postinstall", "prepare")}}))
     (pkg / "index.js").write_text("exports.helpValue = () => 42;\n")
     env = _npm_env(tmp_path / "npmhome")
-    subprocess.run(["npm", "pack", "--pack-destination", str(packs)], cwd=pkg, env=env, check=True, capture_output=True)
+    subprocess.run(["npm", "pack", "--ignore-scripts", "--pack-destination", str(packs)], cwd=pkg, env=env, check=True, capture_output=True)
     (repo / "package.json").write_text(json.dumps({"name": "acme", "version": "1.0.0",
                                                    "devDependencies": {"tinyhelper": "file:../packs/tinyhelper-1.0.0.tgz"}}))
     (repo / "src/answer.js").write_text("const { helpValue } = require('tinyhelper');\n\n"
@@ -165,6 +166,29 @@ def test_an_unreachable_registry_is_one_clear_error_before_any_task(jsrepo):
     what, fix = err.value.what, err.value.fix
     assert "test_requirements" in what and "no-such-helper-xyz" in what and "ECONNREFUSED" in what
     assert "at ClientRequest" not in what and "--registry" in fix and "--offline" in fix and "test_requirements: []" in fix
+    with pytest.raises(SourceError, match="ENOTCACHED") as err:  # an offline cache that lacks the package
+        _read(jsrepo, test_requirements=["no-such-helper-xyz@^1.0.0"], npm_args=["--offline", "--cache", str(jsrepo / "c")])
+    assert "no-such-helper-xyz" in err.value.what
     assert not list((jsrepo.parent / "cache").glob("node-*/.complete"))  # nothing half-built is kept
     assert not [p for p in (jsrepo.parent / "cache").glob(".build-*")]
-    assert os.environ.get("TUNELOOP_DEPS_CACHE") == str(jsrepo.parent / "cache")
+
+
+@needs_npm
+def test_a_file_folder_dependency_is_copied_not_linked(jsrepo):
+    manifest = json.loads((jsrepo / "package.json").read_text())
+    manifest["devDependencies"] = {"tinyhelper": "file:../tinyhelper"}
+    (jsrepo / "package.json").write_text(json.dumps(manifest))
+    subprocess.run(["npm", "install", "--package-lock-only", "--ignore-scripts", "--offline"], cwd=jsrepo,
+                   env=_npm_env(jsrepo.parent / "npmhome"), check=True, capture_output=True)
+    assert '"link": true' in (jsrepo / "package-lock.json").read_text()  # npm's lock of a folder: not usable elsewhere
+    res = _read(jsrepo)
+    v = res.tasks[0].verifier
+    assert v.requirements == (f"tinyhelper@file:{jsrepo.parent}/tinyhelper",) and "package-lock.json" not in v.files
+    copied = find_node_env(v.requirements) / "node_modules/tinyhelper"
+    assert copied.is_dir() and not copied.is_symlink() and not (jsrepo.parent / "PWNED").exists()
+    box = make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=2, cache=False))
+    try:
+        valid, bad = validate_tasks(res.tasks, box)
+    finally:
+        box.close()
+    assert [q.reason for q in bad] == [] and len(valid) == 2
