@@ -5,7 +5,6 @@ made here with ``npm pack``; the error path points npm's registry at a closed lo
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import stat
@@ -75,18 +74,18 @@ def _npm_env(home: Path) -> dict[str, str]:
             "npm_config_globalconfig": str(home / "grc"), "npm_config_cache": str(home / "cache")}
 
 
-@pytest.fixture()
-def jsrepo(tmp_path, monkeypatch):
-    """A private deps cache, a ``tinyhelper`` tarball (``npm pack``; its postinstall script would write
-    ``PWNED``, as would its other install scripts) and a repository whose tests require/import it, locked with ``npm install --package-lock-only``."""
-    monkeypatch.setenv("TUNELOOP_DEPS_CACHE", str(tmp_path / "cache"))
-    pkg, packs, repo = tmp_path / "tinyhelper", tmp_path / "packs", tmp_path / "repo"
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    """A ``tinyhelper`` tarball (``npm pack``; its install scripts would write ``PWNED`` here) and a
+    repository whose tests require/import it, locked with ``npm install --package-lock-only``."""
+    root = tmp_path_factory.mktemp("packed")
+    pkg, packs, repo = root / "tinyhelper", root / "packs", root / "repo"
     for d in (pkg, packs, repo / "src", repo / "test"):
         d.mkdir(parents=True)
     (pkg / "package.json").write_text(json.dumps({"name": "tinyhelper", "version": "1.0.0", "main": "index.js", "scripts": {
-        hook: f"node -e \"require('fs').writeFileSync('{tmp_path}/PWNED', 'x')\"" for hook in ("preinstall", "postinstall", "prepare")}}))
+        hook: f"node -e \"require('fs').writeFileSync('{root}/PWNED', 'x')\"" for hook in ("preinstall", "postinstall", "prepare")}}))
     (pkg / "index.js").write_text("exports.helpValue = () => 42;\n")
-    env = _npm_env(tmp_path / "npmhome")
+    env = _npm_env(root / "npmhome")
     subprocess.run(["npm", "pack", "--ignore-scripts", "--pack-destination", str(packs)], cwd=pkg, env=env, check=True, capture_output=True)
     (repo / "package.json").write_text(json.dumps({"name": "acme", "version": "1.0.0",
                                                    "devDependencies": {"tinyhelper": "file:../packs/tinyhelper-1.0.0.tgz"}}))
@@ -101,7 +100,16 @@ def jsrepo(tmp_path, monkeypatch):
         "import { double } from '../src/double.js';\n\ntest('double', () => assert.strictEqual(double(helpValue()), 84));\n")
     subprocess.run(["npm", "install", "--package-lock-only", "--ignore-scripts", "--offline"], cwd=repo, env=env,
                    check=True, capture_output=True)
-    return repo
+    return root
+
+
+@pytest.fixture()
+def jsrepo(packed, tmp_path, monkeypatch):
+    """A copy of ``packed`` (tarball, package, locked repository) and a private deps cache."""
+    monkeypatch.setenv("TUNELOOP_DEPS_CACHE", str(tmp_path / "cache"))
+    for name in ("tinyhelper", "packs", "repo"):
+        shutil.copytree(packed / name, tmp_path / name)
+    return tmp_path / "repo"
 
 
 def _read(repo: Path, **options):
@@ -109,7 +117,7 @@ def _read(repo: Path, **options):
 
 
 @needs_npm
-def test_a_js_suite_that_needs_a_package_validates_and_fails_without_it(jsrepo, monkeypatch):
+def test_a_js_suite_that_needs_a_package_validates_and_fails_without_it(jsrepo, packed, monkeypatch):
     home = jsrepo.parent / "userhome"  # the caller's own npm configuration and Node search path must not leak in
     home.mkdir()
     (home / ".npmrc").write_text("dry-run=true\n//registry.npmjs.org/:_authToken=SECRET\n")
@@ -126,7 +134,7 @@ def test_a_js_suite_that_needs_a_package_validates_and_fails_without_it(jsrepo, 
     env = find_node_env(res.tasks[0].verifier.requirements, res.tasks[0].verifier.files["package-lock.json"])
     main = env / "node_modules/tinyhelper/index.js"
     assert main.is_file() and not main.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-    assert not (jsrepo.parent / "PWNED").exists()  # no lifecycle script ran on the host
+    assert not (packed / "PWNED").exists()  # no lifecycle script ran on the host
     box = make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=2, cache=False))
     try:
         valid, bad = validate_tasks(res.tasks, box)
@@ -174,7 +182,7 @@ def test_an_unreachable_registry_is_one_clear_error_before_any_task(jsrepo):
 
 
 @needs_npm
-def test_a_file_folder_dependency_is_copied_not_linked(jsrepo):
+def test_a_file_folder_dependency_is_copied_not_linked(jsrepo, packed):
     manifest = json.loads((jsrepo / "package.json").read_text())
     manifest["devDependencies"] = {"tinyhelper": "file:../tinyhelper"}
     (jsrepo / "package.json").write_text(json.dumps(manifest))
@@ -185,7 +193,7 @@ def test_a_file_folder_dependency_is_copied_not_linked(jsrepo):
     v = res.tasks[0].verifier
     assert v.requirements == (f"tinyhelper@file:{jsrepo.parent}/tinyhelper",) and "package-lock.json" not in v.files
     copied = find_node_env(v.requirements) / "node_modules/tinyhelper"
-    assert copied.is_dir() and not copied.is_symlink() and not (jsrepo.parent / "PWNED").exists()
+    assert copied.is_dir() and not copied.is_symlink() and not (packed / "PWNED").exists()
     box = make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=2, cache=False))
     try:
         valid, bad = validate_tasks(res.tasks, box)
