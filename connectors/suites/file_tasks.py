@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from connectors.suites.npmreqs import find_node_requirements
 from sdk.errors import SourceError
@@ -70,6 +70,13 @@ class SourceFilesOptions(SourceOptions):
     timeout_s: float = Field(30.0, gt=0)
     test_requirements: list[str] | None = None
     npm_args: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _npm_only(self) -> "SourceFilesOptions":
+        if self.language in ("java", "go") and (self.test_requirements or self.npm_args):
+            raise ValueError(f"`test_requirements` and `npm_args` are npm packages of javascript/typescript sources; "
+                             f"remove them for a {self.language} source")
+        return self
 
 
 class SourceFilesSource(TaskSource):

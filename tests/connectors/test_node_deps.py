@@ -16,7 +16,7 @@ import pytest
 from connectors.suites.file_tasks import SourceFilesSource
 from connectors.suites.npmreqs import absolute_spec, find_node_requirements
 from sdk.config import SandboxConfig
-from sdk.errors import SourceError
+from sdk.errors import ConfigError, SourceError
 from sdk.sandbox import make_sandbox
 from sdk.sandbox.npmdeps import TOOLS, find_node_env, npm_error, split_spec
 from sdk.tasks.validate import request_for, validate_tasks
@@ -63,6 +63,8 @@ def test_package_json_and_lockfile_are_read(tmp_path):
     assert packages["node_modules/lodash"]["resolved"] == "https://registry.npmjs.org/lodash.tgz"
     (tmp_path / "package.json").write_text('{"name": "r", "devDependencies": {}}')
     assert find_node_requirements(tmp_path) == ([], None, "")
+    with pytest.raises(ConfigError, match="npm packages of javascript/typescript sources"):
+        SourceFilesSource({"path": str(tmp_path), "language": "go", "test_requirements": ["x@1"]}, tmp_path, "go")
     (tmp_path / "package.json").write_text("{not json")
     with pytest.raises(SourceError, match="not valid JSON"):
         find_node_requirements(tmp_path)
