@@ -33,7 +33,7 @@ import ast
 import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from connectors.suites.callsites import CallSiteIndex, needs_callers, render_callers
 from connectors.suites.examples import example_block
+from connectors.suites.keys import KeyIndex, keys_defined, keys_read, render_keys
 from sdk.errors import ConfigError
 from sdk.sources import import_dotted
 from sdk.tasks.records import Message, Task
@@ -56,8 +57,10 @@ class RepoContextOptions(BaseModel):
     Attributes:
         enabled: add the context block to every prompt.
         token_budget: most tokens (4 characters each) of definitions shown per prompt.
-        examples: show visible tests as examples when the target has no docstring or a one-line one
-            (:mod:`connectors.suites.examples`).
+        examples: show visible tests as examples (:mod:`connectors.suites.examples`) when the target has
+            no docstring or a one-line one, or (``examples_when: no_example``, the default) a docstring
+            with no ``>>>`` example: on isodate 0.7.2 a three-line docstring left the sign convention of
+            negative durations to the tests alone; ``short_docstring`` keeps the old rule.
         max_example_lines: at most this many ``assert`` lines shown.
         max_example_test_lines: at most this many lines of whole test functions, shown when no
             ``assert`` line calls the target.
@@ -65,6 +68,9 @@ class RepoContextOptions(BaseModel):
             private helper, or no docstring / a one-line one; :mod:`connectors.suites.callsites`),
             within what ``token_budget`` leaves after the definitions it uses.
         max_callers: at most this many callers shown.
+        keys: show the lines that set the string keys the reference reads (regex group names, dict
+            keys) in the helpers it uses, and its callers' lines that read the keys it defines
+            (:mod:`connectors.suites.keys`), within what ``token_budget`` leaves.
         retriever: ``package.module:factory`` of a company's own retriever (see the module docstring).
     """
 
@@ -72,10 +78,12 @@ class RepoContextOptions(BaseModel):
     enabled: bool = True
     token_budget: int = Field(800, ge=0, le=32_000)
     examples: bool = True
+    examples_when: Literal["no_example", "short_docstring"] = "no_example"
     max_example_lines: int = Field(6, ge=0, le=50)
     max_example_test_lines: int = Field(24, ge=0, le=200)
     callers: bool = True
     max_callers: int = Field(2, ge=0, le=10)
+    keys: bool = True
     retriever: str | None = None
 
 
@@ -258,7 +266,7 @@ class RepoContext:
 
     def __init__(self, options: RepoContextOptions, files: dict[str, str], pkg_rel: str, package_dir=None) -> None:
         self.options, self.index, self.pkg_rel = options, RepoIndex(files, pkg_rel), pkg_rel
-        self.callsites = CallSiteIndex(files, pkg_rel)
+        self.callsites, self.keys = CallSiteIndex(files, pkg_rel), KeyIndex(files, pkg_rel)
         self.retriever: BaseRetriever = RepoContextRetriever(index=self.index, token_budget=options.token_budget)
         if options.retriever:
             try:
@@ -286,15 +294,19 @@ class RepoContext:
         spent = sum(len(d.page_content) // 4 + 1 for d in docs)
         sites = self._callers(task.reference, path, qualname, self.options.token_budget - spent)
         block += render_callers(sites)
-        examples = self._examples(task, qualname, [c.caller.split(".")[-1] for c in sites])
+        spent += sum(len(c.text) // 4 + 1 for c in sites)
         content = task.prompt[-1].content
+        keys, key_tokens = self._keys(task.reference, path, qualname, docs, "\n".join([content, block]),
+                                      self.options.token_budget - spent)
+        block += keys
+        examples = self._examples(task, qualname, [c.caller.split(".")[-1] for c in sites])
         shown_text = "\n".join([content, block])
         used = resolve(self.index, task.reference, path, qualname, traced)
         shown = {d.metadata.get("name") for d in docs}
         missing = [d.qualname for d in used if d.name not in shown and not _appears(d, shown_text)]
         info = {"used": len(used), "shown": len(used) - len(missing), "missing": missing,
                 "coverage": round((len(used) - len(missing)) / len(used), 4) if used else 1.0,
-                "tokens": spent + sum(len(c.text) // 4 + 1 for c in sites), "examples": bool(examples),
+                "tokens": spent + key_tokens, "examples": bool(examples), "keys": bool(keys),
                 "callers": [c.caller for c in sites]}
         if counts is not None:
             counts["context_names_used"] += info["used"]
@@ -317,15 +329,44 @@ class RepoContext:
                 budget -= cost
         return out
 
+    def _keys(self, reference: str, path: str, qualname: str, docs: list[Document], shown: str,
+              budget: int) -> tuple[str, int]:
+        """The lines that set the string keys the reference reads (in the definitions shown), or that
+        read the keys it defines (in its callers), as fit ``budget`` tokens (:mod:`connectors.suites.keys`);
+        ``(block, tokens)``."""
+        if not self.options.keys:
+            return "", 0
+        out, spent = [], 0
+        for reading, keys in ((False, keys_read(reference)), (True, keys_defined(reference))):
+            if reading:
+                found = self.keys.reading(qualname.split(".")[-1], path, qualname, keys)
+            else:
+                used = [(d.metadata.get("path", ""), d.metadata.get("qualname", "")) for d in docs]
+                found = self.keys.defining(used, keys)
+            found = [s for s in found if any(x not in shown for x in s.lines)]
+            fit = []
+            for snip in found:
+                cost = len(snip.text) // 4 + 1
+                if spent + cost <= budget:
+                    fit.append(snip)
+                    spent += cost
+            out.append(render_keys(fit, keys, reading))
+        return "".join(out), spent
+
     def _examples(self, task: Task, qualname: str, callers: list[str]) -> str:
         fn = ast.parse(task.reference).body if _parses(task.reference) else []
         name = qualname.split(".")[-1]
         target = next((n for n in fn if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
         doc = ast.get_docstring(target) if target is not None else None
-        if not self.options.examples or target is None or len([x for x in (doc or "").splitlines() if x.strip()]) > 1:
+        lines = [x for x in (doc or "").splitlines() if x.strip()]
+        shows = any(x.lstrip().startswith(">>>") for x in lines) if self.options.examples_when == "no_example" else True
+        if not self.options.examples or target is None or (len(lines) > 1 and shows):
             return ""
-        return example_block(task.verifier.tests, name, callers, self.options.max_example_lines,
-                             self.options.max_example_test_lines)
+        hop = [c.caller.split(".")[-1] for who in callers for c in self.callsites.callers(who, "", "", 4)]
+        hop = [h for h in dict.fromkeys(hop) if h not in callers and h != name and not h.startswith("__")]
+        documented = len(lines) > 1   # then only assert lines with a literal (no whole tests)
+        return example_block(task.verifier.tests, name, [*callers, *hop], self.options.max_example_lines,
+                             0 if documented else self.options.max_example_test_lines, literal=documented)
 
 
 def _parses(text: str) -> bool:

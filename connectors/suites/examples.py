@@ -1,6 +1,6 @@
 """Visible tests shown as examples where they are the only spec (as MBPP shows its tests).
 
-Used by :mod:`connectors.suites.context` when the target has no docstring or a one-line one. Two
+Used by :mod:`connectors.suites.context` when the target's docstring shows no example. Two
 shapes, tried in order for the target's name, then (a private helper tested only through its callers)
 for each caller's name:
 
@@ -13,7 +13,8 @@ Last, when neither the target nor a caller is named in the visible tests (a row 
 through ``tabulate(..., tablefmt="textile")``), the visible tests whose own names share most of the
 target's words (``test_textile`` for ``_textile_row_with_attrs``) are shown.
 
-Only the task's *visible* tests are read: hidden tests never reach a prompt.
+For a target with a docstring (no ``>>>`` in it), only ``assert`` lines that hold a literal are shown
+(``literal``). Only the task's *visible* tests are read: hidden tests never reach a prompt.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ import ast
 import re
 
 
-def _assert_lines(tests: dict[str, str], name: str, limit: int) -> list[str]:
+_LITERAL = re.compile(r"[\"']|(?<![\w.])\d")  # ``assert f(dt, fmt) == expected`` (a parametrised test) shows no example
+
+
+def _assert_lines(tests: dict[str, str], name: str, limit: int, literal: bool = False) -> list[str]:
     call = re.compile(rf"(?<![\w]){re.escape(name)}\(")
     lines = [ln.strip() for text in tests.values() for ln in text.splitlines()
-             if ln.strip().startswith("assert") and call.search(ln)]
+             if ln.strip().startswith("assert") and call.search(ln) and (not literal or _LITERAL.search(ln))]
     return list(dict.fromkeys(lines))[:limit]
 
 
@@ -54,7 +58,7 @@ def _test_functions(tests: dict[str, str], name: str, words: set[str], by_words:
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name.startswith("test"):
                 src = lines[fn.lineno - 1: fn.end_lineno]
                 shared = sum(w in fn.name.lower() for w in words)  # test_moinmoin shares "moin"
-                if (shared if by_words else word.search("\n".join(src))):
+                if shared if by_words else word.search("\n".join(src)):
                     pad = min((len(x) - len(x.lstrip()) for x in src if x.strip()), default=0)
                     found.append((-shared, "\n".join(x[pad:] for x in src)))
     top = min((k for k, _ in found), default=0)
@@ -63,11 +67,13 @@ def _test_functions(tests: dict[str, str], name: str, words: set[str], by_words:
 
 
 def example_block(tests: dict[str, str], name: str, callers: list[str] = (), max_lines: int = 6,
-                  max_test_lines: int = 24) -> str:
+                  max_test_lines: int = 24, literal: bool = False) -> str:
     """The examples block for target ``name`` from the visible ``tests`` (``path -> source``); empty
-    when nothing in them mentions the target or, failing that, one of its ``callers``."""
+    when nothing in them mentions the target or, failing that, one of its ``callers``. With
+    ``literal``, only ``assert`` lines holding a literal count (``assert f(dt, fmt) == expected``, the
+    body of a parametrised test, shows nothing the docstring does not)."""
     for who in [name, *callers, ""]:  # "": tests whose names share the target's words (test_textile)
-        lines = _assert_lines(tests, who, max_lines) if who else []
+        lines = _assert_lines(tests, who, max_lines, literal) if who else []
         if not lines:
             picked: list[str] = []
             used = 0
