@@ -164,6 +164,8 @@ def _install(npm: str, folder: Path, reqs: list[str], lockfile: str | None, npm_
                               "from an offline cache (`npm_args: [--offline, --cache, DIR]`)") from exc
     if proc.returncode != 0:
         raise DependencyError(f"npm {verb[0]} could not install the test dependencies {reqs}:\n{npm_error(proc.stderr or proc.stdout)}",
+                              ("bring the lockfile in line with package.json (`npm install --package-lock-only` in "
+                               "the repository), " if lockfile is not None else "") +
                               "fix or pin the names in `test_requirements:` (or package.json), make the registry "
                               "reachable (`npm_args: [--registry, URL]`), use an offline cache (`npm_args: [--offline, "
                               "--cache, DIR]`), or switch the dependencies off (`test_requirements: []`)")
@@ -190,13 +192,17 @@ def _as_root_lock(lockfile: str, manifest: dict) -> dict:
 
 
 def npm_error(text: str, limit: int = 1200) -> str:
-    """npm's error lines without the stack trace, the object dump, ``syscall``/``errno`` and the log-file
-    line (at most ``limit`` characters)."""
+    """npm's error lines without the stack trace, the object dump, ``syscall``/``errno``, the command's
+    usage text (``npm ci`` prints it after a lockfile out of sync) and the log-file line (the first
+    ``limit`` characters)."""
     keep, depth = [], 0
     for raw in text.splitlines():
         line = raw.removeprefix("npm error").removeprefix("npm ERR!").strip()
+        if line == "Usage:":
+            keep = keep[:-1]  # the command's one-line summary above it
+            break
         depth += line.count("{") - line.count("}")
         if not line or line.startswith(("at ", "A complete log", "syscall ", "errno ")) or depth > 0 or line == "}":
             continue
         keep.append(line)
-    return "\n".join(dict.fromkeys(keep))[-limit:]
+    return "\n".join(dict.fromkeys(keep))[:limit]

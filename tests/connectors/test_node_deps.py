@@ -35,6 +35,18 @@ npm error
 npm error If you are behind a proxy, please make sure that the 'proxy' config is set properly.
 npm error A complete log of this run can be found in: /x/_logs/debug-0.log
 """
+OUT_OF_SYNC = """npm error code EUSAGE
+npm error
+npm error `npm ci` can only install packages when your package.json and package-lock.json are in sync.
+npm error
+npm error Missing: left-pad@1.3.0 from lock file
+npm error
+npm error Clean install a project
+npm error
+npm error Usage:
+npm error npm ci
+npm error   --install-strategy
+"""
 
 
 def test_specs_paths_and_error_lines(tmp_path):
@@ -45,6 +57,9 @@ def test_specs_paths_and_error_lines(tmp_path):
     assert npm_error(REFUSED).splitlines() == [
         "code ECONNREFUSED", "FetchError: request to http://127.0.0.1:9/nope failed, reason: connect ECONNREFUSED 127.0.0.1:9",
         "If you are behind a proxy, please make sure that the 'proxy' config is set properly."]
+    assert npm_error(OUT_OF_SYNC).splitlines()[1:] == [
+        "`npm ci` can only install packages when your package.json and package-lock.json are in sync.",
+        "Missing: left-pad@1.3.0 from lock file"]
 
 
 def test_package_json_and_lockfile_are_read(tmp_path):
@@ -179,6 +194,11 @@ def test_an_unreachable_registry_is_one_clear_error_before_any_task(jsrepo):
     with pytest.raises(SourceError, match="ENOTCACHED") as err:  # an offline cache that lacks the package
         _read(jsrepo, test_requirements=["no-such-helper-xyz@^1.0.0"], npm_args=["--offline", "--cache", str(jsrepo / "c")])
     assert "no-such-helper-xyz" in err.value.what
+    manifest = json.loads((jsrepo / "package.json").read_text())
+    (jsrepo / "package.json").write_text(json.dumps({**manifest, "dependencies": {"left-pad": "1.3.0"}}))
+    with pytest.raises(SourceError, match="left-pad") as err:  # lockfile out of sync (offline: npm looks left-pad up first)
+        _read(jsrepo, npm_args=["--offline", "--cache", str(jsrepo / "c")])
+    assert "npm ci" in err.value.what and "npm install --package-lock-only" in err.value.fix
     assert not list((jsrepo.parent / "cache").glob("node-*/.complete"))  # nothing half-built is kept
     assert not [p for p in (jsrepo.parent / "cache").glob(".build-*")]
 
