@@ -217,6 +217,8 @@ class _Matcher(phonenumbers.PhoneNumberMatcher):
     the same customer's phone) are parsed once."""
 
     def _parse_and_verify(self, candidate: str, offset: int) -> Any:
+        if _too_short(candidate, self.preferred_region):
+            return None
         key = (candidate, self.preferred_region)
         number = _VERDICTS.get(key, _MISS)
         if number is _MISS:
@@ -226,6 +228,44 @@ class _Matcher(phonenumbers.PhoneNumberMatcher):
             _VERDICTS[key] = None if match is None else match.number
             return match
         return None if number is None else PhoneNumberMatch(offset, candidate, number)
+
+
+_PLAIN_CANDIDATE = re.compile(r"[0-9 ().\-/]*")  # ASCII digits and separators: no plus, letter, ``#``, ``;`` or ``,``
+_NOT_ASCII_DIGIT = re.compile(r"[^0-9]")
+_FLOORS: dict[str, tuple[int, Any]] = {}
+
+
+def _floor(region: str | None) -> tuple[int, Any]:
+    """``(fewest digits of a possible number in region's calling code, its international prefix
+    pattern)``, ``(0, None)`` for an unknown region (no shortcut). The lengths are the ones
+    ``is_possible_number`` reads: the general description's possible and local-only lengths of the
+    calling code's main region."""
+    if region not in _FLOORS:
+        meta = phonenumbers.PhoneMetadata.metadata_for_region(region.upper(), None) if region else None
+        main = None if meta is None or not meta.country_code else phonenumbers.PhoneMetadata.\
+            metadata_for_region_or_calling_code(meta.country_code, phonenumbers.region_code_for_country_code(
+                meta.country_code))
+        desc = None if main is None else main.general_desc
+        lengths = [] if desc is None else [n for n in (*(desc.possible_length or ()),
+                                                       *(desc.possible_length_local_only or ())) if n > 0]
+        idd = meta.international_prefix if meta is not None else None
+        _FLOORS[region] = (min(lengths), re.compile(idd) if idd else None) if lengths else (0, None)
+    return _FLOORS[region]
+
+
+def _too_short(candidate: str, region: str | None) -> bool:
+    """Whether ``candidate`` cannot be a possible number in ``region``, decided without parsing
+    (exact, not a heuristic). A candidate of ASCII digits and ``( ) . - /`` and spaces only has
+    no plus sign, letters (vanity numbers), extension marks or ``tel:`` parts, so ``parse`` reads
+    exactly its digits; unless they begin with the region's international prefix, the number
+    gets the region's calling code, and its national significant number is at most those digits
+    long: fewer than the calling code's shortest possible length is ``TOO_SHORT`` for
+    ``is_possible_number`` (tests/feedback/test_redact.py compares with the plain matcher)."""
+    floor, idd = _floor(region)
+    if not floor or not _PLAIN_CANDIDATE.fullmatch(candidate) or not candidate.isascii():
+        return False
+    digits = _NOT_ASCII_DIGIT.sub("", candidate)
+    return len(digits) < floor and (idd is None or idd.match(digits) is None)
 
 
 def _memo_fits() -> bool:

@@ -139,3 +139,34 @@ def test_phone_verdicts_kept_per_candidate_give_the_plain_matchers_numbers():
             kept = redact._Matcher(text, "US", leniency=phonenumbers.Leniency.POSSIBLE)
             assert [(m.start, m.end, m.number) for m in kept] == [(m.start, m.end, m.number) for m in plain], text
     assert redact._VERDICTS and sum(v is not None for v in redact._VERDICTS.values()) > 100
+
+
+@pytest.mark.parametrize("region", ["US", "GB", "DE", "IT", "FR", "BR", "CN", "JP"])
+def test_short_candidates_skipped_without_parsing_give_the_plain_matchers_numbers(region, monkeypatch):
+    """Candidates of ASCII digits and separators with fewer digits than the region's shortest
+    possible number are refused without ``parse``; spans and numbers still equal the plain
+    matcher's on adversarial texts: short and long digit runs, international prefixes (``011``,
+    ``00``, Brazil's carrier-coded ones; ``0049 12`` is a possible German number in France), plus
+    signs, extensions, vanity letters, ``tel:`` and non-ASCII digits, leading zeros."""
+    skipped = []
+
+    def counted(candidate: str, where: str | None) -> bool:
+        out = too_short(candidate, where)
+        skipped.append(out)
+        return out
+
+    too_short = redact._too_short
+    monkeypatch.setattr(redact, "_too_short", counted)
+    alphabet = [*"0123456789012345 -().//+", "011", "00", "0014", "1", "0049 ", "01049", "00290 ", "＋", "١٢٣", "１２",
+                "x", "ext. 7", "#", ",,", ";", "tel:", "FLOWERS", "ab", "2024-05-01", "12:30", "+44 20 7946 0958",
+                "(555) 010-4477"]
+    texts = _random_texts(alphabet, 700, seed=sum(map(ord, region)))
+    redact._VERDICTS.clear()
+    found = 0
+    for text in texts:
+        plain = phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE)
+        kept = redact._Matcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE)
+        expected = [(m.start, m.end, m.number) for m in plain]
+        assert [(m.start, m.end, m.number) for m in kept] == expected, text
+        found += bool(expected)
+    assert found > 100 and sum(skipped) > 200 and len(skipped) - sum(skipped) > 200  # both ways taken, often
