@@ -7,7 +7,7 @@ evaluates with them (``examples/tool_agent/agent.yaml`` is a complete config).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -46,9 +46,33 @@ class ToolFactoryConfig(_Cfg):
     options: dict[str, Any] = Field(default_factory=dict, description="the factory's own options (its `Options`)")
 
 
+ChangeToolName = Literal["read_file", "search", "list_dir", "edit_file", "run_tests"]
+
+
+class ChangeAgentConfig(_Cfg):
+    """Agentic rollouts for change tasks (``git_history``; :mod:`sdk.rollout.change_agent`): each
+    rollout gets tools over its own scratch copy of its task's repository at the parent, and its
+    change (the copy's diff) is scored by the change reward. Calls and turns per rollout are
+    ``tools.max_calls`` / ``tools.max_turns``."""
+
+    enabled: bool = Field(False, description="roll change tasks out with tools in the rl (grpo) and eval stages")
+    tools: list[ChangeToolName] = Field(default_factory=lambda: ["read_file", "search", "list_dir", "edit_file",
+                                                                 "run_tests"],
+                                        description="tools offered; run_tests runs only the pass-to-pass tests")
+    max_tokens: int = Field(4096, gt=0, description="token budget per rollout after the prompt (model and tool "
+                            "tokens; GRPO also caps it at rl.max_completion_length)")
+
+    @model_validator(mode="after")
+    def _some_tool(self) -> ChangeAgentConfig:
+        if self.enabled and not self.tools:
+            raise ValueError("tools.change_agent.tools is empty: list at least edit_file (the agent's only way to "
+                             "change the repository)")
+        return self
+
+
 class ToolsConfig(_Cfg):
-    """Tools and retrieval inside rollouts (issue 8). Set ``tools`` or ``factories`` to switch tool
-    rollouts on in the rl and eval stages."""
+    """Tools and retrieval inside rollouts (issue 8). Set ``tools`` or ``factories`` (or turn
+    ``change_agent`` on, for change tasks) to switch tool rollouts on in the rl and eval stages."""
 
     tools: list[str] = Field(default_factory=list, description="dotted paths `package.module:obj` of BaseTools "
                              "or typed functions, used as they are")
@@ -64,8 +88,17 @@ class ToolsConfig(_Cfg):
                                               "out (field case T5; the retriever must put metadata['score'] on each; "
                                               "read as `self.settings.retrieval_min_score`); null: no threshold")
     reward: ToolRewardConfig = Field(default_factory=ToolRewardConfig)
+    change_agent: ChangeAgentConfig = Field(default_factory=ChangeAgentConfig)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ToolsConfig:
+        if self.change_agent.enabled and (self.tools or self.factories):
+            raise ValueError("tools.change_agent brings its own tools; tools.tools / tools.factories cannot be added "
+                             "to it: use one or the other")
+        return self
 
     @property
     def enabled(self) -> bool:
-        """True when the section names at least one tool or factory (tool rollouts are on)."""
-        return bool(self.tools or self.factories)
+        """True when the section names at least one tool or factory, or turns the change agent on
+        (tool rollouts are on)."""
+        return bool(self.tools or self.factories or self.change_agent.enabled)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sdk.rollout.chat_template import ensure_tool_template
-from sdk.rollout.episode import run_episodes, traces_json
+from sdk.rollout.episode import PromptToolBoxes, run_episodes, traces_json
 from sdk.rollout.tools import ToolBox
 
 
@@ -32,18 +32,20 @@ class ToolRolloutFunc:
     """``rollout_func(prompts, trainer) -> dict`` for ``GRPOTrainer``.
 
     Args:
-        make_toolbox: returns a fresh :class:`ToolBox` per rollout.
+        make_toolbox: returns a fresh :class:`ToolBox` per rollout (a ``PromptToolBoxes`` gets the prompt).
         max_turns: assistant turns per rollout (default: the toolbox's ``max_calls + 1``).
         log_path: JSONL file receiving one trace per rollout (``step``, ``prompt``, trace fields).
+        max_tokens: token budget per rollout, capped by the trainer's ``max_completion_length``.
     Returns (per call): ``prompt_ids``, ``completion_ids``, ``logprobs`` (None: TRL recomputes),
         ``env_mask`` (0 on tool-answer tokens) and ``tool_trace`` (JSON strings).
     """
 
-    def __init__(self, make_toolbox: Callable[[], ToolBox], max_turns: int | None = None,
-                 log_path: str | Path | None = None) -> None:
+    def __init__(self, make_toolbox: Callable[[], ToolBox] | PromptToolBoxes, max_turns: int | None = None,
+                 log_path: str | Path | None = None, max_tokens: int | None = None) -> None:
         self.make_toolbox = make_toolbox
         self.max_turns = max_turns
         self.log_path = Path(log_path) if log_path else None
+        self.max_tokens = max_tokens
 
     def __call__(self, prompts: list[list[dict[str, Any]]], trainer) -> dict[str, Any]:
         tokenizer = trainer.processing_class
@@ -53,8 +55,8 @@ class ToolRolloutFunc:
             ids, _ = trainer._generate_single_turn(batch, None, {}, 1)  # TRL's generation backend (private API)
             return ids
 
-        episodes = run_episodes(prompts, tokenizer, self.make_toolbox, generate, trainer.max_completion_length,
-                                self.max_turns)
+        budget = min(trainer.max_completion_length, self.max_tokens or trainer.max_completion_length)
+        episodes = run_episodes(prompts, tokenizer, self.make_toolbox, generate, budget, self.max_turns)
         traces = traces_json(episodes)
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)

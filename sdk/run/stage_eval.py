@@ -16,6 +16,9 @@ Two ways to produce a completion, chosen by the config:
   (``answer``, ``right_tool``, ``valid_args``, ``no_waste``) and the tool metrics
   ``task_success``, ``tool_calls``, ``valid_tool_calls`` and ``used_tools``, which the report's
   components table shows per model; the stage's stats hold the pooled rates (:func:`tool_summary`).
+* agentic change rollouts, when ``tools.change_agent`` is on (:mod:`sdk.run.stage_eval_agent`): the
+  same engine with tools over each change task's repository; the completion is the final diff plus
+  the call counts, scored by the sandboxed change reward (change completion as without tools).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from sdk.errors import ConfigError
 from sdk.eval.records import EvalRow
 from sdk.run.bookkeeping import StageStats
 from sdk.run.context import StageContext, adapter_for_eval
-from sdk.run.stage_rl import toolbox_maker, tools_enabled
+from sdk.run.stage_eval_agent import agent_rows
+from sdk.run.stage_rl import change_agent, toolbox_maker, tools_enabled
 from sdk.tasks.records import Task
 
 PROMPT_SLACK_TOKENS = 256  # added to a tool rollout's token budget for the tool answers
@@ -62,12 +66,14 @@ def stage_eval(ctx: StageContext) -> StageStats:
                           "or list the splits that have tasks under `eval.splits` (see tasks/counts.json)")
     models = eval_models(ctx)
     with_tools = tools_enabled(cfg)
-    make_box = toolbox_maker(cfg) if with_tools else None
+    agentic = with_tools and cfg.tools.change_agent.enabled
+    make_box = (change_agent(ctx) if agentic else toolbox_maker(cfg)) if with_tools else None
     generated, summaries = 0, {}
     for label, adapter_path in models:
         part = tasks if label in ("base", "tuned") else [t for t in tasks if t.split.value in ec.checkpoint_splits]
-        rows = (tool_rows(ctx, part, label, adapter_path, make_box) if make_box is not None
-                else text_rows(ctx, part, label, adapter_path))
+        rows = (text_rows(ctx, part, label, adapter_path) if make_box is None
+                else agent_rows(ctx, part, label, adapter_path, make_box) if agentic
+                else tool_rows(ctx, part, label, adapter_path, make_box))
         save_rows(ctx.layout.eval_rows(label), rows)
         generated += sum(r.gen_tokens for r in rows)
         line = f"  {label}: {sum(any(r.passed) for r in rows)}/{len(rows)} tasks passed (any sample)"
@@ -77,7 +83,7 @@ def stage_eval(ctx: StageContext) -> StageStats:
             summaries[label] = tool_summary(rows)
             line += ", " + ", ".join(f"{k} {v:.2f}" for k, v in summaries[label].items() if k != "samples")
         ctx.console.print(line)
-    if ec.self_test and not with_tools:
+    if ec.self_test and (agentic or not with_tools):
         ref = reference_rows(ctx, tasks)
         save_rows(ctx.layout.eval_rows("reference"), ref)
         ctx.console.print(f"  grader self-test: {sum(r.c for r in ref)}/{sum(r.n for r in ref)} references pass "

@@ -186,6 +186,8 @@ def make_reward(ctx: StageContext, stage: str):
     config has a ``tools:`` section with tools."""
     from sdk.rewards.trl import SandboxReward
 
+    if tools_enabled(ctx.cfg) and ctx.cfg.tools.change_agent.enabled:
+        return change_rollout(ctx, stage)
     if tools_enabled(ctx.cfg):
         return tool_rollout(ctx, ctx.layout.traces_jsonl(stage))
     # No reference baseline: a task's tests only cover its target, so "tests the reference passes
@@ -233,6 +235,31 @@ def tool_rollout(ctx: StageContext, traces: Path):
 
     tc = ctx.cfg.tools
     return ToolTaskReward(tc.reward), ToolRolloutFunc(toolbox_maker(ctx.cfg), tc.max_turns, traces)
+
+
+def change_agent(ctx: StageContext):
+    """The :class:`~sdk.rollout.change_agent.ChangeAgent` over the run's change tasks (``tools.change_agent``):
+    per-rollout toolboxes whose ``run_tests`` uses the run's sandbox; the rl and eval stages share it."""
+    from sdk.rollout.change_agent import ChangeAgent
+
+    tc = ctx.cfg.tools
+    return ChangeAgent(ctx.inputs.taskset().tasks, ctx.need_sandbox(), tc.change_agent.tools, tc.max_calls,
+                       tc.max_result_chars, ctx.cfg.sandbox.limits)
+
+
+def change_rollout(ctx: StageContext, stage: str):
+    """Reward and rollout function for agentic change rollouts: :func:`change_agent`'s toolboxes through
+    :class:`sdk.rollout.trl_rollout.ToolRolloutFunc` (traces in ``<stage>/traces.jsonl``), each rollout's
+    final diff scored by the sandboxed change reward (:class:`sdk.rollout.change_agent.ChangeAgentReward`,
+    logged to ``<stage>/rewards.jsonl``)."""
+    from sdk.rollout.change_agent import ChangeAgentReward
+    from sdk.rollout.trl_rollout import ToolRolloutFunc
+
+    tc = ctx.cfg.tools
+    reward = ChangeAgentReward(sandbox=ctx.need_sandbox(), sandbox_config=ctx.cfg.sandbox, weights=ctx.cfg.reward,
+                               log_path=str(ctx.layout.rewards_jsonl(stage)), reference_baseline=False)
+    return reward, ToolRolloutFunc(change_agent(ctx), tc.max_turns, ctx.layout.traces_jsonl(stage),
+                                   tc.change_agent.max_tokens)
 
 
 def tools_enabled(cfg) -> bool:
