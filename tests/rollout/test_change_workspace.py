@@ -95,10 +95,11 @@ def test_the_final_diff_applies_back_to_exactly_the_workspace():
     ws.replace("a.py", "y = 2", "y = 3")
     ws.write("b.py", "no newline\nnow two lines")
     ws.write("pkg/new.py", "def f():\n    return 1\n")
+    ws.write("pkg/__init__.py", "")  # an empty new file: a header without hunks
     diff = ws.diff()
     assert "new file mode 100644" in diff and "\\ No newline at end of file" in diff and "c.txt" not in diff
     applied = apply_diff(ws.original, split_diff(diff))
-    assert applied.files == ws.files and sorted(applied.changed) == ["a.py", "b.py", "pkg/new.py"]
+    assert applied.files == ws.files and sorted(applied.changed) == ["a.py", "b.py", "pkg/__init__.py", "pkg/new.py"]
 
 
 def test_run_tests_sees_pass_to_pass_tests_only():
@@ -108,3 +109,17 @@ def test_run_tests_sees_pass_to_pass_tests_only():
     assert "def test_add" in modules["tests/test_ops.py"] and modules["tests/test_text.py"] == history_repo.TEST_TEXT
     box = ChangeToolBox(verifier(), None)  # no sandbox: run_tests is not offered
     assert "run_tests" not in box.tools and call(box, "run_tests").startswith("error: no tool named 'run_tests'")
+
+
+def test_change_agent_config_is_checked():
+    from pydantic import ValidationError
+
+    from sdk.rollout.config import ToolsConfig
+
+    assert ToolsConfig(change_agent={"enabled": True}).enabled and not ToolsConfig().enabled
+    with pytest.raises(ValidationError, match="use one or the other"):
+        ToolsConfig(tools=["x:y"], change_agent={"enabled": True})
+    with pytest.raises(ValidationError, match="list at least edit_file"):
+        ToolsConfig(change_agent={"enabled": True, "tools": []})
+    with pytest.raises(ValidationError):
+        ToolsConfig(change_agent={"enabled": True, "tools": ["rm_rf"]})
