@@ -176,7 +176,8 @@ def run(chan, payload, remote, started):
     os.chdir(cwd)
     if payload["target"].startswith("src/"):   # src layout: the package imports from src/
         payload["path"] = [os.path.join(cwd, "src")] + list(payload.get("path", []))
-    sys.path[:0] = [cwd]
+    if not payload.get("warm"):   # warm: /tmp/run, which the candidate can write, is never on this process's
+        sys.path[:0] = [cwd]      # import path (a fractions.py there ran here when a Fraction came back; issue 14)
     sys.path += payload.get("path", [])
     remote.codec.configure([cwd] + list(payload.get("path", [])), module_name(payload["target"]))
     chan.emit(event="start", python=sys.version.split()[0], warm=bool(payload.get("warm")))
