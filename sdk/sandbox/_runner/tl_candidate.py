@@ -17,15 +17,13 @@ a further line of defence, never the one the verdict depends on (the verdict is 
 the harness, out of this process's reach).
 """
 
-import builtins
-import io
 import operator
 import os
 import resource
 import sys
 import traceback
-import warnings
 
+import tl_capture
 import tl_cops
 import tl_cvalues
 import tl_guard
@@ -133,7 +131,7 @@ class Candidate(tl_cvalues.Values):
         sys.path[:] = [req["cwd"]] + [p for p in sys.path if p.startswith("/usr") or "python" in p] + req.get("path", [])
         for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "tl_remote", "tl_values",
                      "tl_pickle", "tl_cvalues", "tl_guard", "tl_rmodule", "tl_early", "tl_memtests", "tl_rproxy",
-                     "tl_cops", "tl_hproxy", "tl_pristine", "__main__"):
+                     "tl_cops", "tl_hproxy", "tl_pristine", "tl_capture", "__main__"):
             sys.modules[name] = _Tripwire(name, self)
         mod = type(sys)(req["module"])
         self.filename = os.path.join(req["cwd"], req["target"])
@@ -218,37 +216,7 @@ class Candidate(tl_cvalues.Values):
             answer["mut"] = muts
         return answer
 
-    def _capture(self, fn):
-        saved = sys.stdout, sys.stderr
-        out, err = _Tee(saved[0]), _Tee(saved[1])
-        sys.stdout, sys.stderr = out, err
-        seen = []
-        try:
-            with warnings.catch_warnings(record=True) as seen:   # re-raised in the harness, inside the call
-                warnings.simplefilter("always")
-                value = fn()
-            answer = {"v": self.encode(value)}
-        except BaseException as exc:  # noqa: BLE001 - every failure goes back as data
-            answer = {"err": {"type": type(exc).__name__[:100], "builtin": _builtin_exc(exc),
-                              "msg": _safe_str(exc)[-MSG:], "tb": _safe_tb()[-MSG:]}}
-            _describe(answer["err"], exc)
-            if self.trust.allowed_class(type(exc)):
-                try:
-                    exc.__traceback__ = None
-                    answer["err"]["p"] = tl_pickle.dumps(exc, self.persistent_id)
-                except BaseException:  # noqa: BLE001 - the name and message still go back
-                    pass
-        finally:
-            sys.stdout, sys.stderr = saved
-            for f in saved:
-                try:
-                    f.flush()
-                except BaseException:  # noqa: BLE001
-                    pass
-        answer["out"], answer["errout"] = out.kept.getvalue(), err.kept.getvalue()
-        if seen:
-            answer["warn"] = [_warning(w) for w in seen[:100]]
-        return answer
+    _capture = tl_capture.capture   # one operation, its output teed and warnings recorded
 
     def serve(self, req_load):
         """Load, then answer operations until the harness closes the pipe."""
@@ -267,30 +235,7 @@ class Candidate(tl_cvalues.Values):
                 return tl_cops.frozen(req["clock"], lambda: self.run(req))
             return self.run(req)
         except BaseException as exc:  # noqa: BLE001 - a bad handle, a broken value
-            return {"err": {"type": "RuntimeError", "builtin": True, "msg": "protocol: %s" % _safe_str(exc), "tb": ""}}
-
-
-class _Tee(io.TextIOBase):
-    """The solution's ``print`` during one operation: written through to the real stream (the
-    flood guard sees it) and the first :data:`KEEP` characters kept for the harness (so a
-    pytest ``capsys`` test sees what the solution printed)."""
-
-    KEEP = 1 << 16
-
-    def __init__(self, real):
-        self.real, self.kept = real, io.StringIO()
-
-    def write(self, s):
-        """Pass ``s`` on to the real stream, keeping its first characters (what the solution printed)."""
-        if type(s) is not str:
-            raise TypeError("write() argument must be str")
-        if self.kept.tell() < self.KEEP:
-            self.kept.write(s[:self.KEEP - self.kept.tell()])
-        return self.real.write(s)
-
-    def flush(self):
-        """Flush the real stream."""
-        self.real.flush()
+            return {"err": {"type": "RuntimeError", "builtin": True, "msg": "protocol: %s" % tl_capture.safe_str(exc), "tb": ""}}
 
 
 class _Tripwire(type(sys)):
@@ -325,54 +270,6 @@ def _listing_for_tests(path):
     return path in (os.getcwd(), "/tmp", os.path.normpath(os.environ.get("TMPDIR") or "/tmp"))
 
 
-def _describe(err, exc):
-    """Add the exception's class (module, qualified name) and its plain ``args`` to ``err`` (so
-    the harness can raise it as the mirror of the solution's own exception class)."""
-    try:
-        t = type(exc)
-        err["mod"], err["qual"] = str(t.__module__)[:200], str(t.__qualname__)[:200]
-        err["args"] = tl_wire.encode(list(exc.args))
-    except BaseException:  # noqa: BLE001 - not plain: the message alone crosses
-        err.pop("args", None)
-
-
-def _warning(w):
-    """One warning the call raised, as plain data for the harness (:meth:`tl_remote.Remote.rewarn`):
-    its category's module and qualname, the nearest builtin warning class, message, place."""
-    try:
-        cat = w.category
-        base = next((k.__name__ for k in cat.__mro__ if k.__module__ == "builtins" and issubclass(k, Warning)),
-                    "UserWarning")
-        mod, qual = str(cat.__module__)[:200], str(cat.__qualname__)[:200]
-    except BaseException:  # noqa: BLE001 - a category that cannot be read is a UserWarning
-        base, mod, qual = "UserWarning", "builtins", "UserWarning"
-    try:
-        place = [str(w.filename)[:500], w.lineno if type(w.lineno) is int else 0]
-    except BaseException:  # noqa: BLE001
-        place = ["<solution>", 0]
-    return {"mod": mod, "qual": qual, "base": base, "msg": _safe_str(w.message)[-MSG:], "file": place[0],
-            "line": place[1]}
-
-
-def _builtin_exc(exc):
-    t = type(exc)
-    return getattr(builtins, t.__name__, None) is t
-
-
-def _safe_str(exc):
-    try:
-        return "%s: %s" % (type(exc).__name__, exc)
-    except BaseException:  # noqa: BLE001
-        return type(exc).__name__
-
-
-def _safe_tb():
-    try:
-        return traceback.format_exc()
-    except BaseException:  # noqa: BLE001
-        return ""
-
-
 def start(rfd, wfd, afd, out_fd=None):
     """Entry point in the freshly forked child: drop every other descriptor, wait for the
     ``load`` request, then serve. Never returns."""
@@ -393,7 +290,7 @@ def start(rfd, wfd, afd, out_fd=None):
         cand.serve(req)
     except BaseException:  # noqa: BLE001 - the harness sees the pipe close and reports it
         try:
-            os.write(2, ("tuneloop candidate process failed: %s\n" % _safe_tb()[-MSG:]).encode())
+            os.write(2, ("tuneloop candidate process failed: %s\n" % tl_capture.safe_tb()[-MSG:]).encode())
         except BaseException:  # noqa: BLE001
             pass
     os._exit(0)
