@@ -233,10 +233,120 @@ for _name, _where in (("BUILD", -2), ("SETITEM", -3), ("APPEND", -2), ("SETITEMS
 
 def loads_restricted(text, trust, load_id):
     """Decode a candidate's pickle (base64 text) in the harness; raises :class:`Refused` or
-    ``pickle.UnpicklingError``/``ValueError`` for a broken one."""
+    ``pickle.UnpicklingError``/``ValueError`` for a broken one. The same guarantee as
+    :class:`Restricted` at C speed: a dry run (:class:`_DryRun`) first, then the C unpickler."""
     if type(text) is not str:
         raise pickle.UnpicklingError("a pickle must be text")
-    return Restricted(base64.b64decode(text.encode("ascii"), validate=True), trust, load_id).load()
+    data = base64.b64decode(text.encode("ascii"), validate=True)
+    try:
+        _DryRun(io.BytesIO(data), trust).load()
+    except _Changed as exc:
+        raise Refused("pickle", "%s on an object that existed before" % exc, True) from None
+    except Refused:
+        raise
+    except Exception:  # noqa: BLE001 - a broken pickle: the checked loader gives the exact error
+        return Restricted(data, trust, load_id).load()
+    return _Fast(io.BytesIO(data), trust, load_id).load()
+
+
+# -- the fast path (issue 14): measured on 10,000 dataclass instances, the pure-Python Restricted
+# took 124 ms against 11 ms for the C unpickler. A pickle's stack effects are fixed by its opcodes,
+# so which object each BUILD/SETITEM(S)/APPEND(S)/ADDITEMS changes is known from a run with
+# stand-ins: _DryRun gives every object the pickle names (find_class, persistent_load) as a
+# stand-in that raises _Changed when one of those opcodes reaches it, and every object the
+# pickle makes as a _Fresh that takes anything; a trusted class whose call can return an object
+# that existed before (an Enum, a metaclass, a module type) makes a named stand-in too. Only
+# when that run passes does the C unpickler decode the same bytes with the real classes. A
+# mark-based opcode with no items changes nothing in C and is not refused there (Restricted
+# refuses it).
+
+class _Changed(Exception):
+    """A dry-run opcode reached an object the pickle did not make (not an AttributeError, which
+    the unpickler's attribute lookups would swallow)."""
+
+
+def _changed(obj, *args):
+    raise _Changed("BUILD, SETITEM(S), APPEND(S) or ADDITEMS")
+
+
+class _Fresh:
+    """Dry run: an object the pickle made. Takes any state (C-level no-ops where possible)."""
+
+    __setstate__ = append = extend = add = id
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __setitem__(self, key, value):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        return _Fresh()
+
+
+class _NamedMeta(type):
+    """Dry run: the class of a stand-in for a named class; each mutating opcode on the class raises."""
+
+    __setstate__ = append = extend = add = property(_changed)
+    __setitem__ = _changed
+
+
+class _Named:
+    """Dry run: a named object that is no class (a persistent id, an enum member, a function)."""
+
+    __setstate__ = append = extend = add = property(_changed)
+    __setitem__ = _changed
+
+    def __call__(self, *args, **kwargs):
+        return _Fresh()
+
+
+def _named_new(cls, *args, **kwargs):
+    return _Named()
+
+
+class _DryRun(pickle.Unpickler):
+    """The C unpickler over stand-ins (see above); :meth:`find_class` refuses as the real run does."""
+
+    def __init__(self, file, trust):
+        super().__init__(file)
+        self.trust, self.standins = trust, {}
+
+    def find_class(self, module, name):
+        """The stand-in of the trusted class (or enum member, function) ``module.name``."""
+        real = self.trust.find(module, name)
+        got = self.standins.get(id(real))
+        if got is None:
+            enum = sys.modules.get("enum")
+            if not isinstance(real, type):
+                got = _Named()
+            elif issubclass(real, (type, types.ModuleType)) or (enum is not None and issubclass(real, enum.Enum)):
+                got = _NamedMeta("standin", (_Fresh,), {"__new__": _named_new})
+            else:
+                got = _NamedMeta("standin", (_Fresh,), {})
+            self.standins[id(real)] = (got, real)
+            return got
+        return got[0]
+
+    def persistent_load(self, pid):
+        """Every persistent id stands for an object that existed before."""
+        return _Named()
+
+
+class _Fast(pickle.Unpickler):
+    """The C unpickler with :meth:`Trust.find` and the caller's ``load_id`` (after a dry run passed)."""
+
+    def __init__(self, file, trust, load_id):
+        super().__init__(file)
+        self.trust, self.load_id = trust, load_id
+
+    def find_class(self, module, name):
+        """Resolve only trusted classes."""
+        return self.trust.find(module, name)
+
+    def persistent_load(self, pid):
+        """Resolve a persistent id through the caller's ``load_id``."""
+        return self.load_id(pid)
 
 
 def loads_trusted(text, load_id):
