@@ -13,7 +13,10 @@ and prints per round and as median [min-max] over the rounds:
     the timed window only. Far less sensitive to load, so it is the number to compare across
     runs on a shared machine; on a quiet 2-core machine both sides are CPU-bound and the two
     ratios agree. ``n/a`` where no cgroup can be created (not root).
-and the load average before and after. Every solution must pass in every harness (checked).
+and the load average before and after, then one HEADLINE line (:func:`headline`): the issue's
+figure is exec/s at the same concurrency, i.e. the wall ratio, which equals the CPU ratio on a
+quiet machine; under load (load average above the core count) the headline is the CPU ratio and
+says so. Every solution must pass in every harness (checked).
 
     .venv/bin/python bench/sandbox.py [--rounds 3] [--limit N]
     .venv/bin/python bench/sandbox.py --defences 3   # each defence off in turn, against all-on
@@ -296,17 +299,38 @@ def _chain(rows: list[dict], configs: list) -> dict:
     return out
 
 
+def headline(wall: list[float], cpu: list[float | None], peak_load: float, cores: int) -> str:
+    """The one ours / floor figure the issue asks for, and which ratio gives it. The issue's figure
+    is exec/s at the same concurrency (ours 387 /s over the floor's 520 = 0.74): the wall ratio.
+    It measures the code only when both sides have the CPU to themselves: on a quiet machine both
+    are CPU-bound and the two ratios agree (README: 0.47 wall quiet, 0.39-0.46 CPU loaded). Under
+    load (more runnable processes than cores) the scheduler gives ours, which has more processes,
+    a larger share, so the wall ratio overstates it (0.75 against a CPU ratio of 0.54 at load 11):
+    the headline is then the CPU ratio, the estimate of the quiet wall ratio."""
+    quiet = peak_load < cores
+    vals = [v for v in (wall if quiet or not any(c is not None for c in cpu) else cpu) if v is not None]
+    got = statistics.median(vals)
+    kind = "wall ratio (exec/s), machine quiet" if quiet else \
+        f"CPU ratio: load {peak_load:.1f} > {cores} cores, so the wall ratio counts the scheduler's share"
+    if not quiet and not any(c is not None for c in cpu):
+        kind = f"wall ratio, load {peak_load:.1f} > {cores} cores and no CPU meter (not root): overstated"
+    verdict = "unknown (overstated)" if "overstated" in kind and got >= 0.7 else "met" if got >= 0.7 else "NOT met"
+    return f"HEADLINE ours / floor = {got:.2f} ({kind}); target >= 0.70 with every defence on: {verdict}"
+
+
 def bench_fair(rows: list[dict], rounds: int) -> None:
     """The default: ours (every defence on) between two floor runs, ``rounds`` times; the wall
-    and CPU ratios per round and as median [min-max], with the load."""
+    and CPU ratios per round and as median [min-max], with the load, then :func:`headline`."""
     print(f"load before: {load()}")
-    wall, cpu, ms = [], [], []
+    wall, cpu, ms, peak = [], [], [], os.getloadavg()[0]
     for r in range(rounds):
         w, c, m = _chain(rows, [None])[None]
         wall.append(w), cpu.append(c), ms.append(m)
+        peak = max(peak, os.getloadavg()[0])
         print(f"-- round {r + 1}/{rounds}: wall ratio {w:.2f}   CPU ratio {'n/a' if c is None else f'{c:.2f}'}   load {load()}")
     print(f"\nours/floor over {rounds} rounds, median [min-max]:  wall {_spread(wall)}   CPU {_spread(cpu)}"
           f"   (ours CPU {_spread(ms)} ms/exec)   load after: {load()}")
+    print(headline(wall, cpu, max(peak, os.getloadavg()[0]), os.cpu_count() or 1))
 
 
 def bench_defences(rows: list[dict], rounds: int) -> None:
