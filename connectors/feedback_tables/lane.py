@@ -43,7 +43,15 @@ def _any(patterns: tuple[str, ...]) -> str:
 
 
 def _cat(*parts: Any) -> pa.Array:
-    return pc.binary_join_element_wise(*parts, "")
+    """The parts (arrays and constant texts) joined per row; adjacent constants merged first (each
+    part costs a gather per row)."""
+    merged: list[Any] = []
+    for part in parts:
+        if isinstance(part, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += part
+        else:
+            merged.append(part)
+    return pc.binary_join_element_wise(*merged, "")
 
 
 def redact_texts(redactor: Any, work: list[tuple[list, list, list]]) -> list[list]:
@@ -66,12 +74,17 @@ def redact_texts(redactor: Any, work: list[tuple[list, list, list]]) -> list[lis
 
 
 def _joined(lines: pa.Array) -> list[str]:
-    """``[all lines, each ending in a newline]`` (``[]`` for none), joined by one Arrow kernel
-    (no Python string per line)."""
+    """``[all lines]`` as one string (``[]`` for none) for lines that each end in a newline: the
+    bytes between the array's first and last offsets, decoded once (no join, no Python string per
+    line)."""
     if not len(lines):
         return []
-    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), "\n")
-    return [joined[0].as_py() + "\n"]
+    if lines.null_count or lines.type not in (pa.string(), pa.large_string()):
+        raise ValueError("JSON lines hold no NULL")
+    width = np.int64 if lines.type == pa.large_string() else np.int32
+    offsets = np.frombuffer(lines.buffers()[1], dtype=width)
+    start, end = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
+    return [str(memoryview(lines.buffers()[2])[start:end], "utf-8")]
 
 
 class ChunkLane:
@@ -117,17 +130,18 @@ class ChunkLane:
         self._apply(jobs, results)
         self._check_lengths()
         bad = np.isin(self.gid, np.unique(self.gid[self.unsure]))
-        keys, lines = self._simple(np.flatnonzero(~bad), as_json)
+        block = as_json and joined  # lines made with their newline, the block decoded from Arrow's buffer
+        keys, lines = self._simple(np.flatnonzero(~bad), as_json, block)
         more_keys, more = self._row_path(np.flatnonzero(bad), as_json)
         if as_json and not more:
             return _joined(lines) if joined else lines.to_pylist()
         items = lines.to_pylist() if as_json else lines
         if more:
             keys = np.concatenate([keys, more_keys]) if len(keys) else more_keys
-            items += more
+            items += [line + "\n" for line in more] if block else more
             order = np.lexsort((keys[:, 1], keys[:, 0]))
             items = [items[i] for i in order]
-        return (["".join(line + "\n" for line in items)] if items else []) if as_json and joined else items
+        return (["".join(items)] if items else []) if block else items
 
     # -- values ---------------------------------------------------------------------------
 
@@ -220,7 +234,7 @@ class ChunkLane:
         first[1:] = g[1:] != g[:-1]
         return idx[order[first]]
 
-    def _simple(self, idx: np.ndarray, as_json: bool) -> tuple[np.ndarray, Any]:
+    def _simple(self, idx: np.ndarray, as_json: bool, newline: bool = False) -> tuple[np.ndarray, Any]:
         counts = self.src.counts
         counts["rows_read"] += len(idx)
         counts["naive_timestamps"] += int(self.naive[idx].sum())
@@ -236,11 +250,12 @@ class ChunkLane:
             counts["no_timestamp_with_since"] += int(no_ts.sum())
             counts["before_since"] += int(before.sum())
             win = win[~no_ts & ~before]
-        return self._records(win, as_json)
+        return self._records(win, as_json, newline)
 
-    def _records(self, win: np.ndarray, as_json: bool) -> tuple[np.ndarray, Any]:
+    def _records(self, win: np.ndarray, as_json: bool, newline: bool = False) -> tuple[np.ndarray, Any]:
         """SFT examples and preference pairs of the winning rows ``win`` (JSON lines as one Arrow array
-        if ``as_json``), in order, with their sort keys (group, 0 for the example or 1 for the pair)."""
+        if ``as_json``, each ending in a newline if ``newline``), in order, with their sort keys
+        (group, 0 for the example or 1 for the pair). Pairs are built on their rows only."""
         counts, take = self.src.counts, pa.array(win)
         corr = ~self.blank["correction"][win] if "correction" in self.text else np.zeros(len(win), dtype=bool)
         good = self.has_rating[win] & (self.rating[win] >= self.src._threshold)
@@ -258,31 +273,37 @@ class ChunkLane:
         take = pa.array(win)
         esc = {f: col.json_strings(a.take(take)) for f, a in self.text.items() if f in
                ("prompt", "response", "correction", "system_prompt")}
-        prompt, tail = self._prompt_json(win, esc), self._source_json(win)
-        lines_sft = _cat('{"messages":[', prompt, ',{"role":"assistant","content":"',
-                         pc.if_else(corr, esc.get("correction", esc["response"]), esc["response"]), '"}]', tail,
-                         ',"weight":1.0}')
-        lines_pair = _cat('{"prompt":[', prompt, '],"chosen":"', esc.get("correction", esc["response"]),
-                          '","rejected":"', esc["response"], '"', tail, "}") if pair.any() else None
+        prompt, tail, end = self._prompt_json(win, esc), self._source_json(win), "\n" if newline else ""
+        lines_sft = _cat('{"messages":[', *prompt, ',{"role":"assistant","content":"',
+                         pc.if_else(corr, esc.get("correction", esc["response"]), esc["response"]) if corr.any()
+                         else esc["response"], '"}]', *tail, ',"weight":1.0}' + end)
         both = np.stack([sft, pair], axis=1).ravel()  # per row its SFT example, then its pair if any
         keys = np.stack([np.repeat(self.gid[win], 2), np.tile([0, 1], len(win))], axis=1)[both]
-        lines = lines_sft if lines_pair is None else \
-            pa.concat_arrays([lines_sft, lines_pair]).take(pa.array(np.stack([np.arange(len(win)), np.arange(
-                len(win)) + len(win)], axis=1).ravel()[both]))
+        lines = lines_sft
+        if pair.any():
+            on = pa.array(pair)
+            kept = [p if isinstance(p, str) else p.filter(on) for p in (*prompt, *tail)]
+            lines_pair = _cat('{"prompt":[', *kept[:len(prompt)], '],"chosen":"', esc["correction"].filter(on),
+                              '","rejected":"', esc["response"].filter(on), '"', *kept[len(prompt):], "}" + end)
+            n = len(win)  # the k-th pair is line n + k of the concatenation
+            lines = pa.concat_arrays([lines_sft, lines_pair]).take(pa.array(np.stack(
+                [np.arange(n), n + np.cumsum(pair) - 1], axis=1).ravel()[both]))
         if as_json:
             return keys, lines
         return keys, [(PreferencePair if sub else SftExample).model_validate_json(t)
                       for t, sub in zip(lines.to_pylist(), keys[:, 1].tolist())]
 
-    def _prompt_json(self, win: np.ndarray, esc: dict[str, pa.Array]) -> pa.Array:
-        user = _cat('{"role":"user","content":"', esc["prompt"], '"}')
+    def _prompt_json(self, win: np.ndarray, esc: dict[str, pa.Array]) -> list[Any]:
+        """The prompt messages' JSON of the winning rows, as parts for :func:`_cat`."""
+        user = ['{"role":"user","content":"', esc["prompt"], '"}']
         if "system_prompt" not in esc:
             return user
         system = _cat('{"role":"system","content":"', esc["system_prompt"], '"},')
-        return _cat(pc.if_else(pa.array(~self.blank["system_prompt"][win]), system, ""), user)
+        return [pc.if_else(pa.array(~self.blank["system_prompt"][win]), system, ""), *user]
 
-    def _source_json(self, win: np.ndarray) -> pa.Array:
-        """``,"source":{...},"domain":...`` of the winning rows: ids as stored, the user pseudonymised.
+    def _source_json(self, win: np.ndarray) -> list[Any]:
+        """``,"source":{...},"domain":...`` of the winning rows (parts for :func:`_cat`): ids as stored,
+        the user pseudonymised.
         When no part is NULL, one concatenation with each part escaped alone (JSON escapes are per
         character), else the parts joined with NULLs skipped, then escaped."""
         src, take = self.src, pa.array(win)
@@ -304,11 +325,11 @@ class ChunkLane:
             parts: list[Any] = [head]
             for k, (label, value) in enumerate(zip(labels, values)):
                 parts += [(";" if k else "") + label, col.json_strings(value)]
-            return _cat(*parts, tail)
+            return [*parts, tail]
         parts = [_cat(label, value) for label, value in zip(labels, values)]
         locator = pc.binary_join_element_wise(*parts, ";", null_handling="skip") if parts else \
             pa.array([""] * len(win), pa.string())
-        return _cat(head, col.json_strings(pc.fill_null(locator, "")), tail)
+        return [head, col.json_strings(pc.fill_null(locator, "")), tail]
 
     def _pseudonyms(self, users: pa.Array) -> tuple[pa.Array, pa.Array]:
         """``(user ids, their pseudonyms)`` covering ``users``: kept on the source as two Arrow
