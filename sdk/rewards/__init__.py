@@ -41,6 +41,11 @@ Covered:
   or ``node:test`` patching, shutdown hooks, reflection, report paths, ``/proc``; in Python also
   attributes of standard-library modules set by the solution, ``import ctypes``, and ``__eq__``
   whose answer does not depend on its operands: ``o == o``, ``x or True``, ``1 > 0``).
+- Change tasks (``pytest_repo``: the tests run in the repository's process): a pass counts only
+  with the witness's evidence that the genuine test function returned normally
+  (``_runner/tl_witness.py``); a running test's frame (``sys._getframe``, ``inspect``, ``tb_frame``,
+  ``gi_frame``, ``logging.currentframe``) or a test function's code (``__code__``, ``f_code``,
+  ``dis``) reaching repository code is ``runner_tampering`` (H4, ``_runner/tl_proof.py``).
 - R5: a crash in every test earns no ``runs`` credit (status ``runtime_error``).
 - R6 (:mod:`~sdk.rewards.answers`): final answers in tags (``<answer>``), ``\\boxed{}`` and
   ``Answer:`` lines (``RewardConfig.answer_*``); when the prompt shows a marker, a completion
@@ -70,6 +75,12 @@ Not covered (known gaps):
   is stopped by the static scan only (the run-time layer then counts its lines as results).
 - Code inside one C/C++ test's own child can still find that test's token in its memory;
   a JS test file could forge node's internal child-to-runner protocol (``v8`` serialisation).
+- Change tasks: a hidden test's values held as objects are readable without a frame or code
+  object: pytest's session through ``sys.meta_path`` (``callspec.params``, ``funcargs``), the test
+  module's globals, a signal handler's ``frame`` argument (strict xfails in
+  ``tests/rewards/test_redteam_round4.py``); only running the tests out of the candidate's process
+  (as function tasks do) closes them. Honest repository code that reads frames during a test is
+  flagged too.
 - An honest solution too slow for every hidden input is flagged ``hardcoded_outputs``.
 - Code tasks have no format reward (only answer tasks). The brace-language duplicate scan is
   textual (no preprocessor, no macros; C++/Java overloads that differ only in parameter names

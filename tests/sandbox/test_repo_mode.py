@@ -248,6 +248,10 @@ def test_the_runners_functions_with_rewritten_cells_code_or_defaults_forge_nothi
 
 
 def test_the_witness_names_what_repository_code_did(results):
-    assert "outside the runner's tracer" in results["audit"].detail
+    # each takes the test's frame or code on its way: H4's flag (tl_proof.watcher) may be the one named
+    h4 = ("read a running test's frame", "read a test's code")
+    audit = results["audit"].detail
+    assert "outside the runner's tracer" in audit or any(h in audit for h in h4), audit
     for name in ("frames", "code", "noop_code", "reach"):
-        assert "without the runner's evidence: tests/test_ops.py::test_mul" in results[name].detail, name
+        detail = results[name].detail
+        assert "without the runner's evidence: tests/test_ops.py::test_mul" in detail or any(h in detail for h in h4), name

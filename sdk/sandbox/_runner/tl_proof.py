@@ -18,6 +18,9 @@ and fingerprinted) stdlib function whose forked child never returns to its calle
 patched (``object.__setattr__``, which ``unittest.mock`` does on its own classes) genuine stdlib
 frames are passed through to the first frame that must then be trusted.
 
+:func:`watcher` (H4) judges the frames and code objects that reach repository code while a test
+runs (see the section below :func:`_file_fps`).
+
 Not covered: a trusted function that calls what it is given (pluggy's ``_multicall`` with forged
 hook implementations, a pytest helper with a callable argument) still vouches for the call it
 makes; such a call is flagged only if its innermost frame is not that trusted function.
@@ -126,6 +129,7 @@ def prover(runner, test_fps, test_files, fingerprint):
                 return _name(f)
             f = f.f_back
         return "standard-library frames only (a thread?)"
+    source.trusted = trusted   # for watcher (below)
     return source
 
 
@@ -144,6 +148,169 @@ def _file_fps(name, fingerprint):
         with open(real, "rb") as fh:
             code = compile(fh.read(), name, "exec", dont_inherit=True)
     except Exception:  # noqa: BLE001 - not a readable, compilable stdlib file: no proof
+        return frozenset()
+    out, todo = set(), [code]
+    while todo:
+        c = todo.pop()
+        out.add(fingerprint(c))
+        todo.extend(x for x in c.co_consts if type(x) is types.CodeType)
+    out.discard(None)
+    return frozenset(out)
+
+
+# -- frames and code objects (H4) ------------------------------------------------------------
+# Who reads a running test's frame or a test function's code (the hook of :mod:`tl_witness`, H4).
+#
+# A change task's tests run in the candidate's process, so code under test could read the genuine
+# test's bytecode (the next ``LOAD_CONST`` after the call: the expected value) or its locals (a
+# parameter named ``expected``) and return what the test wants. In CPython 3.11 every way to a frame
+# or a code object raises an audit event: ``sys._getframe``, and ``object.__getattr__`` for
+# ``tb_frame``, ``gi_frame``/``cr_frame``/``ag_frame``, ``f_code``, ``__code__``, ``gi_code``... (``gc``
+# walks, ``sys._current_frames`` and tracing are watched by :mod:`tl_proof` already). :func:`watcher`
+# judges two kinds:
+#
+# - a *frame* obtained (``sys._getframe``, a traceback's, a generator's or coroutine's frame) whose
+#   chain of callers (``f_back``) holds a pristine test function's frame: the test is running below
+#   whoever receives it;
+# - a *code object* read (``__code__``, ``f_code``, ``gi_code``...) that is a pristine test function's
+#   (its fingerprint, as :mod:`tl_witness` computes them; a name or a file name proves nothing).
+#
+# Either is flagged ``runner_tampering`` when its *receiver* is not trusted code. The receiver is the
+# innermost frame, or, when that is a genuine (recompiled and fingerprinted) library function that
+# hands frames or code back to its caller (``inspect.currentframe``/``stack``/``trace``,
+# ``traceback.walk_stack``/``extract_stack``, ``logging.currentframe``, ``dis``, ``inspect``'s code
+# walkers), the first frame outside such functions. Trusted receivers: the runner, pytest, pluggy
+# (:mod:`tl_proof`'s registry), a pristine test, and genuine library code that uses the frame or code
+# itself (``logging``'s ``findCaller``, ``namedtuple``, ``inspect.signature``); library code is a
+# function of a real file under the standard library or a read-only ``sys.path`` folder outside the
+# repository, its code object matching that file recompiled.
+#
+# Not covered: what needs no frame or code object. Values the test holds as objects stay reachable
+# through pytest's objects (``sys.meta_path``'s assertion rewriter holds the session, so its items,
+# their ``callspec.params`` and ``funcargs``), the test module's globals through ``sys.modules``, a
+# signal handler's ``frame`` argument (no audit event), and third-party library code that returns
+# frames (it counts as library code). Repository code that reads frames while a test runs (a
+# caller-introspecting helper) is flagged even when honest.
+GETATTR_FRAME = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+GETATTR_CODE = frozenset({"f_code", "__code__", "gi_code", "cr_code", "ag_code"})
+EVENTS = frozenset({"sys._getframe", "object.__getattr__"})
+# genuine library functions that hand a frame on to their caller (by the file's path ending)
+FRAME_HANDS = {"/inspect.py": frozenset({"currentframe", "stack", "trace", "getouterframes", "getinnerframes"}),
+               "/traceback.py": frozenset({"walk_stack", "walk_tb", "_walk_tb_with_full_positions", "extract_stack",
+                                           "format_stack", "print_stack", "extract", "_extract_from_extended_frame_gen"}),
+               "/logging/__init__.py": frozenset({"<lambda>"}),   # logging.currentframe
+               "/asyncio/base_tasks.py": frozenset({"_task_get_stack"}), "/asyncio/tasks.py": frozenset({"get_stack"})}
+# inspect's functions that read a code object and hand back nothing of its constants
+CODE_KEEPS = frozenset({"_signature_from_function", "_signature_is_functionlike", "_has_code_flag", "getfile",
+                        "getsourcefile", "getmodule", "unwrap", "isgeneratorfunction", "iscoroutinefunction",
+                        "isasyncgenfunction", "_signature_from_callable", "signature", "from_callable", "getfullargspec"})
+
+
+def libraries(cwd, folder, path):
+    """Real folders (ending in a separator) whose files count as library code: the standard library
+    and every ``path`` folder that is not writable and lies outside ``cwd`` and ``folder``."""
+    out, mine = list(STDLIB), tuple(os.path.realpath(p).rstrip(os.sep) + os.sep for p in (cwd, folder))
+    for p in path:
+        real = os.path.realpath(p).rstrip(os.sep) + os.sep if type(p) is str and p else None
+        if real and os.path.isdir(real) and not real.startswith(mine) and not os.access(real, os.W_OK):
+            out.append(real)
+    return tuple(dict.fromkeys(out))
+
+
+def watcher(trusted, test_fps, test_files, fingerprint, libs, _type=type):
+    """``check(event, args, frame)``: a short text naming the culprit when ``event`` (raised with
+    ``frame`` as the innermost Python frame) hands a running test's frame or a test function's code
+    to untrusted code, else ``None``. ``trusted(frame)`` is :func:`prover`'s ``source.trusted``."""
+    fps, files = {}, {}
+    code_of = types.FunctionType.__dict__["__code__"].__get__
+
+    def fp_of(code):
+        hit = fps.get(id(code))
+        if hit is None or hit[0] is not code:
+            hit = fps[id(code)] = (code, fingerprint(code))
+        return hit[1]
+
+    def is_test(code):
+        return _type(code) is types.CodeType and code.co_filename in test_files and fp_of(code) in test_fps
+
+    def library(code):
+        name = code.co_filename
+        if _type(name) is not str or not name.startswith("/"):
+            return False
+        known = files.get(name)
+        if known is None:
+            known = files[name] = _lib_fps(name, libs, fingerprint)
+        return fp_of(code) in known
+
+    def receiver(frame, frames):
+        f = frame
+        while f is not None and _hands(f.f_code, frames) and library(f.f_code):
+            f = f.f_back
+        if f is None or trusted(f) or library(f.f_code):
+            return None
+        name = f.f_code.co_filename
+        return name[-150:] if _type(name) is str else "?"
+
+    def reaches_test(f):
+        depth = 0
+        while f is not None and depth < 400:
+            if is_test(f.f_code):
+                return True
+            f, depth = f.f_back, depth + 1
+        return False
+
+    def check(event, args, frame):
+        if _type(args) is not tuple or not args:
+            return None
+        if event == "sys._getframe":
+            got, frames = args[0], True
+        elif len(args) == 2 and _type(args[1]) is str and (args[1] in GETATTR_FRAME or args[1] in GETATTR_CODE):
+            frames = args[1] in GETATTR_FRAME
+            got = _target(args[0], args[1], code_of)
+        else:
+            return None
+        hit = reaches_test(got) if frames and _type(got) is types.FrameType else (not frames and is_test(got))
+        if not hit:
+            return None
+        who = receiver(frame, frames)
+        return None if who is None else "%s read %s" % (who, "a running test's frame" if frames else "a test's code")
+    return check
+
+
+def _hands(code, frames):
+    """True when ``code`` (if genuine library code) hands frames (``frames``) or code objects on to its caller."""
+    name = code.co_filename if type(code.co_filename) is str else ""
+    if frames:
+        return any(name.endswith(end) and code.co_name in names for end, names in FRAME_HANDS.items())
+    return name.endswith("/dis.py") or (name.endswith("/inspect.py") and code.co_name not in CODE_KEEPS)
+
+
+def _target(obj, name, code_of, _type=type):
+    """The frame or code object that ``obj.<name>`` gives, read without running a foreign method."""
+    try:
+        if name == "__code__":
+            return code_of(obj) if _type(obj) is types.FunctionType else None
+        if name == "f_code":
+            return obj.f_code if _type(obj) is types.FrameType else None
+        if name == "tb_frame":
+            return obj.tb_frame if _type(obj) is types.TracebackType else None
+        if _type(obj) in (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType):
+            return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - no target: nothing to judge
+        return None
+    return None
+
+
+def _lib_fps(name, libs, fingerprint):
+    """The fingerprints of every code object of the real library file ``name`` (recompiled), or an
+    empty set when ``name`` is no file under ``libs``."""
+    try:
+        real = os.path.realpath(name)
+        if not real.startswith(libs):
+            return frozenset()
+        with open(real, "rb") as fh:
+            code = compile(fh.read(), name, "exec", dont_inherit=True)
+    except Exception:  # noqa: BLE001 - not a readable, compilable library file: no proof
         return frozenset()
     out, todo = set(), [code]
     while todo:

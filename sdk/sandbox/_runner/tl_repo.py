@@ -25,12 +25,14 @@ finaliser of the repository runs after the verdicts). The process is made non-du
 hook is armed (``/proc/self/mem`` and the like become root's), and a watched event is flagged unless
 :mod:`tl_proof` proves it comes from the runner, pytest, pluggy or a pristine test.
 
-Not covered: the tests run in the candidate's process, so their code is within its reach. Code
-under test can read its caller's code (``sys._getframe(1).f_code``, a traceback's ``tb_frame``,
-``inspect``), the test module from ``sys.modules`` (the files leave the disk only after collection),
-or call the genuine test function itself with a probe whose ``==`` records the expected value, and
-return what the hidden test expects: none of these is flagged (``sys._getframe`` is how ``logging``
-and many libraries find their caller), so a hidden test is an oracle for a candidate that looks.
+Not covered: the tests run in the candidate's process, so their objects are within its reach.
+Reading a running test's frame (``sys._getframe``, ``inspect``, a traceback's ``tb_frame``, a
+generator's ``gi_frame``, ``logging.currentframe``) or a test function's code (``__code__``,
+``f_code``, ``dis``) from repository code is flagged (:func:`tl_proof.watcher`, H4), but what needs
+neither stays readable: pytest's session through ``sys.meta_path`` (items, ``callspec.params``,
+``funcargs``), the test module's globals through ``sys.modules``, and the frame a signal handler is
+given (its ``f_back.f_locals``): a hidden test's values held as objects are an oracle for a
+candidate that looks (tests/rewards/test_redteam_round4.py, strict xfails).
 """
 
 import json

@@ -39,15 +39,11 @@ the test's code rebuilt with other globals) makes the genuine code return normal
 about the runner, the test's strength is the task's. The trace function is set for the call phase
 only (a genuine function run from a fixture or another thread is not evidence).
 A test that replaces ``sys.settrace`` itself loses its evidence (it fails, flagged).
-Suspected hole (found at the end of the stop, not settled): repository code that takes the
-genuine test frame (``sys._getframe``, not a watched event: honest libraries use it) can set a
-trace function of its own on it (``f_trace``; no audit event) and jump over a failing ``assert``
-(``f_lineno``, as a debugger does), then put :func:`local` back, so that the frame returns
-normally. A standalone script shows the jump and that no audit event is raised; through this
-runner (the harness run by hand, outside the sandbox, one shape of the attack) pytest reported the
-pass but the witness wrote no ``ran`` (failed and flagged), for a reason not yet worked out, so
-other shapes may succeed. Flagging ``sys._getframe`` from repository code, or checking the
-frame's line events in :func:`local`, are the candidate fixes. Reading
+The ``f_trace`` jump (repository code setting a trace function on the genuine test's frame and
+jumping over a failing ``assert`` through ``f_lineno``) needs that frame: obtaining a running test's
+frame, or a test function's code object, from repository code is flagged
+(:func:`tl_proof.watcher`, H4), except the frame a signal handler is given (no audit event: not
+covered, see there). Reading
 process memory through ``ctypes`` is flagged, not prevented (``/proc/self/mem`` is closed: the test
 process is not dumpable); the nonce is a Python string in the hook's closure, so a ``gc`` walk
 finds it: pure Python cannot keep it out of reach, the flag of :mod:`tl_proof` is the line.
@@ -296,7 +292,9 @@ def arm(fd, nonce, codes, cwd):
     fps = set().union(*codes.values()) if codes else set()
     files = {os.path.join(FOLDER[0], rel) for rel, _ in codes} if FOLDER else set()
     source = tl_proof.prover(tl_proof.registry(dirs), frozenset(fps) - {None}, frozenset(files), fingerprint)
-    sys.addaudithook(_hook(emit, check, source))
+    frames = tl_proof.watcher(source.trusted, frozenset(fps) - {None}, frozenset(files), fingerprint,
+                               tl_proof.libraries(cwd, FOLDER[0] if FOLDER else cwd, sys.path))
+    sys.addaudithook(_hook(emit, check, source, frames))
 
 
 FOLDER = []   # the tests folder (set by test_codes)
@@ -310,8 +308,9 @@ def memory(path, _type=type):
     return _type(path) is str and bool(MEMORY.match(os.path.normpath(path)))
 
 
-def _hook(emit, check, source, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED)):
-    busy, done = [], set()
+def _hook(emit, check, source, frames, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
+          _frame_events=frozenset({"sys._getframe", "object.__getattr__"})):
+    busy, done, said = [], set(), set()
 
     def tampering(event, args):
         if event in _watched:
@@ -324,7 +323,7 @@ def _hook(emit, check, source, _getframe=sys._getframe, _type=type, _safe=safe, 
 
     def hook(event, args):
         if busy or _type(event) is not str or not (event == "tl.ran" or event in _watched or event == "open"
-                                                   or event == "object.__setattr__"):
+                                                   or event == "object.__setattr__" or event in _frame_events):
             return
         busy.append(1)
         try:
@@ -335,6 +334,11 @@ def _hook(emit, check, source, _getframe=sys._getframe, _type=type, _safe=safe, 
                 elif nid is not None and nid not in done:
                     done.add(nid)
                     emit(event="ran", name=nid)
+            elif event in _frame_events:
+                why = frames(event, args, _getframe(1))
+                if why and why not in said:   # once per culprit: a loop of reads is one flag, not a flood
+                    said.add(why)
+                    emit(event="flag", flag="runner_tampering", detail=why)
             elif tampering(event, args):
                 where = source(_getframe(1), event)
                 if where:
