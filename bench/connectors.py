@@ -1,7 +1,7 @@
 """Benchmark (issues 4 and 13): the pytest connector on real PyPI sdists, validated in the sandbox.
 
     .venv/bin/python bench/connectors.py                          # the five default sdists
-    .venv/bin/python bench/connectors.py --only toolz humanize    # some of them
+    .venv/bin/python bench/connectors.py --only toolz humanize    # some of them (or isodate, inflection)
     .venv/bin/python bench/connectors.py --repo PATH --package NAME [--tests DIR] [--limit N]
 
 The sdists (downloaded once with ``pip download --no-deps --no-binary :all:`` into ``--cache``,
@@ -62,6 +62,10 @@ SDISTS = {  # name: (version, package, tests folder)
     "humanize": ("4.12.3", "humanize", "tests"),
     "attrs": ("25.3.0", "attr", "tests"),
     "tabulate": ("0.10.0", "tabulate", "test"),
+}
+EXTRA = {  # the new-user trial's sdists (issue 13), run only when named with --only
+    "isodate": ("0.7.2", "isodate", "tests"),      # src/ layout; tzinfo values and Duration arithmetic cross
+    "inflection": ("0.5.1", "inflection", "."),    # tests at the root; a test changes UNCOUNTABLES
 }
 
 
@@ -145,7 +149,7 @@ def main() -> None:
     ap.add_argument("--repo", type=Path, help="a repository folder instead of the default sdists")
     ap.add_argument("--package", help="import name of the package (with --repo)")
     ap.add_argument("--tests", default="tests")
-    ap.add_argument("--only", nargs="*", choices=sorted(SDISTS), help="run only these default sdists")
+    ap.add_argument("--only", nargs="*", choices=sorted({**SDISTS, **EXTRA}), help="run only these default sdists")
     ap.add_argument("--limit", type=int, default=0, help="validate only the first N tasks per repository (0: all)")
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--reference-mutants", type=int, default=2, help="reference mutants per task (strength check)")
@@ -158,7 +162,7 @@ def main() -> None:
     else:
         jobs = []
         for name in args.only or SDISTS:
-            version, package, tests = SDISTS[name]
+            version, package, tests = {**SDISTS, **EXTRA}[name]
             folder = fetch_sdist(name, version, args.cache)
             if folder is not None:
                 jobs.append((folder, package, tests))

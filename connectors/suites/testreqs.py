@@ -1,6 +1,8 @@
 """Find a repository's test requirements (issue 13, item 2).
 
-Looked for in this order; the first place that names any requirement wins (``where`` says which):
+Looked for in this order; the first place that names any requirement wins (``where`` says which),
+and a declared test group or extra (1, 2) wins even when it names only tools such as pytest and
+coverage (webcolors 25.10.0: its noxfile's docs and lint sessions are no test requirements):
 
 1. ``pyproject.toml`` ``[dependency-groups]`` ``test``/``tests``/``testing`` (PEP 735,
    ``{include-group = ...}`` followed);
@@ -9,7 +11,8 @@ Looked for in this order; the first place that names any requirement wins (``whe
    itself expanded);
 3. ``requirements*test*.txt``, ``test*requirements*.txt``, ``requirements/test*.txt``,
    ``tests/requirements*.txt`` (``-r`` includes followed, other options dropped);
-4. ``tox.ini`` ``[testenv]`` ``deps``; 5. ``noxfile.py`` string arguments of ``session.install``.
+4. ``tox.ini`` ``[testenv]`` ``deps``; 5. ``noxfile.py`` string arguments of ``session.install`` in
+   its test sessions (named or tagged ``test``; ``-r FILE`` read).
 
 Tools that are not test dependencies are dropped (pytest itself, which the sandbox provides;
 coverage, xdist, linters, type checkers, docs tools), as is the project itself.
@@ -49,9 +52,10 @@ def find_test_requirements(repo: Path, project: str = "") -> tuple[list[str], st
         ("tox.ini [testenv] deps", lambda: _tox(repo / "tox.ini", extras)),
         ("noxfile.py session.install", lambda: _nox(repo / "noxfile.py")),
     ]
-    for where, find in finders:
-        reqs = _clean(find(), extras, project)
-        if reqs:
+    for i, (where, find) in enumerate(finders):
+        found = find()
+        reqs = _clean(found, extras, project)
+        if reqs or (found and i < 2):   # a declared test group or extra is the whole list, tools only or not
             return reqs, where
     return [], ""
 
@@ -139,14 +143,41 @@ def _tox(path: Path, extras: dict[str, list[str]]) -> list[str]:
 
 
 def _nox(path: Path) -> list[str]:
+    """String arguments of ``session.install`` in the *test* sessions of a noxfile (a session whose
+    function name or ``tags`` name tests: docs, lint and packaging sessions install no test helper);
+    ``-r FILE`` reads that requirements file, other options and their values are dropped."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
     except SyntaxError:
         return []
     out: list[str] = []
-    for node in ast.walk(tree) if tree else []:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "install":
-            out += [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    for fn in tree.body if tree else []:
+        if not isinstance(fn, ast.FunctionDef) or not any("session" in ast.unparse(d) for d in fn.decorator_list):
+            continue
+        if "test" not in fn.name.lower() and not any("test" in ast.unparse(d).split("tags", 1)[-1]
+                                                     for d in fn.decorator_list if "tags" in ast.unparse(d)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "install":
+                out += _install_args([a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)],
+                                     path.parent)
+    return out
+
+
+def _install_args(args: list[str], root: Path) -> list[str]:
+    """``pip install`` arguments as requirements: ``-r FILE`` read, other options (and ``-c``/``-e``'s
+    value) dropped."""
+    out, skip = [], False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg in ("-r", "--requirement") and i + 1 < len(args):
+            inc, skip = root / args[i + 1], True
+            out += _read_requirements(inc, 1) if inc.is_file() else []
+        elif arg in ("-c", "--constraint", "-e", "--editable"):
+            skip = True
+        elif not arg.startswith("-"):
+            out.append(arg)
     return out
 
 

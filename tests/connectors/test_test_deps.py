@@ -116,3 +116,33 @@ def test_an_unresolvable_requirement_is_one_clear_error(tmp_path, offline):
     assert "no-such-helper-xyz" in err.value.what and "test_requirements" in err.value.what
     assert "pip_args" in err.value.fix and "test_requirements" in err.value.fix
     assert not list((tmp_path / "cache").glob("*/.complete"))  # nothing half-built is kept
+
+
+NOXFILE = '''import nox
+
+
+@nox.session(tags=["tests"])
+def coverage_run(session):
+    session.install(".", "-r", "reqs/test.txt", "-c", "constraints.txt", "freezegun")
+
+
+@nox.session(tags=["docs"])
+def docs(session):
+    session.install(".", "-r", "docs/requirements.txt", "bandit")
+
+
+def helper(session):
+    session.install("never")
+'''
+
+
+def test_nox_reads_only_test_sessions_and_follows_r(tmp_path):
+    """webcolors 25.10.0: ``session.install(".", "-r", "docs/requirements.txt")`` of a docs session
+    was taken as a requirement named ``docs/requirements.txt`` (pip refused the whole list)."""
+    repo = tmp_path / "r"
+    (repo / "reqs").mkdir(parents=True)
+    (repo / "reqs/test.txt").write_text("responses\n")
+    (repo / "noxfile.py").write_text(NOXFILE)
+    assert find_test_requirements(repo) == (["responses", "freezegun"], "noxfile.py session.install")
+    (repo / "pyproject.toml").write_text('[dependency-groups]\ntests = ["pytest", "coverage[toml]"]\n')
+    assert find_test_requirements(repo) == ([], "pyproject.toml [dependency-groups]")   # declared: tools only
