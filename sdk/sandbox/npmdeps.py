@@ -30,8 +30,13 @@ How npm runs (on the host, before any task is built):
 Inside the sandbox the folder is bound read-only (bubblewrap: at
 :data:`~sdk.sandbox.deps.DEPS_MOUNT`) and ``tl_build.py`` links ``node_modules`` beside the
 task's files to it, so ``require('x')`` and ``import 'x'`` (ESM ignores ``NODE_PATH``) resolve.
-Not isolated from the tests: Node's own global folders (``$HOME/.node_modules``,
-``<prefix>/lib/node``), which are empty in the sandbox (``HOME`` is its private tmpfs).
+The build folder is writable, so code under test could put a ``node_modules`` of its own there
+before a test loads a package: the node guard (``languages/tl_node_guard.cjs``) therefore makes a
+CommonJS ``require('x')`` from outside the environment look only in its ``node_modules``, and ESM
+static imports are resolved before any code runs. Not covered: a dynamic ``import('x')`` made
+after the code under test ran, and Node's global folders (``$HOME/.node_modules``: ``HOME`` is the
+sandbox's private tmpfs), which are searched after the environment for a package it lacks (such
+a task's reference fails its tests, so it is never validated).
 """
 
 from __future__ import annotations

@@ -222,3 +222,26 @@ def test_a_file_folder_dependency_is_copied_not_linked(jsrepo, packed):
     finally:
         box.close()
     assert [q.reason for q in bad] == [] and len(valid) == 2
+
+
+@needs_npm
+def test_a_solution_cannot_plant_a_package_the_tests_require_later(jsrepo):
+    """A CommonJS test that requires its helper after the solution: the solution replaces
+    ``node_modules`` in the writable build folder with a fake helper; the tests still get the real one."""
+    res = _read(jsrepo)
+    task = next(t for t in res.tasks if t.verifier.target_path == "src/answer.js")
+    plant = ("const fs = require('fs');\nconst path = require('path');\nconst nm = path.join(__dirname, '..', 'node_modules');\n"
+             "try { fs.unlinkSync(nm); } catch (e) {}\nfs.mkdirSync(path.join(nm, 'tinyhelper'), { recursive: true });\n"
+             "fs.writeFileSync(path.join(nm, 'tinyhelper', 'index.js'), 'exports.helpValue = () => -1;');\n"
+             "function answer() {\n  return 0;\n}\n\nmodule.exports = { answer };\n")
+    late = {"test/late.test.js": "const test = require('node:test');\nconst assert = require('assert');\n"
+            "const { answer } = require('../src/answer');\nconst { helpValue } = require('tinyhelper');\n\n"
+            "test('late', () => assert.strictEqual(answer(), helpValue() + 1));\n"}
+    box = make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=1, cache=False))
+    try:
+        honest, planted = box.run([request_for(task, task.reference).model_copy(update={"tests": late}),
+                                   request_for(task, plant).model_copy(update={"tests": late})])
+    finally:
+        box.close()
+    assert honest.all_passed
+    assert not planted.all_passed

@@ -129,8 +129,9 @@ def execute(backend, req: ExecRequest, uid: int | None, deps: str | None = None)
     for p in files:
         safe_relpath(p)
     build = _build_spec(spec, req, files)
-    if deps is not None:
+    if deps is not None:   # ESM resolves through the link; the guard pins CommonJS lookups to the mount
         build["links"] = {"node_modules": backend.deps_path(deps) + "/node_modules"}
+        build["env"]["TL_NODE_DEPS"] = backend.deps_path(deps)
     files[SPEC_FILE] = json.dumps(build)
     lim = req.limits
     limits = lim.model_copy(update={"memory_mb": max(lim.memory_mb, spec.as_floor_mb),
