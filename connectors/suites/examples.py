@@ -13,7 +13,8 @@ Last, when neither the target nor a caller is named in the visible tests (a row 
 through ``tabulate(..., tablefmt="textile")``), the visible tests whose own names share most of the
 target's words (``test_textile`` for ``_textile_row_with_attrs``) are shown.
 
-For a target with a docstring (no ``>>>`` in it), only ``assert`` lines that hold a literal are shown
+A parametrised test that calls a name with its parameters shows its cases (``("-0%", "0%")``) and
+that call, before whole tests are tried. For a target with a docstring (no ``>>>`` in it), only ``assert`` lines that hold a literal are shown
 (``literal``). Only the task's *visible* tests are read: hidden tests never reach a prompt.
 """
 
@@ -31,6 +32,32 @@ def _assert_lines(tests: dict[str, str], name: str, limit: int, literal: bool = 
     lines = [ln.strip() for text in tests.values() for ln in text.splitlines()
              if ln.strip().startswith("assert") and call.search(ln) and (not literal or _LITERAL.search(ln))]
     return list(dict.fromkeys(lines))[:limit]
+
+
+def _param_cases(tests: dict[str, str], name: str, limit: int) -> list[str]:
+    """For a parametrised test whose body calls ``name`` with its parameters (``assert out ==
+    f(raw)``): its argument names, its first ``limit`` cases (a literal list, or a module-level name
+    bound to one) and the lines that call ``name``; the first such test only."""
+    call = re.compile(rf"(?<![\w]){re.escape(name)}\(")
+    for text in tests.values():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        lines = text.splitlines()
+        consts = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                  if isinstance(t, ast.Name) and isinstance(n.value, (ast.List, ast.Tuple))}
+        for fn in [*tree.body, *(m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body)]:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.name.startswith("test"):
+                continue
+            uses = [ln.strip() for ln in lines[fn.body[0].lineno - 1: fn.end_lineno] if call.search(ln)]
+            for deco in fn.decorator_list if uses else ():
+                if isinstance(deco, ast.Call) and ast.unparse(deco.func).endswith("parametrize") and len(deco.args) >= 2:
+                    cases = consts.get(getattr(deco.args[1], "id", ""), deco.args[1])
+                    if isinstance(cases, (ast.List, ast.Tuple)) and cases.elts:
+                        head = f"# {fn.name}: cases ({ast.unparse(deco.args[0])})"
+                        return [head, *(ast.unparse(e) for e in cases.elts[:limit]), *uses[:2]]
+    return []
 
 
 _COMMON = {"with", "for", "the", "and", "from", "into", "get", "set", "row", "rows", "value", "values", "test"}
@@ -73,7 +100,8 @@ def example_block(tests: dict[str, str], name: str, callers: list[str] = (), max
     ``literal``, only ``assert`` lines holding a literal count (``assert f(dt, fmt) == expected``, the
     body of a parametrised test, shows nothing the docstring does not)."""
     for who in [name, *callers, ""]:  # "": tests whose names share the target's words (test_textile)
-        lines = _assert_lines(tests, who, max_lines, literal) if who else []
+        lines = (_assert_lines(tests, who, max_lines, True) or _param_cases(tests, who, 2 * max_lines)
+                 or (_assert_lines(tests, who, max_lines) if not literal else [])) if who else []
         if not lines:
             picked: list[str] = []
             used = 0

@@ -105,3 +105,13 @@ def test_examples_when_the_docstring_shows_none():
     doctest = PARSE_REF.replace("Years, months or centuries.", ">>> parse('2020-01')\n    (2020, 1)")
     assert "Examples from the tests" not in RepoContext(RepoContextOptions(), FILES, "iso").add(
         task(doctest, "parse")).prompt[-1].content
+
+
+def test_a_parametrised_tests_cases_are_examples():
+    from connectors.suites.examples import example_block
+    tests = {"t.py": 'import pytest\n\nCASES = [("-0%", "0%"), ("250%", "100%")]\n\n\n'
+                     '@pytest.mark.parametrize("raw, out", CASES)\ndef test_clip(raw, out):\n    assert out == clip(raw)\n\n\n'
+                     '@pytest.mark.parametrize(("a", "b"), [(1, 2)])\ndef test_other(a, b):\n    assert b == other(a)\n'}
+    block = example_block(tests, "clip", literal=True)
+    assert "# test_clip: cases ('raw, out')" in block and "('-0%', '0%')" in block and "assert out == clip(raw)" in block
+    assert "(1, 2)" in example_block(tests, "other") and example_block(tests, "nothing") == ""
