@@ -40,9 +40,11 @@ by ``tests/sandbox/test_hostile.py``:
   harness, and results go to a channel the candidate never holds (closed before any solution
   code runs; the harness is non-dumpable, seccomp denies ptrace). Tests never touch the working
   folder: they travel on the harness's stdin, pytest collects them from a private folder that is
-  deleted before the solution loads. Exactly the tests the harness ran are reported, one result
-  each; a call that does not return by the deadline fails its test (status ``timeout``) and the
-  candidate is killed. An exit code, stdout, ``sys.exit(0)``/``os._exit(0)`` can never pass;
+  deleted before the solution loads. The harness never imports from a folder the candidate can
+  write (the cold working folder is read-only; the warm harness keeps ``/tmp/run`` off its
+  ``sys.path``: a planted ``fractions.py`` once ran there). Exactly the tests the harness ran
+  are reported, one result each; a call that does not return by the deadline fails its test
+  (status ``timeout``) and the candidate is killed. An exit code, stdout, ``sys.exit(0)``/``os._exit(0)`` can never pass;
 - tampering the harness sees is reported in ``ExecResult.flags`` (``always_equal``: a non-plain
   value with its own ``__eq__`` compared, or with its own ``__sub__``/``__lt__``... used on plain data; ``exit_trick``: SystemExit/exit 0 during a call;
   ``runner_tampering``: the harness killed/stopped, introspection from solution code,

@@ -15,11 +15,12 @@ parts travels as a pickle (``{"p": base64}``) under these rules:
   handle* to an object that stays in the harness (``("r", id, type)``: a lambda key function,
   a callback, an instance of a class defined in a test file), used through calls back.
 
-The harness decodes the candidate's pickles only with :class:`Restricted`, whose ``find_class``
-resolves exactly the classes above (never ``os.system``, ``builtins.eval``/``getattr``, the
-solution's module, a function of any module) and raises :class:`Refused` for the rest; nothing
-a candidate writes can make the harness call anything else. The candidate decodes the harness's
-pickles with the plain unpickler (the harness is trusted).
+The harness decodes the candidate's pickles only through :func:`loads_restricted` (a checked dry
+run, then the C unpickler; :class:`Restricted`, the pure-Python checked loader, for a broken
+one), whose ``find_class`` resolves exactly the classes above (never ``os.system``,
+``builtins.eval``/``getattr``, the solution's module, a function of any module) and raises
+:class:`Refused` for the rest; nothing a candidate writes can make the harness call anything
+else. The candidate decodes the harness's pickles with the plain unpickler (the harness is trusted).
 """
 
 import base64
