@@ -358,7 +358,7 @@ class Redactor:
             return None, 0
         if not isinstance(text, str):
             raise RedactionError(f"expected text, got {type(text).__name__}")
-        if self._builtin_only and not _may_hold_pii(text):
+        if self._builtin_only and only is None and not _may_hold_pii(text):  # ``only``: a finer pre-filter ran
             return text, 0
         spans = self.spans(text, only if self._builtin_only else None)
         parts, pos = [], 0
