@@ -80,7 +80,10 @@ Not covered (known gaps):
   module's globals, a signal handler's ``frame`` argument (strict xfails in
   ``tests/rewards/test_redteam_round4.py``); only running the tests out of the candidate's process
   (as function tasks do) closes them. Honest repository code that reads frames during a test is
-  flagged too.
+  flagged too. Comparisons run there as well: a returned object whose ``__eq__`` is truthy for
+  anything (``return type(o)``, set with ``setattr`` after the class) passes unless the static scan
+  knows its pattern, and ``pytest.raises`` swapped by the code and put back before the test returns
+  is not seen (one left rebound is: ``runner_tampering``).
 - An honest solution too slow for every hidden input is flagged ``hardcoded_outputs``.
 - Code tasks have no format reward (only answer tasks). The brace-language duplicate scan is
   textual (no preprocessor, no macros; C++/Java overloads that differ only in parameter names

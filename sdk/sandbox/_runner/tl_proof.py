@@ -277,6 +277,34 @@ def watcher(trusted, test_fps, test_files, fingerprint, libs, _type=type):
     return check
 
 
+RUNNER_MODULES = ("pytest", "_pytest", "pluggy", "unittest")
+
+
+def rebinding(_type=type, _get=dict.get):
+    """``moved()``: the first ``module.name`` (text) of the runner's modules (:data:`RUNNER_MODULES`, as
+    loaded now, before any repository code) whose public function or class was rebound since, or a
+    module replaced in ``sys.modules``; ``None`` when all are as they were. What a test calls
+    (``pytest.raises``, ``pytest.approx``, ``unittest.TestCase``...) cannot be swapped for a liar that
+    stays in place; the check reads dicts only (no foreign method runs)."""
+    table, mods = [], sys.modules
+    kinds = (types.FunctionType, types.BuiltinFunctionType, type)
+    for name, mod in list(mods.items()):
+        if _type(mod) is types.ModuleType and name.split(".")[0] in RUNNER_MODULES:
+            ns = vars(mod)
+            table.append((name, mod, ns, tuple((k, v) for k, v in list(ns.items())
+                                               if k[:1] != "_" and isinstance(v, kinds))))
+
+    def moved():
+        for name, mod, ns, entries in table:
+            if _get(mods, name) is not mod:
+                return name
+            for k, v in entries:
+                if _get(ns, k) is not v:
+                    return name + "." + k
+        return None
+    return moved
+
+
 def _hands(code, frames):
     """True when ``code`` (if genuine library code) hands frames (``frames``) or code objects on to its caller."""
     name = code.co_filename if type(code.co_filename) is str else ""

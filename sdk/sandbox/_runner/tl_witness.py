@@ -36,7 +36,10 @@ that the test passed: unittest ``subTest`` failures are recorded without raising
 node id rewritten on the item (``item._nodeid``), with pytest's reports also forged, could still
 pass; a repository that makes what the test calls lie (``pytest.raises``, an ``==``, a builtin, or
 the test's code rebuilt with other globals) makes the genuine code return normally: the evidence is
-about the runner, the test's strength is the task's. The trace function is set for the call phase
+about the runner, the test's strength is the task's (a public function or class of pytest's,
+pluggy's or unittest's modules rebound, or such a module replaced in ``sys.modules``, and left so
+when a test returns is flagged: :func:`tl_proof.rebinding`; one swapped back before the return,
+a builtin, or a returned object whose ``==`` answers yes to anything are not). The trace function is set for the call phase
 only (a genuine function run from a fixture or another thread is not evidence).
 A test that replaces ``sys.settrace`` itself loses its evidence (it fails, flagged).
 The ``f_trace`` jump (repository code setting a trace function on the genuine test's frame and
@@ -294,7 +297,7 @@ def arm(fd, nonce, codes, cwd):
     source = tl_proof.prover(tl_proof.registry(dirs), frozenset(fps) - {None}, frozenset(files), fingerprint)
     frames = tl_proof.watcher(source.trusted, frozenset(fps) - {None}, frozenset(files), fingerprint,
                                tl_proof.libraries(cwd, FOLDER[0] if FOLDER else cwd, sys.path))
-    sys.addaudithook(_hook(emit, check, source, frames))
+    sys.addaudithook(_hook(emit, check, source, frames, tl_proof.rebinding()))
 
 
 FOLDER = []   # the tests folder (set by test_codes)
@@ -308,7 +311,7 @@ def memory(path, _type=type):
     return _type(path) is str and bool(MEMORY.match(os.path.normpath(path)))
 
 
-def _hook(emit, check, source, frames, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
+def _hook(emit, check, source, frames, moved, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
           _frame_events=frozenset({"sys._getframe", "object.__getattr__"})):
     busy, done, said = [], set(), set()
 
@@ -333,6 +336,9 @@ def _hook(emit, check, source, frames, _getframe=sys._getframe, _type=type, _saf
                     emit(event="flag", flag="runner_tampering", detail="sys.audit('tl.ran') outside the runner's tracer")
                 elif nid is not None and nid not in done:
                     done.add(nid)
+                    lie = moved()   # what the test called may have been swapped for a liar (pytest.raises...)
+                    if lie:
+                        emit(event="flag", flag="runner_tampering", detail="%s was rebound before %s" % (lie, nid))
                     emit(event="ran", name=nid)
             elif event in _frame_events:
                 why = frames(event, args, _getframe(1))
