@@ -57,10 +57,10 @@ class ModelConfig(_Cfg):
 
 
 class SourceConfig(_Cfg):
-    """One task source. ``type`` is an entry-point name (pytest, junit, humaneval, jsonl,
+    """One task source. ``type`` is an entry-point name (pytest, junit, files, humaneval, jsonl,
     sql_feedback, collector_feedback, git_history) or a dotted path ``package.module:Class``."""
 
-    type: str = Field(..., description="pytest, junit, humaneval, jsonl, sql_feedback, collector_feedback, git_history, "
+    type: str = Field(..., description="pytest, junit, files, humaneval, jsonl, sql_feedback, collector_feedback, git_history, "
                       "or package.module:Class")
     domain: str = Field(..., description="domain for the source's tasks, e.g. python/billing")
     split: Literal["auto", "train", "heldout", "ood"] = Field(

@@ -10,7 +10,8 @@ helpers (source parsing, pytest collection):
   modules (imports, targets, stubs) with ``ast``.
 - ``junit`` / ``junit_repair`` — JUnit XML from any CI → test-case records → repair tasks
   ("make this failing test pass").
-- ``file_tasks`` — JavaScript/TypeScript, Java and Go repositories → one task per tested file.
+- ``file_tasks`` — JavaScript/TypeScript, Java and Go repositories → one task per tested file
+  (source ``type: files``).
 - ``jsonl_bench`` — HumanEval / MBPP style JSONL benchmarks.
 
 Import the classes from their modules (``connectors.suites.pytest_suite:PytestSuiteSource``);

@@ -49,7 +49,7 @@ _SKIP_DIRS = {"node_modules", ".git", "target", "build", "dist", "vendor", "__py
 
 
 class SourceFilesOptions(SourceOptions):
-    """Options of the source-file connector (dotted path ``connectors.suites.file_tasks:SourceFilesSource``).
+    """Options of the source-file connector (source ``type: files``).
 
     Attributes:
         path: repository folder.

@@ -49,6 +49,22 @@ def test_fixture_repos_pair_sources_and_tests(language, target, test):
     assert _read(language).tasks[0].id == task.id
 
 
+def test_a_config_names_the_source_type_files():
+    """`type: files` is the registered name (not only the dotted path); the module name gets a did-you-mean."""
+    from sdk.config import parse_config
+    from sdk.errors import ConfigError
+    from sdk.sources import resolve_source
+
+    cfg = parse_config({"sources": [{"type": "files", "domain": "poly",
+                                     "options": {"path": str(FIXTURES / "gorepo"), "language": "go"}}]})
+    src = cfg.sources[0]
+    assert resolve_source(src.type) is SourceFilesSource
+    res = resolve_source(src.type)(src.options, FIXTURES, src.domain).read()
+    assert [t.verifier.target_path for t in res.tasks] == ["strutil.go"]
+    with pytest.raises(ConfigError, match="did you mean 'files'"):
+        resolve_source("file_tasks")
+
+
 def test_unpaired_and_empty_repos(tmp_path):
     (tmp_path / "orphan.test.js").write_text("require('node:test')('x', () => {});\n")
     res = _read("javascript", tmp_path)
