@@ -178,9 +178,9 @@ class Candidate(tl_cvalues.Values):
                 return self.module.__dict__[req["name"]]
         elif op == "call":
             return self.call(req)
-        elif op == "gset":   # an item of a module-level dict or list of the solution's module
+        elif op == "gset":   # a test changed a module-level dict, list or set of the solution's module
             target, args = self.module.__dict__[req["name"]], self.value(req["args"])
-            fn = lambda: operator.setitem(target, *args) if len(args) == 2 else operator.delitem(target, *args)  # noqa: E731
+            fn = lambda: tl_cops.gset(target, req.get("method"), args)  # noqa: E731
         elif op == "values":   # the module's value classes the harness rebuilds from the task's file
             fn = lambda: self.take_values(req.get("names"))  # noqa: E731
         elif op in ("pickle", "unpickle"):   # pickle.dumps/loads of a handle, done here

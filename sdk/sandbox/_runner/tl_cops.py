@@ -63,3 +63,25 @@ def eq(values, skip, a, b):
                 if type(part) not in PLAIN and type(part) not in skip:
                     values.probe_lies(part, type(part))
     return got
+
+
+# what a test may change in place on a module-level container of the solution's module (tl_rmodule)
+GSET = {set: frozenset({"add", "discard", "remove", "update", "clear", "difference_update",
+                        "intersection_update", "symmetric_difference_update"}),
+        dict: frozenset({"__setitem__", "__delitem__", "update", "pop", "clear", "setdefault"}),
+        list: frozenset({"__setitem__", "__delitem__", "append", "extend", "insert", "remove", "pop", "clear",
+                         "__replace__"})}
+
+
+def gset(target, method, args):
+    """Apply to the solution's module-level ``target`` the change a test made to its copy:
+    ``method`` of :data:`GSET` (``__replace__``: the list's new contents), or, without one, an item
+    set (two arguments) or deleted (one). Returns None: nothing of the solution's goes back."""
+    if method is None:
+        method = "__setitem__" if len(args) == 2 else "__delitem__"
+    if type(target) not in GSET or method not in GSET[type(target)]:
+        raise TypeError("cannot mirror %s on a %s" % (method, type(target).__name__))
+    if method == "__replace__":
+        target[:] = args[0]
+    else:
+        getattr(target, method)(*args)

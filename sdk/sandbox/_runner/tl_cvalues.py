@@ -142,6 +142,9 @@ class Values:
         fn = rv[0] if rv else None
         if fn in (copyreg.__newobj__, copyreg.__newobj_ex__) or (isinstance(fn, type) and self.trust.allowed_class(fn)):
             return rv
+        name = self.singleton(obj)
+        if name is not None:   # ``UTC = Utc()`` reduced to ``_Utc()``: crosses by name, as the harness's own
+            return name
         module = str(getattr(fn, "__module__", None) or "")
         # honest: a value rebuilt by its own class (functools.partial) or by a function of the
         # solution's module (toolz's curry); hostile: a standard callable such as os.system
@@ -149,6 +152,17 @@ class Values:
             name = "%s.%s" % (module, getattr(fn, "__qualname__", "?"))
             os.write(self.afd, ("runner_tampering __reduce__ naming %s\n" % name[:200]).encode())
         raise pickle.PicklingError("rebuilt by %r, not by a trusted class" % (fn,))
+
+    def singleton(self, obj):
+        """The public top-level name under which ``obj`` (not callable) is held by its own repository
+        module (never the solution's), or None: the harness resolves that name in its own copy of
+        the module (:meth:`tl_pickle.Trust.find`), a lookup that runs nothing of the candidate's."""
+        module = getattr(type(obj), "__module__", None)
+        mod = self.trust.repo_module(module) if type(module) is str and not callable(obj) else None
+        for key, value in list(vars(mod).items()) if mod is not None else ():
+            if value is obj and type(key) is str and key.isidentifier() and not key.startswith("_"):
+                return key
+        return None
 
     def lower(self, value, depth=0, memo=None):
         """``value`` with every untrusted builtin-subclass instance replaced by its base value

@@ -138,6 +138,9 @@ class Trust:
         kind = type(obj)
         if _is_enum_member(obj) and kind.__module__ == module:
             return obj
+        if "." not in name and not name.startswith("_") and kind.__module__ == module and not callable(obj) \
+                and self.allowed_class(kind):
+            return obj   # a module-level instance of the module's own class (``UTC = Utc()``): this side's own
         raise Refused(module, name, False)
 
 

@@ -8,7 +8,8 @@ plain ``tuple``, ``str``) or as a handle. Here the harness builds those classes 
 the solution's file): :func:`install` executes that source in a module object of the same name that
 is never put in ``sys.modules``, keeps only the *value classes* (:func:`value_classes`: namedtuples,
 subclasses of ``str``/``int``/``float``/``tuple``/``bytes``, dataclasses, ``IntEnum``/``StrEnum``/
-``IntFlag``; a plain ``Enum`` member crosses by reference, as before, keeping its identity) whose definition
+``IntFlag``, plain classes defining ``__eq__`` and an arithmetic operator (:func:`_arithmetic`); a
+plain ``Enum`` member crosses by reference, as before, keeping its identity) whose definition
 the solution left unchanged and that are not the entry point (or the entry point's class), and
 rebinds every other function and class of that namespace to the solution's (the
 :class:`tl_rmodule.RemoteModule`'s names), so a method of a kept class that calls a module function
@@ -29,7 +30,19 @@ import types
 VALUE_BASES = frozenset({"str", "int", "float", "tuple", "bytes", "NamedTuple", "IntEnum", "StrEnum", "IntFlag"})
 FACTORIES = frozenset({"namedtuple", "NamedTuple", "IntEnum", "StrEnum", "IntFlag"})
 CHEAP = re.compile(r"\b(namedtuple|NamedTuple|dataclass|IntEnum|StrEnum|IntFlag)\b|"
-                   r"class\s+\w+\s*\(\s*(str|int|float|tuple|bytes)\b")
+                   r"class\s+\w+\s*\(\s*(str|int|float|tuple|bytes)\b|def\s+__(r?add|r?sub)__\b")
+ARITHMETIC = frozenset({"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__"})
+
+
+def _arithmetic(node):
+    """A plain class (no base, or ``object``) of numbers-like values: it defines ``__eq__`` and an
+    arithmetic operator (isodate's ``Duration``: ``date + Duration`` must run the task's operator
+    here, where the solution cannot change it, calling the solution's functions)."""
+    if any(_name(b) != "object" for b in node.bases) or node.keywords:
+        return False
+    defined = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+    defined |= {t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    return "__eq__" in defined and bool(defined & ARITHMETIC)
 
 
 def _name(node):
@@ -72,8 +85,9 @@ def value_classes(original, solution, entry):
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             dataclass = any(_name(d) == "dataclass" for d in node.decorator_list)
-            valued = dataclass or any(_name(b) in VALUE_BASES or _name(b) in kept
-                                      or (isinstance(b, ast.Call) and _name(b) in FACTORIES) for b in node.bases)
+            valued = dataclass or _arithmetic(node) or any(_name(b) in VALUE_BASES or _name(b) in kept
+                                                           or (isinstance(b, ast.Call) and _name(b) in FACTORIES)
+                                                           for b in node.bases)
             # a base of this module that is not kept is the solution's (its methods may be the entry point)
             valued = valued and not any(_name(b) in classes and _name(b) not in kept for b in node.bases)
             name = node.name

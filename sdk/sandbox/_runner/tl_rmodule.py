@@ -35,6 +35,15 @@ class RemoteName(RemoteObject):
                 self._tl_remote.codec.interned[ref[1]] = self
         return ref
 
+    def __getattr__(self, name):
+        """A changing method of a module-level set, dict or list (``mod.UNCOUNTABLES.add(w)``) is
+        applied to the copy the tests read and mirrored to the solution's own (:func:`_mirrored`)."""
+        got = RemoteObject.__getattr__(self, name)
+        kind, x = self._tl_target()
+        if kind == "v" and name in MUTATORS.get(type(x), ()):
+            return _mirrored(self, x, name, got)
+        return got
+
     def __setitem__(self, key, value):
         """``mod.REGISTRY[key] = value`` on a module-level dict or list: set in the solution's own
         (as in one process), and in the copy the tests read."""
@@ -59,6 +68,36 @@ class RemoteName(RemoteObject):
         self._tl_remote.result(self._tl_remote.ask({"op": "gset", "name": self._tl_type,
                                                     "args": self._tl_remote.codec.to_wire([key])}))
         del x[key]
+
+
+MUTATORS = {set: frozenset({"add", "discard", "remove", "update", "clear", "pop", "difference_update",
+                             "intersection_update", "symmetric_difference_update"}),
+            dict: frozenset({"update", "pop", "popitem", "clear", "setdefault"}),
+            list: frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"})}
+ORDERLESS = frozenset({"sort", "reverse", "insert", "pop"})   # a list's change sent as its new contents
+
+
+def _mirrored(name, copy, method, bound):
+    """``bound`` (``copy.method``) that, once it returned, makes the same change to the solution's
+    module-level object (op ``gset``). The tests' copy decides the outcome (its result, its error);
+    the candidate's answer is never read, so nothing of the solution's comes back. A change whose
+    replay could differ there is sent as what it did: ``set.pop()`` as ``discard(x)``,
+    ``dict.popitem()`` as ``pop(key)``, a list reordered or popped as its new contents."""
+    def method_(*args, **kwargs):
+        args = tuple(a if isinstance(a, (str, bytes, tuple, list, dict, set, frozenset)) or not hasattr(a, "__iter__")
+                     else list(a) for a in args)   # an iterator is read once, here
+        result = bound(*args, **kwargs)
+        op, sent = method, list(args)
+        if type(copy) is set and method == "pop":
+            op, sent = "discard", [result]
+        elif type(copy) is dict and method in ("popitem", "update"):
+            op, sent = ("pop", [result[0]]) if method == "popitem" else ("update", [dict(*args, **kwargs)])
+        elif type(copy) is list and (method in ORDERLESS or kwargs):
+            op, sent = "__replace__", [list(copy)]
+        remote = name._tl_remote
+        remote.ask({"op": "gset", "name": name._tl_type, "method": op, "args": remote.codec.to_wire(sent)})
+        return result
+    return method_
 
 
 def _base_exception(node, made):
