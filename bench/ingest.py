@@ -207,6 +207,21 @@ def child(mode: str, url: str, table: str, redact: bool = True, ingest: str = "f
     return {"rows": len(frame), "seconds": seconds, "cpu_s": cpu, "base_rss_mb": base}
 
 
+def _run_reader(mode: str, extra: list[str], url: str, table: str) -> dict:
+    """One reader in a fresh process: its child's result plus the server's CPU seconds over its run
+    and the peak memory of its process tree."""
+    cmd = [sys.executable, __file__, "--child", mode.split("-")[0], "--url", url, "--table", table, *extra]
+    server = _server_cpu_s()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    peak = _Peak(proc.pid)  # the reader's whole life; its peak is in the timed region
+    stdout, stderr = proc.communicate()
+    if proc.returncode:
+        raise SystemExit(f"{mode} failed:\n{stderr[-4000:]}")
+    return {**json.loads(stdout.strip().splitlines()[-1]), "server_cpu_s": _server_cpu_s() - server,
+            "peak_rss_mb": peak.stop()}
+
+
 def main() -> None:
     """Parse arguments, set up the table, run both readers in fresh processes, print ratios."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -218,7 +233,8 @@ def main() -> None:
     ap.add_argument("--rows-path", action="store_true", help="also time the row-by-row path and compare outputs")
     ap.add_argument("--ray", action="store_true", help="also time `ingest: ray` on a local Ray cluster (one CPU per "
                     "core; its start not timed; its workers are outside the measured process tree) and compare outputs")
-    ap.add_argument("--repeat", type=int, default=1, help="run each reader N times, alternating, keep the fastest")
+    ap.add_argument("--repeat", type=int, default=1, help="run each reader N times, alternating (each run printed), "
+                    "keep the fastest for the ratios")
     ap.add_argument("--ingest", default="fast", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -235,18 +251,13 @@ def main() -> None:
         runs = [("pandas", []), ("tuneloop", [])] + ([("tuneloop-rows", ["--ingest", "rows"])] if args.rows_path else []) \
             + ([("tuneloop-noredact", ["--no-redact"])] if args.no_redact else []) \
             + ([("tuneloop-ray", ["--ingest", "ray"])] if args.ray else [])
-        for _ in range(args.repeat):  # alternating, so a burst of load on a shared machine hits both
+        for k in range(args.repeat):  # alternating, so a burst of load on a shared machine hits both
             for mode, extra in runs:
-                cmd = [sys.executable, __file__, "--child", mode.split("-")[0], "--url", args.url, "--table", table, *extra]
-                server = _server_cpu_s()
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        env={**os.environ, "PYTHONPATH": str(ROOT)})
-                peak = _Peak(proc.pid)  # the reader's whole life; its peak is in the timed region
-                stdout, stderr = proc.communicate()
-                if proc.returncode:
-                    raise SystemExit(f"{mode} failed:\n{stderr[-4000:]}")
-                r = {**json.loads(stdout.strip().splitlines()[-1]), "server_cpu_s": _server_cpu_s() - server,
-                     "peak_rss_mb": peak.stop()}
+                r = _run_reader(mode, extra, args.url, table)
+                if args.repeat > 1:
+                    print(f"run {k + 1} {mode:17s} {r['rows'] / r['seconds']:>9,.0f} rows/s; CPU {r['cpu_s']:5.1f} s "
+                          f"(+ server {r['server_cpu_s']:4.1f} s); peak RSS {r['peak_rss_mb']:7.1f} MB; load average "
+                          f"{os.getloadavg()[0]:.1f}", flush=True)
                 if mode not in results or r["seconds"] < results[mode]["seconds"]:
                     results[mode] = r
         for mode, r in results.items():
