@@ -214,7 +214,8 @@ class _Matcher(phonenumbers.PhoneNumberMatcher):
     the matcher's cost) depends on the candidate's text and the region alone, not on the text
     around it, so it is kept (up to 16,384 candidates, then started afresh); the matcher's own
     search, its tries count and every other check run as before. Numbers the text repeats (ids,
-    the same customer's phone) are parsed once."""
+    the same customer's phone) are parsed once, and plain digit runs shorter than any possible
+    number of the region (order and account numbers) are not parsed at all (:func:`_too_short`)."""
 
     def _parse_and_verify(self, candidate: str, offset: int) -> Any:
         if _too_short(candidate, self.preferred_region):
