@@ -99,7 +99,8 @@ What is NOT isolated or not covered:
   from memory (``_runner/tl_memtests.py``: the files on disk are placeholders), so the solution is
   loaded before collection and a test module may call it at import. The solution module's own value
   classes (namedtuples, ``str``/``int``/``tuple`` subclasses, dataclasses, enums) that the solution
-  left unchanged and that are not the entry point's come back as the *task's* classes, built in the
+  left unchanged, whose comparison methods reach no function the solution changed (else its helper
+would decide ``==`` here) and that are not the entry point's come back as the *task's* classes, built in the
   harness from the task's original file (from the request, never the solution's; their module's other
   functions and classes are never defined there, their names are the solution's, so nothing captures the
   task's code, and a class with such a base is not kept: ``_runner/tl_pristine.py``); a test's own namedtuple,

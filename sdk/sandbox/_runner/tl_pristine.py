@@ -10,7 +10,8 @@ is never put in ``sys.modules``, keeps only the *value classes* (:func:`value_cl
 subclasses of ``str``/``int``/``float``/``tuple``/``bytes``, dataclasses, ``IntEnum``/``StrEnum``/
 ``IntFlag``, plain classes defining ``__eq__`` and an arithmetic operator (:func:`_arithmetic`); a
 plain ``Enum`` member crosses by reference, as before, keeping its identity) whose definition
-the solution left unchanged and that are not the entry point (or the entry point's class), and
+the solution left unchanged, whose comparison methods reach no top-level function the solution
+changed (:func:`_judged_by_changed`), and that are not the entry point (or the entry point's class), and
 rebinds every other function and class of that namespace to the solution's (the
 :class:`tl_rmodule.RemoteModule`'s names), so a method of a kept class that calls a module function
 calls the solution's, as in one process. The candidate is told the kept names (``op: values``);
@@ -69,6 +70,29 @@ def _unchanged(lines, node, name, original, solution):
     return text in "\n" + solution + "\n" and _bindings(solution, name) == _bindings(original, name)
 
 
+COMPARE = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__"})
+
+
+def _judged_by_changed(node, defs, lines, original, solution):
+    """True when a comparison method of class ``node`` (``__eq__``... defined or assigned in its body)
+    reaches, by global name and through the module's other top-level functions, a top-level function
+    or class that ``solution`` changed: kept, it would run here with the solution's helper deciding
+    ``==`` (``def _same(a, b): return True``: anything equal)."""
+    todo = [m.value if isinstance(m, ast.Assign) else m for m in node.body
+            if (isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in COMPARE)
+            or (isinstance(m, ast.Assign) and any(isinstance(t, ast.Name) and t.id in COMPARE for t in m.targets))]
+    seen = {node.name}
+    while todo:
+        for n in ast.walk(todo.pop()):
+            if isinstance(n, ast.Name) and n.id in defs and n.id not in seen:
+                seen.add(n.id)
+                if not _unchanged(lines, defs[n.id], n.id, original, solution):
+                    return True
+                if not isinstance(defs[n.id], ast.ClassDef):
+                    todo.append(defs[n.id])
+    return False
+
+
 def value_classes(original, solution, entry):
     """Top-level names of ``original`` that define value classes (see the module docstring) and
     whose definition ``solution`` (the spliced file) repeats unchanged; never ``entry``'s top name,
@@ -82,6 +106,7 @@ def value_classes(original, solution, entry):
         return []
     lines, kept = original.splitlines(), []
     classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             dataclass = any(_name(d) == "dataclass" for d in node.decorator_list)
@@ -90,6 +115,7 @@ def value_classes(original, solution, entry):
                                                            for b in node.bases)
             # a base of this module that is not kept is the solution's (its methods may be the entry point)
             valued = valued and not any(_name(b) in classes and _name(b) not in kept for b in node.bases)
+            valued = valued and not _judged_by_changed(node, defs, lines, original, solution)
             name = node.name
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             valued, name = _name(node.value) in FACTORIES, node.targets[0].id
