@@ -30,6 +30,13 @@ base model on ``--splits`` (no arm, no training), e.g. to retry the base model a
     nice -n 10 .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms \
         --retry base demo/tuned
 
+``--tasks-set KEY=VALUE`` (repeatable) builds ``WORK``'s one task set with an override, e.g. repository
+context in the prompts (issue 15's lever for the records' fields that held-out prompts do not show); every
+call on that ``WORK`` must repeat it, so a task-set variant gets its own ``WORK`` with its own base rows:
+
+    nice -n 10 .venv/bin/python bench/arms.py examples/quickstart/config.yaml --work /tmp/arms_ctx --arm ctx \
+        --tasks-set 'sources.0.options.repo_context={enabled: true, token_budget: 150, examples: false}'
+
 ``--table`` prints, per arm and adapter, held-out and OOD pass@1 and the paired 95 % bootstrap
 interval of the difference against the base model and against ``--against ARM/LABEL``. Choices
 between arms made from this table use held-out tasks, so for a shipped default prefer arms that win
@@ -65,6 +72,22 @@ def pipeline(config: str, run_dir: Path, sets: list[str]):
     return Pipeline(load_config(config, overrides), console=Console(stderr=True), progress=False)
 
 
+def task_sets(args) -> list[str]:
+    """The ``--tasks-set`` overrides of ``WORK``'s one task set (e.g. repository context in the prompts),
+    recorded in ``WORK/tasks_set.json`` on first use; every later call on ``WORK`` must give the same.
+
+    Raises:
+        SystemExit: ``--tasks-set`` differs from the one ``WORK``'s task set was built with.
+    """
+    given, record = list(getattr(args, "tasks_set", None) or []), Path(args.work) / "tasks_set.json"
+    if record.is_file() and json.loads(record.read_text()) != given:
+        raise SystemExit(f"{args.work} holds a task set built with --tasks-set {json.loads(record.read_text())}, "
+                         f"not {given}: use another --work folder per task-set variant")
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(given))
+    return given
+
+
 def copy_stage(src: Path, dst: Path, stage: str, folder: str) -> None:
     """Copy ``folder`` and the stage marker of ``stage`` from run folder ``src`` into ``dst``."""
     if (dst / folder).exists():
@@ -97,16 +120,17 @@ def adapters(pipe) -> dict[str, Path]:
 def run_arm(args) -> None:
     """Build the shared task set if needed, train the arm, score its adapters (and the base once)."""
     work, load0, wall0, cpu0 = Path(args.work), os.getloadavg(), time.time(), time.process_time()
-    tasks_pipe = pipeline(args.config, work / "_tasks", [])
+    tasks_pipe = pipeline(args.config, work / "_tasks", task_sets(args))
     tasks_pipe.run(["tasks"])
     arm = work / args.arm
     arm.mkdir(parents=True, exist_ok=True)
     copy_stage(work / "_tasks", arm, "tasks", "tasks")
     if args.from_sft:
         copy_stage(work / args.from_sft, arm, "sft", "sft")
-    pipe = pipeline(args.config, arm, args.set or [])
+    pipe = pipeline(args.config, arm, task_sets(args) + (args.set or []))
     pipe.run(["sft", "rl"])
-    record = {"arm": args.arm, "set": args.set or [], "from_sft": args.from_sft, "train_wall_s": round(time.time() - wall0),
+    record = {"arm": args.arm, "set": args.set or [], "tasks_set": task_sets(args), "from_sft": args.from_sft,
+              "train_wall_s": round(time.time() - wall0),
               "train_cpu_s": round(time.process_time() - cpu0), "load_start": load0, "load_end": os.getloadavg(),
               "stages": {s: pipe.stats(s) for s in ("sft", "rl")}}
     (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
@@ -135,6 +159,7 @@ def import_run(args) -> None:
 
     run, work = Path(args.import_run), Path(args.work)
     arm = work / args.arm
+    task_sets(args)  # an imported run has the plain config's task set: refused in a --tasks-set folder
     if not (run / "state" / "tasks.json").is_file():
         raise SystemExit(f"{run}: no finished tasks stage: not a run folder")
     if not (work / "_tasks" / "state" / "tasks.json").is_file():
@@ -162,7 +187,7 @@ def score_base(args) -> None:
     """Build the shared task set if needed and score the base model on ``--splits`` (no arm, no
     training): ``WORK/base_<split>.jsonl``, kept when already there."""
     work, wall0 = Path(args.work), time.time()
-    pipe = pipeline(args.config, work / "_tasks", [])
+    pipe = pipeline(args.config, work / "_tasks", task_sets(args))
     try:
         pipe.run(["tasks"])
         for split in args.splits:
@@ -184,7 +209,7 @@ def retry(args) -> None:
     for spec in args.retry:
         arm, _, label = spec.rpartition("/")
         folder = work / arm if arm else work
-        pipe = pipeline(args.config, work / arm if arm else work / "_tasks", args.set or [])
+        pipe = pipeline(args.config, work / arm if arm else work / "_tasks", task_sets(args) + (args.set or []))
         try:
             ctx = pipe.context(SPECS[Stage.EVAL])
             adapter = None if label == "base" else adapters(pipe)[label]
@@ -271,6 +296,8 @@ def main() -> None:
     ap.add_argument("--work", required=True, help="folder holding the shared task set, the base rows and the arms")
     ap.add_argument("--arm", help="the arm's name (its run folder under --work)")
     ap.add_argument("--set", action="append", help="a config override KEY=VALUE (repeatable), as tuneloop --set")
+    ap.add_argument("--tasks-set", action="append", help="an override of the shared task set, e.g. "
+                    "sources.0.options.repo_context.enabled=true: one variant per --work folder")
     ap.add_argument("--from-sft", help="reuse this arm's finished SFT stage (the arm must not change sft.*)")
     ap.add_argument("--eval", nargs="+", default=["sft", "tuned"], choices=LABELS, help="adapters to score")
     ap.add_argument("--splits", nargs="+", default=["ood", "heldout"], help="eval splits, scored in this order")

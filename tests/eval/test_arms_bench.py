@@ -111,3 +111,18 @@ def test_base_only_scores_missing_splits_in_order_and_builds_no_arm(tmp_path, mo
     arms.score_base(Namespace(config="c.yaml", work=str(tmp_path), splits=["ood", "heldout", "train"]))
     assert calls == [("run", ("tasks",)), ("base", None, "ood"), ("base", None, "train"), ("close",)]
     assert not [p for p in tmp_path.iterdir() if p.is_dir()]
+
+
+def test_tasks_set_is_one_variant_per_work_folder(tmp_path):
+    """``--tasks-set`` overrides build the work folder's one task set: recorded on first use, repeated
+    by every later call, and a different variant (or an imported plain run) is refused there."""
+    import pytest
+
+    arms = _arms()
+    ctx = ["sources.0.options.repo_context.enabled=true"]
+    assert arms.task_sets(Namespace(work=str(tmp_path), tasks_set=ctx)) == ctx
+    assert json.loads((tmp_path / "tasks_set.json").read_text()) == ctx
+    assert arms.task_sets(Namespace(work=str(tmp_path), tasks_set=list(ctx))) == ctx
+    with pytest.raises(SystemExit, match="another --work folder"):
+        arms.task_sets(Namespace(work=str(tmp_path), tasks_set=None))
+    assert arms.task_sets(Namespace(work=str(tmp_path / "plain"), tasks_set=None)) == []
