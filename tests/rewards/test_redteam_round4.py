@@ -273,3 +273,23 @@ def test_a_kept_class_whose_eq_reaches_a_changed_helper_is_not_kept(real_sandbox
     assert got["control"].score < 1.0 and not got["right"].flags and not got["honest_helper_rewrite"].flags
     for name in ("kept_eq_calls_a_lying_helper", "kept_eq_calls_a_helper_returning_a_class"):
         assert got[name].score <= got["control"].score and set(got[name].flags) & HACKING, (name, got[name])
+
+
+CONFTEST = ("import inspect\n\nimport pytest\n\n\n@pytest.fixture\ndef caller(request):\n"
+            "    assert request.function.__code__.co_name == 'test_mul'\n"
+            "    return lambda: inspect.stack()[1].function\n")
+
+
+def test_the_tasks_own_conftest_may_read_frames_and_code(real_sandbox):
+    """A pristine conftest beside the tests (the verifier's support files) reading the running test's
+    frame and code is the task's own code, trusted like the tests: the right change scores 1.0 unflagged."""
+    verifier = ChangeVerifier(files={"calc/__init__.py": INIT, "calc/ops.py": OPS}, support={"tests/conftest.py": CONFTEST},
+                              tests={"tests/test_ops.py": "def test_mul(caller):\n    from calc import mul\n"
+                                     "    assert caller() == 'test_mul' and mul(2, 3) == 6\n"},
+                              fail_to_pass=("tests/test_ops.py::test_mul",))
+    task = Task(domain="python/calc", prompt=(Message(role="user", content="Add mul"),), verifier=verifier,
+                reference=SOURCE, source=Source(connector="git_history"))
+    right, wrong = score_batch([task] * 2, [f"```diff\n{d}```\n" for d in (SOURCE, _files())], real_sandbox,
+                               RewardConfig())
+    assert right.score == pytest.approx(1.0) and not right.flags, (right.score, right.flags, right.detail[:300])
+    assert wrong.score < 1.0 and not set(wrong.flags) & HACKING, (wrong.score, wrong.flags)

@@ -119,7 +119,8 @@ def main():
     tl_guard._PRCTL(4, 0, None, 0, 0)   # PR_SET_DUMPABLE 0: /proc/self/mem and the like leave this uid's reach
     import pytest
     import tl_witness
-    codes = tl_witness.test_codes(folder, head["tests"])
+    # the task's conftests and helpers beside the tests are pristine too: their code is trusted, read as the tests'
+    codes = tl_witness.test_codes(folder, head["tests"] + [p for p in head.get("support", []) if p not in head["tests"]])
     tl_witness.arm(fd, head.pop("nonce"), codes, cwd)
     say = tl_witness.emitter(fd, "view")   # pytest's view: the same writer, tagged view, no secret
     plug = plugin(say, folder, cwd, tl_witness.tracer(folder, {name.rsplit(".", 1)[-1] for _, name in codes}))

@@ -67,7 +67,8 @@ def start(payload, cwd, folder):
     nonce = secrets.token_hex(16)
     rfd, wfd = os.pipe()
     tests = sorted(payload["tests"])
-    head = {"nonce": nonce, "fd": wfd, "folder": folder, "tests": tests, "cwd": cwd,
+    support = sorted(p for p in payload.get("conftests", {}) if p.endswith(".py") and p not in payload["tests"])
+    head = {"nonce": nonce, "fd": wfd, "folder": folder, "tests": tests, "support": support, "cwd": cwd,
             "path": list(payload.get("path", [])),
             "args": ARGS + ["--rootdir", folder, "--confcutdir", folder, "-c", os.path.join(folder, "pytest.ini")]
             + [os.path.join(folder, p) for p in tests]}
