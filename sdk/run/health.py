@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from rich.console import Console
 
 from sdk.errors import SourceError
-from sdk.sandbox.deps import missing_modules, requirements_fix
+from sdk.sandbox.deps import missing_dependency_fix
 from sdk.tasks.records import Split, Task
 
 MIN_TRAIN = 8       # fewer train tasks rarely teach a house convention (DESIGN: 50 train tasks gave +4/30)
@@ -114,14 +114,15 @@ def quarantine_summary(quarantined: Sequence[Any], examples: int = 3) -> list[di
 
 def group_fix(items: Sequence[Any]) -> str:
     """One fix for a quarantine group: a ``fix:`` line its reasons carry, else, where they say a module
-    is missing (``ModuleNotFoundError``, an ``importorskip`` skip), the ``test_requirements`` fix;
-    empty when neither."""
+    is missing (Python's ``ModuleNotFoundError`` or an ``importorskip`` skip, Node's ``Cannot find
+    module``/``ERR_MODULE_NOT_FOUND``, Go's ``no required module provides package``, javac's ``package
+    ... does not exist``), the fix for it (:func:`~sdk.sandbox.deps.missing_dependency_fix`); empty
+    when neither."""
     for q in items:
         for line in q.reason.splitlines():
             if line.startswith("fix: "):
                 return line[5:]
-    missing = missing_modules("\n".join(q.reason for q in items))
-    return requirements_fix(missing) if missing else ""
+    return missing_dependency_fix("\n".join(q.reason for q in items))
 
 
 def print_findings(findings: Sequence[Finding], console: Console) -> None:

@@ -158,3 +158,44 @@ def requirements_fix(modules: list[str]) -> str:
     return (f"add the package(s) that provide {names} to the source's `test_requirements:` option (e.g. "
             f"--set sources.0.options.test_requirements='[{modules[0]}]'; the pip name can differ from the "
             "module name), or `pip_args: [--no-index, --find-links, DIR]` for a local wheel folder")
+
+
+# what Node, Go and javac say when a test needs a package the sandbox does not have
+_NODE_MISSING = re.compile(r"Cannot find (?:module|package) '([^'\s]+)'")
+_GO_MISSING = re.compile(r"(?:no required module provides|cannot find module providing) package ([\w./~-]+)")
+_JAVA_MISSING = re.compile(r"error: package ([\w.]+) does not exist")
+
+
+def node_packages(text: str) -> list[str]:
+    """npm packages that ``text`` says Node could not find (``Cannot find module 'x/sub'`` from
+    ``require``, ``Cannot find package 'x' imported from`` from ``import``: ``x``; ``@scope/x`` kept
+    whole), in order of first mention; relative and absolute paths (the task's own files) and
+    ``node:`` builtins are left out."""
+    found = []
+    for m in _NODE_MISSING.finditer(text):
+        spec = m.group(1)
+        if spec.startswith((".", "/")) or ":" in spec:
+            continue
+        found.append("/".join(spec.split("/")[:2 if spec.startswith("@") else 1]))
+    return list(dict.fromkeys(found))
+
+
+def missing_dependency_fix(text: str) -> str:
+    """The fix for tests that ``text`` (failure reasons, reports) says need something not installed:
+    Python modules (:func:`requirements_fix`), npm packages (``test_requirements`` of a ``files``
+    source, or ``package.json``), Go modules or Java packages (the sandbox has none beyond the
+    standard library and JUnit: leave those tests out with ``exclude``); ``""`` when it says none."""
+    if missing := missing_modules(text):
+        return requirements_fix(missing)
+    if npm := node_packages(text):
+        return (f"declare the npm package(s) {', '.join(npm)} in package.json (devDependencies, with its "
+                f"package-lock.json) or in the source's `test_requirements:` option (e.g. --set "
+                f"sources.0.options.test_requirements='[{npm[0]}]'; a list there replaces package.json's)")
+    go = list(dict.fromkeys(_GO_MISSING.findall(text)))
+    java = list(dict.fromkeys(_JAVA_MISSING.findall(text)))
+    if go or java:
+        what = f"Go package(s) {', '.join(go)}" if go else f"Java package(s) {', '.join(java)}"
+        return (f"the tests need {what}, and the sandbox has no {'Go module downloads' if go else 'jars'} beyond the "
+                f"{'standard library' if go else 'JDK and JUnit'}: leave those tests out with the source's "
+                "`exclude:` option (globs of test files)")
+    return ""

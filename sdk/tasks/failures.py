@@ -25,7 +25,8 @@ DETAIL_LINES = 20
 NAMES = 50           # failing tests named in the full reason
 
 _LOCATION = re.compile(r"^\S.*:\d+: ([A-Za-z_][\w.]*)$")         # test/common.py:9: AssertionError
-_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failed|Warning))\b(: .*)?$")
+_EXC_LINE = re.compile(r"^((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Failed|Warning))\b(?: \[[A-Z0-9_]+\])?(: .*)?$")
+# bare Error/Exception too; node's "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'x' imported from ..."
 
 
 def failure_cause(message: str) -> str:

@@ -26,7 +26,9 @@ nonce, written by a runner that starts from ``.preinit_array`` and never runs so
 resolvers, extra preinit entries or exported functions: flag ``runner_tampering``), through
 direct syscalls (stdout is never read for verdicts); node tests run with ``tl_node_guard.cjs`` preloaded from the read-only task
 folder (``assert``, ``node:test`` and ``require`` frozen) and the JUnit report on the reporter's
-stdout. Java tests run under our launcher ``TlJUnit.java`` (JUnit Platform API), which reads a
+stdout (node's JUnit reporter wrapped by ``tl_node_report.cjs``, also from the read-only folder: a
+test file that fails as a whole, e.g. ``Cannot find module 'x'`` while loading, keeps its stderr's
+tail as the failure's text, where node's says only "test failed"). Java tests run under our launcher ``TlJUnit.java`` (JUnit Platform API), which reads a
 random key from fd 4 before any test class initialises and reports each test once on fd 3, each
 line signed with the key and numbered (no nonce a scan of the JVM's memory could match; a line
 it did not sign is ``channel_forged``, flag ``runner_tampering``; no report file is read, so a
@@ -62,6 +64,7 @@ MEMORY_SIGNS = ("OutOfMemoryError", "std::bad_alloc", "memory allocation of", "h
                 "runtime: out of memory", "cannot allocate memory", "MemoryError")
 SPEC_FILE = ".tl_spec.json"
 GUARD_FILE = ".tl_node_guard.cjs"
+REPORTER_FILE = ".tl_node_report.cjs"   # node's JUnit reporter, keeping a test file's load error
 LAUNCHER_FILE = "TlJUnit.java"
 
 
@@ -175,7 +178,8 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
             b["compile"] = [which("tsc"), "--module", "commonjs", "--target", "es2020", "--outDir", ".", *ts]
             run_tests = [t[:-3] + ".js" if t.endswith(".ts") else t for t in tests]
         files[GUARD_FILE] = (Path(__file__).parent / "tl_node_guard.cjs").read_text()
-        b |= {"run": [which("node"), "--require", "{src}/" + GUARD_FILE, "--test", "--test-reporter=junit",
+        files[REPORTER_FILE] = (Path(__file__).parent / "tl_node_report.cjs").read_text()
+        b |= {"run": [which("node"), "--require", "{src}/" + GUARD_FILE, "--test", "--test-reporter={src}/" + REPORTER_FILE,
                       "--test-reporter-destination=stdout", *run_tests]}
     elif lang == Language.JAVA:
         cp = ":".join(JARS[1:])
@@ -228,9 +232,10 @@ def _verdict(spec: LangSpec, req: ExecRequest, raw, events: list[dict]) -> ExecR
     text = raw.stderr.decode("utf-8", "replace") + str(run.get("stdout", "")) + "".join(
         str(e.get("message", "")) for e in events)
     status, detail = _status(req, raw, kinds, tests, run, text)
-    if status == ExecStatus.COMPILE_ERROR:
+    if status == ExecStatus.COMPILE_ERROR:   # the compiler's output; go test's (no compile step) is on stderr
+        err = raw.stderr.decode("utf-8", "replace").strip()
         detail = next((str(e.get("message", "")) for e in events if e.get("event") == "compile_error"),
-                      _go_repo_build_failure(req, raw, tests) or detail)[-2000:]
+                      _go_repo_build_failure(req, raw, tests) or (f"{detail}:\n{err[-1500:]}" if err else detail))[-2000:]
     elif status == ExecStatus.FAILED and _go_repo_build_failure(req, raw, tests):
         detail = (detail + "; " + _go_repo_build_failure(req, raw, tests))[-2000:]
     return ExecResult(status=status, tests=tests, exit_code=run.get("exit", raw.exit_code), flags=_flags(events, tests, spec.language),
