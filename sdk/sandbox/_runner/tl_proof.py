@@ -266,14 +266,19 @@ def watcher(trusted, test_fps, test_files, fingerprint, libs, _type=type):
             got, frames = args[0], True
         elif len(args) == 2 and _type(args[1]) is str and (args[1] in GETATTR_FRAME or args[1] in GETATTR_CODE):
             frames = args[1] in GETATTR_FRAME
+            if args[1] == "f_code" and _type(args[0]) is types.FrameType:   # the cheap filter: f_globals is no event
+                g = args[0].f_globals   # a test's frame runs with its module's globals (other ones: the code was held)
+                if _type(g) is not dict or dict.get(g, "__file__") not in test_files:
+                    return None
             got = _target(args[0], args[1], code_of)
         else:
             return None
-        hit = reaches_test(got) if frames and _type(got) is types.FrameType else (not frames and is_test(got))
-        if not hit:
+        if frames and _type(got) is not types.FrameType or not frames and not is_test(got):
             return None
-        who = receiver(frame, frames)
-        return None if who is None else "%s read %s" % (who, "a running test's frame" if frames else "a test's code")
+        who = receiver(frame, frames)   # before the walk up the stack: library receivers (logging...) are the many
+        if who is None or (frames and not reaches_test(got)):
+            return None
+        return "%s read %s" % (who, "a running test's frame" if frames else "a test's code")
     return check
 
 

@@ -312,7 +312,9 @@ def memory(path, _type=type):
 
 
 def _hook(emit, check, source, frames, moved, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
-          _frame_events=frozenset({"sys._getframe", "object.__getattr__"})):
+          _frame_events=frozenset({"sys._getframe", "object.__getattr__"}),
+          _frame_attrs=frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "__code__", "gi_code",
+                                  "cr_code", "ag_code"})):
     busy, done, said = [], set(), set()
 
     def tampering(event, args):
@@ -341,7 +343,8 @@ def _hook(emit, check, source, frames, moved, _getframe=sys._getframe, _type=typ
                         emit(event="flag", flag="runner_tampering", detail="%s was rebound before %s" % (lie, nid))
                     emit(event="ran", name=nid)
             elif event in _frame_events:
-                why = frames(event, args, _getframe(1))
+                why = frames(event, args, _getframe(1)) if event == "sys._getframe" or (
+                    _type(args) is tuple and len(args) == 2 and args[1] in _frame_attrs) else None
                 if why and why not in said:   # once per culprit: a loop of reads is one flag, not a flood
                     said.add(why)
                     emit(event="flag", flag="runner_tampering", detail=why)
