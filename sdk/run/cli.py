@@ -21,6 +21,7 @@ from typing import Optional
 
 import typer
 import yaml
+from rich.markup import escape
 
 from sdk.errors import TuneloopError
 from sdk.run.output import configure, console, emit, errors, live_progress, run_result, tasks_result
@@ -200,9 +201,9 @@ def _guard(fn, as_json: bool = False):
     except TuneloopError as exc:
         if os.environ.get("TUNELOOP_DEBUG"):
             raise
-        errors.print(f"[bold red]error:[/bold red] {exc.what}")
+        errors.print(f"[bold red]error:[/bold red] {escape(exc.what)}")
         if exc.fix:
-            errors.print(f"[bold]fix:[/bold] {exc.fix}")
+            errors.print(f"[bold]fix:[/bold] {escape(exc.fix)}")
         emit({"error": exc.what, "fix": exc.fix, "exit_code": exc.exit_code}, as_json)
         raise typer.Exit(exc.exit_code) from None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from sdk.errors import SourceError
 from sdk.sandbox.deps import missing_dependency_fix
@@ -129,7 +130,7 @@ def print_findings(findings: Sequence[Finding], console: Console) -> None:
     """Warnings in yellow and errors in red (with the stage they will stop), each with its fix."""
     for f in findings:
         tag = "[yellow]warning:[/yellow]" if f.level == "warning" else f"[red]error (stops {f.stage}):[/red]"
-        console.print(f"  {tag} {f.what}\n           fix: {f.fix}")
+        console.print(f"  {tag} {escape(f.what)}\n           fix: {escape(f.fix)}")
 
 
 def print_task_summary(result: dict[str, Any], console: Console) -> None:
@@ -140,8 +141,8 @@ def print_task_summary(result: dict[str, Any], console: Console) -> None:
         console.print(f"  {split:9} {sum(domains.values()):5}  " + ", ".join(f"{d}: {n}" for d, n in domains.items()))
     console.print(f"  SFT examples {result.get('sft_examples', 0)}, preference pairs {result.get('preference_pairs', 0)}")
     for reason, n in (result.get("quarantine_reasons") or {}).items():
-        console.print(f"  quarantined {n:4}  {reason}")
+        console.print(f"  quarantined {n:4}  {escape(reason)}")
     for f in result.get("health") or []:
-        console.print(f"  [yellow]{f['level']}:[/yellow] {f['what']} — fix: {f['fix']}")
+        console.print(f"  [yellow]{f['level']}:[/yellow] {escape(f['what'])} — fix: {escape(f['fix'])}")
     for name, path in (result.get("files") or {}).items():
         console.print(f"  {name:10} {path}")

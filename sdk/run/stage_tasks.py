@@ -10,6 +10,8 @@ import hashlib
 import re
 from collections import Counter
 
+from rich.markup import escape
+
 from sdk.errors import ConfigError, SourceError
 from sdk.jsonl import write_json, write_jsonl
 from sdk.run.bookkeeping import StageStats
@@ -179,11 +181,11 @@ def _print_built(ctx: StageContext, taskset: TaskSet, summary: dict, findings) -
         ctx.console.print(f"  task set {taskset.version}: " + ", ".join(
             f"{split} {sum(d.values())}" for split, d in summary["splits"].items() if split != "quarantined"))
     for group in summary["quarantine"]:
-        ctx.console.print(f"  quarantined {group['count']:4}  {group['reason']}")
+        ctx.console.print(f"  quarantined {group['count']:4}  {escape(group['reason'])}")
         for ex in group["examples"]:
-            ctx.console.print(f"       e.g. {ex['where']}: {brief_reason(ex['reason'])}")
+            ctx.console.print(escape(f"       e.g. {ex['where']}: {brief_reason(ex['reason'])}"))
         if group.get("fix"):
-            ctx.console.print(f"       fix: {group['fix']}")
+            ctx.console.print(escape(f"       fix: {group['fix']}"))
     print_findings(findings, ctx.console)
     layout = ctx.layout
     ctx.console.print(f"  wrote {layout.tasks_jsonl}, {layout.quarantine_jsonl.name}, {layout.sft_examples_jsonl.name}, "
