@@ -32,11 +32,15 @@ Inside the sandbox the folder is bound read-only (bubblewrap: at
 task's files to it, so ``require('x')`` and ``import 'x'`` (ESM ignores ``NODE_PATH``) resolve.
 The build folder is writable, so code under test could put a ``node_modules`` of its own there
 before a test loads a package: the node guard (``languages/tl_node_guard.cjs``) therefore makes a
-CommonJS ``require('x')`` from outside the environment look only in its ``node_modules``, and ESM
-static imports are resolved before any code runs. Not covered: a dynamic ``import('x')`` made
-after the code under test ran, and Node's global folders (``$HOME/.node_modules``: ``HOME`` is the
-sandbox's private tmpfs), which are searched after the environment for a package it lacks (such
-a task's reference fails its tests, so it is never validated).
+CommonJS ``require('x')`` from outside the environment look only in its ``node_modules``, and an ESM
+``import 'x'`` or ``import('x')`` (made after the code under test ran) that resolves outside the
+environment is resolved again from it (a resolve hook registered with ``module.register``, which it
+then disables, so no hook of the code under test runs before it). Not covered: the code under test
+changing a package the tests share with it, once loaded (``require('x').f = () => 0`` before the
+test calls ``f``: one process, one module instance; shown outside the sandbox with this guard), and
+Node's global folders (``$HOME/.node_modules``: ``HOME`` is the sandbox's private tmpfs), which are
+searched after the environment for a package it lacks (such a task's reference fails its tests, so
+it is never validated).
 """
 
 from __future__ import annotations

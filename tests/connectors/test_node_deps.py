@@ -245,3 +245,34 @@ def test_a_solution_cannot_plant_a_package_the_tests_require_later(jsrepo):
         box.close()
     assert honest.all_passed
     assert not planted.all_passed
+
+
+@needs_npm
+def test_a_solution_cannot_plant_a_package_a_test_imports_dynamically(jsrepo):
+    """The ESM route: a test calls ``import('tinyhelper')`` after the solution replaced ``node_modules``
+    in the build folder; the guard's resolve hook re-resolves it from the environment. A resolve hook of
+    the solution's own (``module.register``, which would run before ours) is refused."""
+    res = _read(jsrepo)
+    task = next(t for t in res.tasks if t.verifier.target_path == "src/double.js")
+    plant = ("const fs = require('fs');\nconst path = require('path');\nconst nm = path.join(__dirname, '..', 'node_modules');\n"
+             "try { fs.unlinkSync(nm); } catch (e) {}\nfs.mkdirSync(path.join(nm, 'tinyhelper'), { recursive: true });\n"
+             "fs.writeFileSync(path.join(nm, 'tinyhelper', 'index.js'), 'exports.helpValue = () => 0;');\n"
+             "function double(x) {\n  return 0;\n}\n\nmodule.exports = { double };\n")
+    fake = "data:text/javascript,export const helpValue = () => 0;"
+    hook = ("const fake = " + json.dumps(fake) + ";\nconst code = 'export async function resolve(s, c, n) { '"
+            " + 'return s === \"tinyhelper\" ? { url: ' + JSON.stringify(fake) + ', shortCircuit: true } : n(s, c); }';\n"
+            "try { require('module').register('data:text/javascript,' + encodeURIComponent(code)); } catch (e) {}\n"
+            "function double(x) {\n  return 0;\n}\n\nmodule.exports = { double };\n")
+    late = {"test/late.test.mjs": "import test from 'node:test';\nimport assert from 'node:assert';\n"
+            "import { double } from '../src/double.js';\n\ntest('late', async () => {\n  const v = double(21);\n"
+            "  const { helpValue } = await import('tinyhelper');\n  assert.strictEqual(v, helpValue() === 42 ? 42 : 0);\n});\n"}
+    box = make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=1, cache=False))
+    try:
+        honest, planted, hooked = box.run([request_for(task, task.reference).model_copy(update={"tests": late}),
+                                           request_for(task, plant).model_copy(update={"tests": late}),
+                                           request_for(task, hook).model_copy(update={"tests": late})])
+    finally:
+        box.close()
+    assert honest.all_passed
+    assert not planted.all_passed, planted.tests
+    assert not hooked.all_passed, hooked.tests

@@ -25,7 +25,8 @@ nonce, written by a runner that starts from ``.preinit_array`` and never runs so
 (constructors run in the test children only; ``tl_build.py`` refuses a binary with IFUNC
 resolvers, extra preinit entries or exported functions: flag ``runner_tampering``), through
 direct syscalls (stdout is never read for verdicts); node tests run with ``tl_node_guard.cjs`` preloaded from the read-only task
-folder (``assert``, ``node:test`` and ``require`` frozen) and the JUnit report on the reporter's
+folder (``assert``, ``node:test``, ``require`` and ``module.register`` frozen; with test dependencies a
+bare import resolves from their read-only folder) and the JUnit report on the reporter's
 stdout (node's JUnit reporter wrapped by ``tl_node_report.cjs``, also from the read-only folder: a
 test file that fails as a whole, e.g. ``Cannot find module 'x'`` while loading, keeps its stderr's
 tail as the failure's text, where node's says only "test failed"). Java tests run under our launcher ``TlJUnit.java`` (JUnit Platform API), which reads a

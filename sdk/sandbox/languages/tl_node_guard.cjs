@@ -10,13 +10,39 @@ Object.freeze(assert.AssertionError.prototype);
 // that folder looks only in its node_modules, never in the writable build folder, where code under test
 // could plant a fake package before a test requires it (ESM static imports resolve before any code runs).
 const deps = process.env.TL_NODE_DEPS;
+const HOOKS = `
+let root;
+export function initialize(data) { root = data.root; }
+export async function resolve(specifier, context, next) {
+  const found = await next(specifier, context);
+  const bare = !/^(\\.{0,2}\\/|[a-zA-Z][a-zA-Z0-9+.-]*:|#)/.test(specifier);
+  if (!bare || !found.url.startsWith('file:') || found.url.startsWith(root)
+      || (context.parentURL || '').startsWith(root)) return found;
+  let again;
+  try { again = await next(specifier, { ...context, parentURL: root + 'tl-anchor.mjs' }); } catch (e) { return found; }
+  return again.url.startsWith(root) ? again : found;
+}`;
 if (deps) {
   const own = Module._nodeModulePaths;
   const inside = deps.replace(/\/$/, '') + '/';
   Module._nodeModulePaths = function (from) {
     return (from + '/').startsWith(inside) ? own.call(this, from) : [inside + 'node_modules'];
   };
+  // ESM: import 'x' and import('x') from outside the environment that resolve to a file outside it (a
+  // node_modules planted in the build folder) are resolved again from the environment, which wins
+  // when it has the package (a self-reference to the task's own package resolves as before).
+  if (typeof Module.register === 'function') {
+    let real = deps;
+    try { real = require('fs').realpathSync(deps); } catch (e) { /* resolution compares real paths */ }
+    const root = require('url').pathToFileURL(real.replace(/\/$/, '') + '/').href;
+    Module.register('data:text/javascript,' + encodeURIComponent(HOOKS), { data: { root } });
+  }
 }
+// No later resolve hook (they run before ours) may redirect what the tests import.
+Object.defineProperty(Module, 'register', {
+  value: function register() { throw new Error('module.register is disabled in the sandbox'); },
+  writable: false, configurable: false,
+});
 for (const k of ['_load', '_resolveFilename', '_nodeModulePaths']) {
   Object.defineProperty(Module, k, { writable: false, configurable: false });
 }
