@@ -266,11 +266,7 @@ def watcher(trusted, test_fps, test_files, fingerprint, libs, _type=type):
             got, frames = args[0], True
         elif len(args) == 2 and _type(args[1]) is str and (args[1] in GETATTR_FRAME or args[1] in GETATTR_CODE):
             frames = args[1] in GETATTR_FRAME
-            if args[1] == "f_code" and _type(args[0]) is types.FrameType:   # the cheap filter: f_globals is no event
-                g = args[0].f_globals   # a test's frame runs with its module's globals (other ones: the code was held)
-                if _type(g) is not dict or dict.get(g, "__file__") not in test_files:
-                    return None
-            got = _target(args[0], args[1], code_of)
+            got = None if args[1] == "f_code" and _outside(args[0], test_files) else _target(args[0], args[1], code_of)
         else:
             return None
         if frames and _type(got) is not types.FrameType or not frames and not is_test(got):
@@ -316,6 +312,15 @@ def _hands(code, frames):
     if frames:
         return any(name.endswith(end) and code.co_name in names for end, names in FRAME_HANDS.items())
     return name.endswith("/dis.py") or (name.endswith("/inspect.py") and code.co_name not in CODE_KEEPS)
+
+
+def _outside(frame, test_files, _type=type):
+    """True when ``frame`` runs with globals that are no test module's (reading ``f_globals`` raises
+    no audit event): its code is no genuine test's (one run with other globals was already held)."""
+    if _type(frame) is not types.FrameType:
+        return False
+    g = frame.f_globals
+    return _type(g) is not dict or dict.get(g, "__file__") not in test_files
 
 
 def _target(obj, name, code_of, _type=type):
