@@ -15,7 +15,7 @@ target's words (``test_textile`` for ``_textile_row_with_attrs``) are shown.
 
 A parametrised test that calls a name with its parameters shows its cases (``("-0%", "0%")``) and
 that call, before whole tests are tried. For a target with a docstring (no ``>>>`` in it), only ``assert`` lines that hold a literal are shown
-(``literal``). Only the task's *visible* tests are read: hidden tests never reach a prompt.
+(``literal``); one-line ``with pytest.raises(E): f(...)`` lines are added to the lines shown. Only the task's *visible* tests are read: hidden tests never reach a prompt.
 """
 
 from __future__ import annotations
@@ -31,6 +31,18 @@ def _assert_lines(tests: dict[str, str], name: str, limit: int, literal: bool = 
     call = re.compile(rf"(?<![\w]){re.escape(name)}\(")
     lines = [ln.strip() for text in tests.values() for ln in text.splitlines()
              if ln.strip().startswith("assert") and call.search(ln) and (not literal or _LITERAL.search(ln))]
+    return list(dict.fromkeys(lines))[:limit]
+
+
+_RAISES = re.compile(r"with (?:pytest\.)?raises\(.*\):\s*\S")  # ``with pytest.raises(TypeError): f()``
+
+
+def _raises_lines(tests: dict[str, str], name: str, limit: int) -> list[str]:
+    """One-line ``with pytest.raises(E): ...name(...)`` lines: the error contract a docstring rarely
+    states (funcy's ``zip_values()`` with no dict raises ``TypeError``), added to the lines picked."""
+    call = re.compile(rf"(?<![\w]){re.escape(name)}\(")
+    lines = [ln.strip() for text in tests.values() for ln in text.splitlines()
+             if call.search(ln) and _RAISES.match(ln.strip())]
     return list(dict.fromkeys(lines))[:limit]
 
 
@@ -102,6 +114,7 @@ def example_block(tests: dict[str, str], name: str, callers: list[str] = (), max
     for who in [name, *callers, ""]:  # "": tests whose names share the target's words (test_textile)
         lines = (_assert_lines(tests, who, max_lines, True) or _param_cases(tests, who, 2 * max_lines)
                  or (_assert_lines(tests, who, max_lines) if not literal else [])) if who else []
+        lines += [ln for ln in _raises_lines(tests, who, 3) if lines and ln not in lines] if who else []
         if not lines:
             picked: list[str] = []
             used = 0
