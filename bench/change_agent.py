@@ -43,7 +43,7 @@ def mine(repo: Path | None, max_commits: int, sandbox) -> list:
 
         repo = Path(tempfile.mkdtemp(prefix="tl-agent-")) / "calc"
         build(repo)
-    src = GitHistorySource({"path": str(repo), "max_commits": max_commits, "reruns": 0, "context": "none",
+    src = GitHistorySource({"path": str(repo), "max_commits": max_commits, "reruns": 0, "context": "none", "answer": "tools",
                             "heldout_fraction": 0.0}, repo.parent, "history", sandbox=sandbox)
     return list(src.read().tasks)
 

@@ -59,6 +59,9 @@ PROMPT = ("Repository `{name}` at commit {parent}. Make the change this commit m
           "{context}Reply with the change as a unified diff (`git diff` format: `--- a/path`, `+++ b/path`, hunks "
           "with context lines) in one ```diff block. Several files may change. Edits to tests or CI configuration "
           "are ignored.")
+ASK = {"diff": PROMPT.rsplit("{context}", 1)[1],
+       "tools": "Make the change with the tools (read_file, search, list_dir, edit_file, run_tests); stop calling "
+                "tools when it is done. Several files may change. Edits to tests or CI configuration are refused."}
 
 
 class GitHistoryOptions(SourceOptions):
@@ -89,6 +92,8 @@ class GitHistoryOptions(SourceOptions):
         context_chars: budget, in characters, of the context shown in the prompt (0: none).
         context_chunk_chars: ``context: retrieved`` with the built-in BM25 ranks chunks of the files of
             about this many characters, cut at blank lines (0: whole files).
+        answer: ``diff`` (the prompt asks for a unified diff) or ``tools`` (it asks for the change made with
+            the change agent's tools, ``tools.change_agent``).
         suite_timeout_s: wall-clock limit of one mining run, seconds.
         test_timeout_s: the verifier's limit for one run, seconds.
         memory_mb: memory limit of each run, MiB.
@@ -115,6 +120,7 @@ class GitHistoryOptions(SourceOptions):
     retriever: str | None = None
     context_chars: int = Field(12000, ge=0)
     context_chunk_chars: int = Field(800, ge=0)
+    answer: Literal["diff", "tools"] = "diff"
     suite_timeout_s: float = Field(120.0, gt=0)
     test_timeout_s: float = Field(60.0, gt=0)
     memory_mb: int = Field(2048, ge=256)
@@ -289,8 +295,9 @@ class _Miner:
         reference = self.repo.diff(commit.parent, commit.sha, ref_paths)
         ctx = build_context(self.opts.context, p_source, source_paths, commit.message, self.opts.context_chars,
                             self.ext, self.opts.retriever, self.opts.context_chunk_chars)
-        prompt = PROMPT.format(name=self.repo.path.name.removesuffix(".git"), parent=commit.parent[:12],
-                               message=commit.message.strip(), context=ctx.text)
+        prompt = PROMPT.rsplit("{context}", 1)[0].format(name=self.repo.path.name.removesuffix(".git"),
+                                                         parent=commit.parent[:12], message=commit.message.strip())
+        prompt += ctx.text + ASK[self.opts.answer]
         return Task(domain=self.src.domain, prompt=(Message(role="user", content=prompt),), verifier=verifier,
                     reference=reference, source=self._source(commit),
                     metadata={"parent": commit.parent, "commit_time": commit.time, "subject": commit.subject,

@@ -30,6 +30,8 @@ def test_agentic_change_rollouts_train_and_evaluate_end_to_end(tiny_model_dir, t
                                "tools.change_agent.max_tokens": 256})
     report = Pipeline(cfg, progress=False).run()
     run = cfg.run_path
+    tasks = [json.loads(x) for x in (run / "tasks" / "tasks.jsonl").read_text().splitlines()]
+    assert all("Make the change with the tools" in t["prompt"][-1]["content"] for t in tasks)
     traces = [json.loads(x) for x in (run / "rl" / "traces.jsonl").read_text().splitlines()]
     assert traces and all({"calls", "change", "changed_files", "stop"} <= set(t) for t in traces)
     rewards = [json.loads(x) for x in (run / "rl" / "rewards.jsonl").read_text().splitlines()]

@@ -123,3 +123,11 @@ def test_change_agent_config_is_checked():
         ToolsConfig(change_agent={"enabled": True, "tools": []})
     with pytest.raises(ValidationError):
         ToolsConfig(change_agent={"enabled": True, "tools": ["rm_rf"]})
+
+
+def test_git_history_prompt_asks_for_a_diff_or_for_tools():
+    from connectors.history.source import ASK, PROMPT
+
+    head = PROMPT.rsplit("{context}", 1)[0].format(name="n", parent="p", message="m")
+    assert head + "C" + ASK["diff"] == PROMPT.format(name="n", parent="p", message="m", context="C")  # unchanged
+    assert "edit_file" in ASK["tools"] and "diff" not in ASK["tools"]
