@@ -14,7 +14,8 @@ through ``tabulate(..., tablefmt="textile")``), the visible tests whose own name
 target's words (``test_textile`` for ``_textile_row_with_attrs``) are shown.
 
 A parametrised test that calls a name with its parameters shows its cases (``("-0%", "0%")``) and
-that call, before whole tests are tried. For a target with a docstring (no ``>>>`` in it), only ``assert`` lines that hold a literal are shown
+that call, before whole tests are tried; a test parametrised over the target itself
+(``parametrize("get", [get_in, get_lax])``) has its calls of the parameter read as calls of the target. For a target with a docstring (no ``>>>`` in it), only ``assert`` lines that hold a literal are shown
 (``literal``); one-line ``with pytest.raises(E): f(...)`` lines are added to the lines shown. Only the task's *visible* tests are read: hidden tests never reach a prompt.
 """
 
@@ -72,6 +73,31 @@ def _param_cases(tests: dict[str, str], name: str, limit: int) -> list[str]:
     return []
 
 
+def _aliased(tests: dict[str, str], name: str) -> dict[str, str]:
+    """``tests`` with the calls of a parameter that a test is parametrised over ``name`` with (funcy's
+    ``@pytest.mark.parametrize("get", [get_in, get_lax])`` then ``assert get(d, ["i"]) == "j"``)
+    written as calls of ``name``: such a test never names its target in its body."""
+    out = dict(tests)
+    for path, text in tests.items():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        lines = text.splitlines()
+        for fn in [*tree.body, *(m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body)]:
+            for deco in getattr(fn, "decorator_list", ()) if isinstance(fn, ast.FunctionDef) else ():
+                if not (isinstance(deco, ast.Call) and ast.unparse(deco.func).endswith("parametrize")
+                        and len(deco.args) >= 2 and isinstance(deco.args[0], ast.Constant)
+                        and isinstance(deco.args[1], (ast.List, ast.Tuple))
+                        and any(isinstance(e, ast.Name) and e.id == name for e in deco.args[1].elts)):
+                    continue
+                alias = re.compile(rf"(?<![\w.]){re.escape(str(deco.args[0].value).strip())}\(")
+                for i in range(fn.body[0].lineno - 1, fn.end_lineno):
+                    lines[i] = alias.sub(f"{name}(", lines[i])
+        out[path] = "\n".join(lines)
+    return out
+
+
 _COMMON = {"with", "for", "the", "and", "from", "into", "get", "set", "row", "rows", "value", "values", "test"}
 
 
@@ -111,6 +137,7 @@ def example_block(tests: dict[str, str], name: str, callers: list[str] = (), max
     when nothing in them mentions the target or, failing that, one of its ``callers``. With
     ``literal``, only ``assert`` lines holding a literal count (``assert f(dt, fmt) == expected``, the
     body of a parametrised test, shows nothing the docstring does not)."""
+    tests = _aliased(tests, name)
     for who in [name, *callers, ""]:  # "": tests whose names share the target's words (test_textile)
         lines = (_assert_lines(tests, who, max_lines, True) or _param_cases(tests, who, 2 * max_lines)
                  or (_assert_lines(tests, who, max_lines) if not literal else [])) if who else []

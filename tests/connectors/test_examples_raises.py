@@ -31,3 +31,20 @@ def test_raises_only_keeps_whole_test_fallback():
     only = {"tests/t.py": "import pytest\n\ndef test_f():\n    x = 2\n    with pytest.raises(KeyError): f(x)\n"}
     block = example_block(only, "f")
     assert "def test_f():" in block and "with pytest.raises(KeyError): f(x)" in block
+
+
+PARAM_OVER_FUNCS = {"tests/test_colls.py": '''
+import pytest
+
+@pytest.mark.parametrize("get", [get_in, get_lax])
+def test_get_list(get):
+    assert get([1, 2], [0]) == 1
+    assert forget([1], [0]) == 1
+'''}
+
+
+def test_test_parametrised_over_the_target_shows_its_calls():
+    """funcy's ``parametrize("get", [get_in, get_lax])``: the prompt of get_in showed no example."""
+    block = example_block(PARAM_OVER_FUNCS, "get_in", literal=True)
+    assert "assert get_in([1, 2], [0]) == 1" in block and "forget_in" not in block
+    assert "get_in" not in example_block(PARAM_OVER_FUNCS, "get_other", literal=True)
