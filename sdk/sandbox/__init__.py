@@ -39,10 +39,15 @@ by ``tests/sandbox/test_hostile.py``:
   the harness (``sdk/sandbox/_runner/tl_values.py``); every assertion is evaluated in the
   harness, and results go to a channel the candidate never holds (closed before any solution
   code runs; the harness is non-dumpable, seccomp denies ptrace). Tests never touch the working
-  folder: they travel on the harness's stdin, pytest collects them from a private folder that is
-  deleted before the solution loads. The harness never imports from a folder the candidate can
-  write (the cold working folder is read-only; the warm harness keeps ``/tmp/run`` off its
-  ``sys.path``: a planted ``fractions.py`` once ran there). Exactly the tests the harness ran
+  folder: they travel on the harness's stdin, pytest collects them from a private folder of
+  placeholders (served from memory). The harness never imports a file the candidate wrote: the cold
+  working folder is read-only; the warm harness keeps ``/tmp/run`` (and its ``src/``) off its
+  ``sys.path`` (a planted ``fractions.py`` once ran there); a guard first on its ``sys.meta_path``
+  refuses, flagged ``runner_tampering``, any module under the candidate's temporary folders (the
+  tests folder among them, which pytest puts on ``sys.path``: only the files held in memory) and the
+  solution's file under any name but its own (``import solution`` in a script test gets the proxies);
+  pytest's options come from the request's ``pytest.ini`` in memory, never the folder's copy
+  (tests/rewards/test_redteam_import_path.py). Exactly the tests the harness ran
   are reported, one result each; a call that does not return by the deadline fails its test
   (status ``timeout``) and the candidate is killed. An exit code, stdout, ``sys.exit(0)``/``os._exit(0)`` can never pass;
 - tampering the harness sees is reported in ``ExecResult.flags`` (``always_equal``: a non-plain

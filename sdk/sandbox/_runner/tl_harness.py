@@ -86,6 +86,78 @@ class _Namespace(dict):
         return value
 
 
+class ImportGuard:
+    """First on this process's ``sys.meta_path`` (every mode): nothing is imported here from a place
+    the candidate can write (``roots``: its temporary folders, the warm ``/tmp/run``; the private
+    tests folder's files only as held in memory, :mod:`tl_memtests`), nor the solution's file
+    ``target`` under a name other than its own (``src.pkg.mod`` beside ``pkg.mod``); the solution's
+    own name is served by ``solution`` (a finder giving the module of proxies). A cold script test
+    that did ``import solution``, or a warm ``fractions.py`` in ``/tmp/run``, ran solution code here."""
+
+    def __init__(self, name, target, roots, solution=None, remote=None):
+        self.name, self.target, self.solution, self.remote = name, os.path.realpath(target), solution, remote
+        self.refused = []
+        self.roots = tuple(dict.fromkeys(os.path.realpath(r).rstrip(os.sep) + os.sep for r in roots if r))
+
+    def find_spec(self, fullname, path=None, target=None):
+        """The solution's spec for its own name; raises ImportError for a refused file; else None."""
+        spec = self.solution.find_spec(fullname) if self.solution is not None else None
+        if spec is not None:
+            return spec
+        import importlib.machinery
+        self.check(fullname, importlib.machinery.PathFinder.find_spec(fullname, path))
+        return None
+
+    def check(self, fullname, spec, held=()):
+        """Raise ImportError when ``spec`` (Python's own finding) is a refused file (see the class)."""
+        if spec is None:
+            return
+        places = [spec.origin] if spec.origin and spec.has_location else list(spec.submodule_search_locations or [])
+        for place in places:
+            real = os.path.realpath(place)
+            if real in held:
+                continue
+            if real == self.target or (real + os.sep).startswith(self.roots):
+                why = "the harness was led to import %s from %s (the solution's file, or a folder the solution " \
+                      "can write)" % (fullname, place)
+                self.refused.append(why)
+                if self.remote is not None:
+                    self.remote.flag("runner_tampering", why)
+                raise ImportError("tuneloop: " + why, name=fullname)
+
+
+class _ScriptSolution:
+    """``import <solution module>`` in a script test: the module of proxies (made on first use)."""
+
+    def __init__(self, name, make):
+        self.name, self.make, self.module = name, make, None
+
+    def find_spec(self, fullname, path=None, target=None):
+        """Claim the solution's module name."""
+        if fullname != self.name:
+            return None
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        """The module of proxies."""
+        if self.module is None:
+            self.module = self.make()
+        return self.module
+
+    def exec_module(self, module):
+        """Nothing runs: the solution never runs here."""
+
+
+def _guard(payload, cwd, remote):
+    """The :class:`ImportGuard` of this run, first on ``sys.meta_path``."""
+    import importlib.machinery  # noqa: F401 - loaded before the guard runs (it imports nothing while finding)
+    roots = [os.environ.get("TMPDIR"), os.environ.get("HOME"), "/dev/shm"] + ([cwd] if payload.get("warm") else [])
+    guard = ImportGuard(module_name(payload["target"]), os.path.join(cwd, payload["target"]), roots, remote=remote)
+    sys.meta_path.insert(0, guard)
+    return guard
+
+
 def _load_request(payload, cwd):
     return {"module": module_name(payload["target"]), "target": payload["target"], "code": payload.get("code"),
             "cwd": cwd, "limits": payload["limits"], "path": payload.get("path", []),
@@ -176,24 +248,31 @@ def run(chan, payload, remote, started):
     os.chdir(cwd)
     if payload["target"].startswith("src/"):   # src layout: the package imports from src/
         payload["path"] = [os.path.join(cwd, "src")] + list(payload.get("path", []))
-    if not payload.get("warm"):   # warm: /tmp/run, which the candidate can write, is never on this process's
-        sys.path[:0] = [cwd]      # import path (a fractions.py there ran here when a Fraction came back; issue 14)
-    sys.path += payload.get("path", [])
+    mine = os.path.realpath(cwd) + os.sep   # warm: /tmp/run (and its src/), which the candidate can write, is
+    if not payload.get("warm"):             # never on this process's import path (a fractions.py there ran here
+        sys.path[:0] = [cwd]                # when a Fraction came back; issue 14)
+    sys.path += [p for p in payload.get("path", []) if not (payload.get("warm") and (os.path.realpath(p) + os.sep).startswith(mine))]
     remote.codec.configure([cwd] + list(payload.get("path", [])), module_name(payload["target"]))
+    guard = _guard(payload, cwd, remote)
     chan.emit(event="start", python=sys.version.split()[0], warm=bool(payload.get("warm")))
     try:
         if payload["mode"] == "pytest":
-            run_pytest(chan, payload, remote, cwd)
+            run_pytest(chan, payload, remote, cwd, guard)
         else:
-            run_script(chan, payload, remote, cwd)
+            run_script(chan, payload, remote, cwd, guard)
     finally:
         summary = remote.finish()
         chan.emit(event="harness", **summary)
         usage(chan)
+        sys.meta_path[:] = [f for f in sys.meta_path if f is not guard]   # the warm-up leaves none behind
 
 
-def run_script(chan, payload, remote, cwd):
-    """HumanEval style: test source here, ``check(<entry>)`` against the remote entry point."""
+def run_script(chan, payload, remote, cwd, guard):
+    """HumanEval style: test source here, ``check(<entry>)`` against the remote entry point; a test's
+    ``import <solution module>`` gives the module of proxies, as in ``pytest`` mode."""
+    name = module_name(payload["target"])
+    guard.solution = _ScriptSolution(name, lambda: tl_rmodule.RemoteModule(
+        name, remote, public_names(_source(payload, cwd)), _source(payload, cwd)))
     if _load(chan, payload, remote, cwd):
         ns = _Namespace(remote)
         entry = payload["entry"]
@@ -216,7 +295,7 @@ class Reporter:
     no test runs if the solution did not load."""
 
     def __init__(self, chan, on_collected):
-        self.chan, self.results, self.collected, self.on_collected = chan, {}, 0, on_collected
+        self.chan, self.results, self.collected, self.on_collected, self.ended = chan, {}, 0, on_collected, False
 
     def pytest_collectreport(self, report):
         """pytest hook: report collection errors as failures."""
@@ -245,10 +324,11 @@ class Reporter:
 
     def pytest_sessionfinish(self, session, exitstatus):
         """pytest hook: emit the end-of-session marker after all tests ran."""
+        self.ended = True
         self.chan.emit(event="end", exitstatus=int(exitstatus), collected=self.collected)
 
 
-def run_pytest(chan, payload, remote, cwd):
+def run_pytest(chan, payload, remote, cwd, guard):
     """pytest on the request's tests. Their files are placeholders in a private folder and
     their sources are served from memory (:mod:`tl_memtests`), so the solution is loaded before
     collection (a test module may call it at import) and never sees a test's source; the folder
@@ -263,12 +343,13 @@ def run_pytest(chan, payload, remote, cwd):
     package = os.path.dirname(os.path.join(cwd, payload["target"])) if payload["target"].endswith("__init__.py") else None
     source = _source(payload, cwd)
     module = tl_rmodule.RemoteModule(name, remote, public_names(source), source)
-    sys.meta_path.insert(0, tl_memtests.SolutionFinder(name, module, package))
+    guard.solution = tl_memtests.SolutionFinder(name, module, package)
     remote.echo = True
     folder = tempfile.mkdtemp(prefix=".tl-tests-", dir=os.environ.get("TMPDIR") or "/tmp")
     files = dict(payload.get("conftests", {}), **payload["tests"])
     files.setdefault("pytest.ini", "[pytest]\n")
     sources = tl_memtests.write(folder, files, cwd)
+    sources.guard = guard   # first on sys.meta_path (ahead of pytest's own hook): the guard's checks too
     sources.install()
     if tl_early.wanted(payload):   # parents first, then the repository modules the tests import
         loaded = tl_early.prepare(payload, remote, cwd, lambda: _load(chan, payload, remote, cwd, True))
@@ -282,12 +363,16 @@ def run_pytest(chan, payload, remote, cwd):
         return loaded  # ``__init__`` again when its tests are set up)
 
     args = ["-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:pastebin", "-p", "no:legacypath", "--rootdir", folder,
-            "--confcutdir", folder, "-c", os.path.join(folder, "pytest.ini")]
+            "--confcutdir", folder] + tl_memtests.ini_args(files["pytest.ini"])
+    reporter = Reporter(chan, collected)
     try:
         pytest.main(args + [os.path.join(folder, p) for p in sorted(payload["tests"])],
-                    plugins=[Reporter(chan, collected), tl_memtests.Installer(sources)])
+                    plugins=[reporter, tl_memtests.Installer(sources)])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    if guard.refused and not reporter.ended:   # a conftest.py planted in the tests folder stopped pytest: the
+        chan.emit(event="collect_error", nodeid="", message=guard.refused[0][-MSG:])   # solution's failure
+        chan.emit(event="end", exitstatus=1, collected=reporter.collected)
 
 
 def usage(chan):

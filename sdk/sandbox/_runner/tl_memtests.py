@@ -13,7 +13,9 @@ while the tests are collected: a test module may call it at import (``@attr.s`` 
 module-level ``curry(f)``, ``FOO = mod.build()``). What the solution's process can see of the
 tests: the folder and the file names (``test_x_hidden.py``), and files that are not Python
 (a data file a test reads is written as an empty placeholder too; the request's ``pytest.ini``
-is written as it is: it is configuration pytest reads itself).
+is written as it is, but pytest is given its options from memory, :func:`ini_args`). The folder
+is the solution's to write (same uid): nothing in it is imported but the files held here
+(``tl_harness.ImportGuard``).
 """
 
 import ast
@@ -61,6 +63,13 @@ class MemorySources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, sources, config=None, extra=None):
         self.sources, self.config, self.extra = dict(sources), config, dict(extra or {})
+        self.guard, held = None, set()
+        for path in self.sources:   # the files held here and their folders (a namespace package of the tests)
+            path = os.path.realpath(path)
+            while path not in held and path != os.path.dirname(path):
+                held.add(path)
+                path = os.path.dirname(path)
+        self.held = frozenset(held)
         for path, text in self.sources.items():
             lines = text.splitlines(True)
             linecache.cache[path] = (len(text), None, lines, path)   # mtime None: never re-read
@@ -75,7 +84,12 @@ class MemorySources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         """The spec Python's path finder gives, with this loader, for a file held here."""
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or not spec.origin or os.path.abspath(spec.origin) not in self.sources:
-            return None
+            if self.guard is None:   # ahead of pytest's hook, which would load a planted conftest.py
+                return None          # from the folder: the harness's guard (tl_harness.ImportGuard) first
+            claimed = self.guard.solution.find_spec(fullname) if self.guard.solution is not None else None
+            if claimed is None:
+                self.guard.check(fullname, spec, self.held)
+            return claimed
         spec.loader = self
         return spec
 
@@ -144,6 +158,22 @@ def write(folder, files, cwd=None):
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(body)
     return MemorySources(held, extra={os.path.abspath(os.path.join(folder, i)): r for i, r in packages.items()})
+
+
+def ini_args(text):
+    """pytest's arguments for the request's ``pytest.ini`` (``text``), read here from memory:
+    ``-c /dev/null`` and one ``-o name=value`` per option. The copy in the tests folder is the
+    solution's to rewrite (same uid): an ``addopts = -p solution`` there once loaded the solution
+    as a plugin here, ``--deselect`` hid a failing test."""
+    import iniconfig
+    try:
+        section = iniconfig.IniConfig("pytest.ini", data=text).sections.get("pytest", {})
+    except Exception:  # noqa: BLE001 - a broken pytest.ini stops the run, as pytest would
+        raise RuntimeError("the task's pytest.ini does not parse")
+    args = ["-c", os.devnull]
+    for name, value in dict(section).items():
+        args += ["-o", "%s=%s" % (name, value)]
+    return args
 
 
 class Installer:
