@@ -141,13 +141,19 @@ def _name(frame):
 def _file_fps(name, fingerprint):
     """The fingerprints of every code object of the real stdlib file ``name`` (recompiled), or an
     empty set when ``name`` is no file of the interpreter's standard library."""
+    return _compiled_fps(name, fingerprint, lambda real: real.startswith(STDLIB) and "-packages" + os.sep not in real)
+
+
+def _compiled_fps(name, fingerprint, accept):
+    """The fingerprints of every code object of the real file ``name`` (recompiled), or an empty set
+    when its real path fails ``accept`` or it cannot be read and compiled (no proof)."""
     try:
         real = os.path.realpath(name)
-        if not real.startswith(STDLIB) or "-packages" + os.sep in real:
+        if not accept(real):
             return frozenset()
         with open(real, "rb") as fh:
             code = compile(fh.read(), name, "exec", dont_inherit=True)
-    except Exception:  # noqa: BLE001 - not a readable, compilable stdlib file: no proof
+    except Exception:  # noqa: BLE001 - not a readable, compilable file: no proof
         return frozenset()
     out, todo = set(), [code]
     while todo:
@@ -342,18 +348,4 @@ def _target(obj, name, code_of, _type=type):
 def _lib_fps(name, libs, fingerprint):
     """The fingerprints of every code object of the real library file ``name`` (recompiled), or an
     empty set when ``name`` is no file under ``libs``."""
-    try:
-        real = os.path.realpath(name)
-        if not real.startswith(libs):
-            return frozenset()
-        with open(real, "rb") as fh:
-            code = compile(fh.read(), name, "exec", dont_inherit=True)
-    except Exception:  # noqa: BLE001 - not a readable, compilable library file: no proof
-        return frozenset()
-    out, todo = set(), [code]
-    while todo:
-        c = todo.pop()
-        out.add(fingerprint(c))
-        todo.extend(x for x in c.co_consts if type(x) is types.CodeType)
-    out.discard(None)
-    return frozenset(out)
+    return _compiled_fps(name, fingerprint, lambda real: real.startswith(libs))
