@@ -99,14 +99,21 @@ def ensure_env(requirements: tuple[str, ...] | list[str], *, pip_args: tuple[str
             raise DependencyError(f"pip could not install the test requirements {reqs}:\n{tail}",
                                   "fix or pin the names in `test_requirements:` (or where they were found), make "
                                   "the index reachable, or point `pip_args` at a local wheel folder")
-        (tmp / ".complete").write_text("\n".join(reqs) + "\n", encoding="utf-8")
-        _read_only(tmp)
-        try:
-            tmp.rename(final)
-        except OSError:  # another process finished first: use its copy
-            _writable(tmp)
-            shutil.rmtree(tmp, ignore_errors=True)
-        return final
+        return publish_env(tmp, final, reqs)
+
+
+def publish_env(tmp: Path, final: Path, reqs: list[str]) -> Path:
+    """Mark the finished environment ``tmp`` complete (its requirement lines in ``.complete``), make it
+    read-only and rename it to ``final``; when another process published ``final`` first, drop ``tmp``
+    and use theirs. Returns ``final``."""
+    (tmp / ".complete").write_text("\n".join(reqs) + "\n", encoding="utf-8")
+    _read_only(tmp)
+    try:
+        tmp.rename(final)
+    except OSError:  # another process finished first: use its copy
+        _writable(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
 
 
 def sandbox_view(env: Path, reachable: bool) -> Path:

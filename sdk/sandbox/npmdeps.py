@@ -54,7 +54,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sdk.sandbox.deps import _lock, _read_only, _writable, DependencyError, cache_root
+from sdk.sandbox.deps import _lock, _writable, DependencyError, cache_root, publish_env
 
 TOOLS = "/usr/local/bin:/usr/bin:/bin"  # where the sandbox looks for node (sdk.sandbox.languages.SEARCH)
 LOCKFILES = ("npm-shrinkwrap.json", "package-lock.json")  # npm's order of preference
@@ -137,14 +137,7 @@ def ensure_node_env(requirements: tuple[str, ...] | list[str], lockfile: str | N
             _writable(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        (tmp / ".complete").write_text("\n".join(reqs) + "\n", encoding="utf-8")
-        _read_only(tmp)
-        try:
-            tmp.rename(final)
-        except OSError:  # another process finished first: use its copy
-            _writable(tmp)
-            shutil.rmtree(tmp, ignore_errors=True)
-        return final
+        return publish_env(tmp, final, reqs)
 
 
 def _install(npm: str, folder: Path, reqs: list[str], lockfile: str | None, npm_args: list[str], root: Path,
