@@ -32,7 +32,7 @@ from sdk.errors import ConfigError
 from sdk.eval.records import EvalRow
 from sdk.run.bookkeeping import StageStats
 from sdk.run.context import StageContext, adapter_for_eval
-from sdk.run.stage_eval_agent import agent_rows
+from sdk.run.stage_eval_agent import agent_rows, tool_model
 from sdk.run.stage_rl import change_agent, toolbox_maker, tools_enabled
 from sdk.tasks.records import Task
 
@@ -211,17 +211,11 @@ def tool_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Pat
     """Multi-turn tool rollouts (transformers generation, ``eval.max_new_tokens`` per assistant turn,
     ``eval.temperature``), each scored by the tool-task reward; see the module docstring."""
     from sdk.eval.run import evaluate
-    from sdk.generate import HFGenerator
-    from sdk.rollout.chat_template import ensure_tool_template
-    from sdk.rollout.episode import hf_generator, run_episodes
+    from sdk.rollout.episode import run_episodes
     from sdk.rollout.rewards import ToolTaskReward
 
-    cfg, ec, tc = ctx.cfg, ctx.cfg.eval, ctx.cfg.tools
-    model = HFGenerator(ctx.model_path, adapter, ec.batch_size, ec.max_new_tokens, ec.temperature, cfg.seed,
-                        cfg.model.dtype)
-    tok = model.tokenizer
-    ensure_tool_template(tok)
-    step = hf_generator(model.model, tok, ec.max_new_tokens, ec.temperature, ec.batch_size, cfg.seed)
+    ec, tc = ctx.cfg.eval, ctx.cfg.tools
+    model, tok, step = tool_model(ctx, adapter)
     turns = tc.max_turns or tc.max_calls + 1
     budget = ec.max_new_tokens * turns + PROMPT_SLACK_TOKENS
 

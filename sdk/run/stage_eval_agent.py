@@ -22,21 +22,32 @@ from sdk.run.context import StageContext
 from sdk.tasks.records import Task
 
 
-def agent_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Path | None, agent) -> list[EvalRow]:
-    """Eval rows of agentic change rollouts by the model ``label`` (see the module docstring)."""
-    from sdk.eval.run import evaluate
+def tool_model(ctx: StageContext, adapter: Path | None):
+    """``(model, tokenizer, step)`` for multi-turn tool rollouts in eval: an
+    :class:`sdk.generate.HFGenerator` (``eval.batch_size``, ``eval.max_new_tokens`` per turn,
+    ``eval.temperature``), its tokenizer with the tool chat template ensured, and the batched step
+    function of :func:`sdk.rollout.episode.hf_generator`. The caller closes the model."""
     from sdk.generate import HFGenerator
-    from sdk.rewards.tiered import score_batch
-    from sdk.rollout.change_agent import agent_completion, tool_components
     from sdk.rollout.chat_template import ensure_tool_template
-    from sdk.rollout.episode import hf_generator, run_episodes
+    from sdk.rollout.episode import hf_generator
 
-    cfg, ec, tc = ctx.cfg, ctx.cfg.eval, ctx.cfg.tools
+    cfg, ec = ctx.cfg, ctx.cfg.eval
     model = HFGenerator(ctx.model_path, adapter, ec.batch_size, ec.max_new_tokens, ec.temperature, cfg.seed,
                         cfg.model.dtype)
     tok = model.tokenizer
     ensure_tool_template(tok)
-    step = hf_generator(model.model, tok, ec.max_new_tokens, ec.temperature, ec.batch_size, cfg.seed)
+    return model, tok, hf_generator(model.model, tok, ec.max_new_tokens, ec.temperature, ec.batch_size, cfg.seed)
+
+
+def agent_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Path | None, agent) -> list[EvalRow]:
+    """Eval rows of agentic change rollouts by the model ``label`` (see the module docstring)."""
+    from sdk.eval.run import evaluate
+    from sdk.rewards.tiered import score_batch
+    from sdk.rollout.change_agent import agent_completion, tool_components
+    from sdk.rollout.episode import run_episodes
+
+    cfg, ec, tc = ctx.cfg, ctx.cfg.eval, ctx.cfg.tools
+    model, tok, step = tool_model(ctx, adapter)
     traces = ctx.layout.stage_dir("eval") / f"traces_{label}.jsonl"
     traces.parent.mkdir(parents=True, exist_ok=True)
     traces.unlink(missing_ok=True)
