@@ -3,9 +3,12 @@
 Issue 15's honesty rule: early stopping (the GRPO held-out watch), arm selection (the schedule
 comparison's probe) and any tuning read a *validation* split carved from train, never the
 held-out split the report's verdict rests on. :func:`carve_validation` takes a share of the
-train tasks that carry an automatic verifier, chosen by a seeded hash of each task id (the same
-tasks for the same seed whatever the order of the task set); SFT, GRPO and expert iteration
-then train on the rest only.
+train tasks that carry an automatic verifier, chosen by a seeded hash of each task's logic key
+(:func:`sdk.tasks.split.logic_key`, the key the held-out split uses: the same tasks for the same
+seed whatever the order of the task set, and whatever the prompt shows: with repository context
+on or off, one validation split and one fit set, so two prompt formats compare as arms on the same
+training tasks; a hash of the task id, which covers the prompt, carved a different set for each);
+SFT, GRPO and expert iteration then train on the rest only.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from sdk.tasks.records import Task
+from sdk.tasks.split import logic_key
 
 
-def _unit(task_id: str, seed: int) -> float:
-    digest = hashlib.sha256(f"validation:{seed}:{task_id}".encode()).digest()
+def _unit(key: str, seed: int) -> float:
+    digest = hashlib.sha256(f"validation:{seed}:{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
@@ -36,7 +40,7 @@ def carve_validation(train: Sequence[Task], fraction: float, seed: int = 0) -> t
         return list(train), []
     fit, val = [], []
     for t in train:
-        (val if t.verifier.kind != "reference" and _unit(t.id, seed) < fraction else fit).append(t)
+        (val if t.verifier.kind != "reference" and _unit(logic_key(t), seed) < fraction else fit).append(t)
     return fit, val
 
 

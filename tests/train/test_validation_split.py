@@ -4,11 +4,11 @@ from sdk.tasks.records import Message, ReferenceOnly, Source, Split, Task, UnitT
 from sdk.train.validation import carve_validation, validation_record
 
 
-def task(i: int, verifiable: bool = True) -> Task:
+def task(i: int, verifiable: bool = True, prompt: str = "task") -> Task:
     verifier = UnitTestVerifier(tests={"test_x.py": f"def test_{i}():\n    assert True\n"}) if verifiable \
         else ReferenceOnly()
-    return Task(domain="d", prompt=(Message(role="user", content=f"task {i}"),), verifier=verifier,
-                source=Source(connector="t"), reference="x = 1", split=Split.TRAIN)
+    return Task(domain="d", prompt=(Message(role="user", content=f"{prompt} {i}"),), verifier=verifier,
+                source=Source(connector="t"), reference=f"def f(x):\n    return x + {i}\n", split=Split.TRAIN)
 
 
 def test_carve_is_seeded_order_free_and_verifiable_only():
@@ -21,6 +21,17 @@ def test_carve_is_seeded_order_free_and_verifiable_only():
     assert {t.id for t in again} == {t.id for t in val}, "the same tasks whatever the order"
     assert {t.id for t in carve_validation(train, 0.2, seed=1)[1]} != {t.id for t in val}
     assert carve_validation(train, 0.0) == (train, [])
+
+
+def test_carve_follows_the_logic_not_the_prompt():
+    """Repository context on or off changes every prompt (and task id), not which tasks validate:
+    two prompt formats must be compared as arms trained on the same fit set."""
+    plain = [task(i) for i in range(100)]
+    shown = [task(i, prompt="From the repository: Money(cents: int) ... task") for i in range(100)]
+    assert {t.id for t in plain}.isdisjoint({t.id for t in shown})
+    names = lambda tasks: {t.prompt[0].content.rsplit(" ", 1)[1] for t in tasks}  # noqa: E731
+    assert names(carve_validation(plain, 0.2)[1]) == names(carve_validation(shown, 0.2)[1])
+    assert carve_validation(plain, 0.2)[1], "a split this size carves some tasks"
 
 
 def test_validation_record_names_what_it_steered():
