@@ -97,14 +97,25 @@ def copy_stage(src: Path, dst: Path, stage: str, folder: str) -> None:
     shutil.copy2(src / "state" / f"{stage}.json", dst / "state" / f"{stage}.json")
 
 
+def split_tasks(ctx, split: str) -> list:
+    """The tasks of one eval split; ``validation``: the validation split carved from train
+    (:func:`sdk.run.stage_sft.fit_and_validation`), the split an arm may be chosen on."""
+    from sdk.run.stage_eval import eval_tasks
+    from sdk.run.stage_sft import fit_and_validation
+
+    if split == "validation":
+        return fit_and_validation(ctx)[1]
+    return [t for t in eval_tasks(ctx) if t.split.value == split]
+
+
 def score(pipe, label: str, adapter: Path | None, split: str, out: Path) -> list:
     """Greedy eval rows of ``adapter`` (None: the base model) on one eval split, saved to ``out``."""
     from sdk.eval.records import save_rows
     from sdk.run.spec import SPECS, Stage
-    from sdk.run.stage_eval import eval_tasks, text_rows
+    from sdk.run.stage_eval import text_rows
 
     ctx = pipe.context(SPECS[Stage.EVAL])
-    rows = text_rows(ctx, [t for t in eval_tasks(ctx) if t.split.value == split], label, adapter)
+    rows = text_rows(ctx, split_tasks(ctx, split), label, adapter)
     save_rows(out, rows)
     return rows
 
@@ -128,11 +139,14 @@ def run_arm(args) -> None:
     if args.from_sft:
         copy_stage(work / args.from_sft, arm, "sft", "sft")
     pipe = pipeline(args.config, arm, task_sets(args) + (args.set or []))
+    trained = all((arm / "state" / f"{s}.json").is_file() for s in ("sft", "rl")) and (arm / "arm.json").is_file()
     pipe.run(["sft", "rl"])
     record = {"arm": args.arm, "set": args.set or [], "tasks_set": task_sets(args), "from_sft": args.from_sft,
               "train_wall_s": round(time.time() - wall0),
               "train_cpu_s": round(time.process_time() - cpu0), "load_start": load0, "load_end": os.getloadavg(),
               "stages": {s: pipe.stats(s) for s in ("sft", "rl")}}
+    if trained:  # a later call that only scores more splits keeps the training run's record
+        record = json.loads((arm / "arm.json").read_text())
     (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
     try:
         found = adapters(pipe)
@@ -144,9 +158,10 @@ def run_arm(args) -> None:
                 print(f"scored {args.arm}/{label} on {split} at {time.time() - wall0:.0f} s", flush=True)
     finally:
         pipe.close()
-    record.update(wall_s=round(time.time() - wall0), load_end=os.getloadavg())
+    record.update({"rescore_wall_s" if trained else "wall_s": round(time.time() - wall0)}, load_end=os.getloadavg())
     (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
-    print(json.dumps({k: record[k] for k in ("arm", "train_wall_s", "wall_s", "load_start", "load_end")}))
+    print(json.dumps({k: record.get(k) for k in ("arm", "train_wall_s", "wall_s", "rescore_wall_s", "load_start",
+                                                 "load_end")}))
 
 
 def import_run(args) -> None:
@@ -203,7 +218,7 @@ def retry(args) -> None:
     ``retry_<label>_<split>.jsonl`` beside the first attempts (already there: skipped)."""
     from sdk.eval.records import load_rows, save_rows
     from sdk.run.spec import SPECS, Stage
-    from sdk.run.stage_eval import eval_tasks, retry_rows
+    from sdk.run.stage_eval import retry_rows
 
     work, wall0 = Path(args.work), time.time()
     for spec in args.retry:
@@ -218,7 +233,7 @@ def retry(args) -> None:
                 out = folder / f"retry_{label}_{split}.jsonl"
                 if out.is_file() or not first.is_file():
                     continue
-                tasks = [t for t in eval_tasks(ctx) if t.split.value == split]
+                tasks = split_tasks(ctx, split)
                 save_rows(out, retry_rows(ctx, tasks, load_rows(first), adapter))
                 print(f"retried {spec} on {split} at {time.time() - wall0:.0f} s, load {os.getloadavg()[0]:.1f}",
                       flush=True)
@@ -300,7 +315,8 @@ def main() -> None:
                     "sources.0.options.repo_context.enabled=true: one variant per --work folder")
     ap.add_argument("--from-sft", help="reuse this arm's finished SFT stage (the arm must not change sft.*)")
     ap.add_argument("--eval", nargs="+", default=["sft", "tuned"], choices=LABELS, help="adapters to score")
-    ap.add_argument("--splits", nargs="+", default=["ood", "heldout"], help="eval splits, scored in this order")
+    ap.add_argument("--splits", nargs="+", default=["ood", "heldout"], help="eval splits, scored in this order "
+                    "(validation: the split carved from train, the one to choose an arm on)")
     ap.add_argument("--no-base", dest="base", action="store_false", help="leave the base model's rows to another arm")
     ap.add_argument("--table", action="store_true", help="print the table of the arms scored so far")
     ap.add_argument("--against", help="ARM/LABEL every row is also compared with, e.g. defaults/tuned")

@@ -126,3 +126,31 @@ def test_tasks_set_is_one_variant_per_work_folder(tmp_path):
     with pytest.raises(SystemExit, match="another --work folder"):
         arms.task_sets(Namespace(work=str(tmp_path), tasks_set=None))
     assert arms.task_sets(Namespace(work=str(tmp_path / "plain"), tasks_set=None)) == []
+
+
+def test_compare_pairs_two_task_set_variants_by_function_not_id(tmp_path):
+    """bench/arms_compare.py: with repository context on, every prompt (and so every task id) differs
+    from the plain folder's; rows pair on domain + locator, so B − A counts the same functions."""
+    from sdk.tasks.records import Message, Source, Split, Task, UnitTestVerifier
+    from sdk.tasks.taskset import TaskSet
+
+    spec = importlib.util.spec_from_file_location("arms_compare", ARMS.with_name("arms_compare.py"))
+    cmp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cmp)
+    passed = {"plain": ([False] * 4, [True, False, False, False]), "ctx": ([False] * 4, [True, True, True, False])}
+    for variant, (base, tuned) in passed.items():
+        tasks = [Task(domain="acme", prompt=(Message(role="user", content=f"{variant} prompt of f{i}"),),
+                      verifier=UnitTestVerifier(tests={"t.py": "def test_x():\n    pass\n"}), split=Split.HELDOUT,
+                      source=Source(connector="pytest", locator=f"pkg/m.py::f{i}")) for i in range(4)]
+        TaskSet(tasks[::-1] if variant == "ctx" else tasks).save(tmp_path / variant / "_tasks" / "tasks" / "tasks.jsonl")
+        for path, flags in ((tmp_path / variant / "base_heldout.jsonl", base),
+                            (tmp_path / variant / "arm" / "eval_tuned_heldout.jsonl", tuned)):
+            save_rows(path, [EvalRow(task_id=t.id, domain="acme", split="heldout", model="m", completions=("x",),
+                                     rewards=(float(p),), passed=(p,), statuses=("ok",), flags=((),))
+                             for t, p in zip(tasks, flags)])
+    lines = cmp.compare(tmp_path / "plain" / "arm", tmp_path / "ctx" / "arm", ["sft", "tuned"], ["heldout", "ood"])
+    rows = {tuple(c.strip() for c in ln.split("|")[1:3]): [c.strip() for c in ln.split("|")[3:-1]] for ln in lines[2:]}
+    assert set(rows) == {("heldout", "base"), ("heldout", "tuned"), ("ood", "base")}, "no sft rows, no OOD rows"
+    assert rows[("heldout", "tuned")][:2] == ["1/4", "3/4"]
+    assert rows[("heldout", "tuned")][4].startswith("+50.0") and rows[("heldout", "tuned")][4].endswith("n=4)")
+    assert rows[("heldout", "base")][4].startswith("+0.0")
