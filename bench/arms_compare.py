@@ -67,8 +67,9 @@ def frac(rows: dict[str, float]) -> str:
 def compare(arm_a: Path, arm_b: Path, labels: list[str], splits: list[str]) -> list[str]:
     """The markdown table's lines: per split, each folder's base and adapters, Δ vs own base, B − A."""
     keys = {arm_a: task_keys(arm_a.parent), arm_b: task_keys(arm_b.parent)}
-    lines = [f"| split | model | {arm_a.name} | {arm_b.name} | Δ {arm_a.name} vs base | Δ {arm_b.name} vs base "
-             f"| {arm_b.name} − {arm_a.name} |", "|---|---|---|---|---|---|---|"]
+    head = (f"| split | model | {arm_a.name} | {arm_b.name} | Δ {arm_a.name} vs base | Δ {arm_b.name} vs base "
+            f"| {arm_b.name} − {arm_a.name} |")
+    lines = [head, "|---|---|---|---|---|---|---|"]
     for split in splits:
         base = {arm: passes(arm.parent / f"base_{split}.jsonl", keys[arm]) for arm in (arm_a, arm_b)}
         lines.append(f"| {split} | base | {frac(base[arm_a])} | {frac(base[arm_b])} | | | "
