@@ -15,9 +15,12 @@ parses is left out), so their code never reaches the agent's run and their outco
 reported. The answer lists each pass-to-pass test's outcome and, for a failure, the first
 ``MESSAGE_CHARS`` of its message. Not hidden: the rest of those modules (imports, fixtures,
 helpers the commit added); a failing pass-to-pass test's message could echo them. Go change tasks
-get no ``run_tests`` (cutting Go test functions out of a package is not done here; the tool
-answers so). The run goes through the sandbox (:func:`sdk.rewards.change.run_request`, framework
-``pytest_repo``), never in this process.
+get the same logic on ``_test.go`` files (:mod:`sdk.rollout.go_visible`: whole packages, hidden
+test functions cut, imports left unused made blank), one run of every visible package; a change
+the Go reward would refuse before running (``unsafe``, ``reflect``, ... in a changed file) is
+answered with the reason instead of being run. The run goes through the sandbox
+(:func:`sdk.rewards.change.run_request`, framework ``pytest_repo`` or ``go_repo``), never in this
+process.
 
 :meth:`ChangeToolBox.final` hands the rollout's change (the workspace's diff against the parent)
 to the episode's trace as ``change``, with ``changed_files``; :mod:`sdk.rollout.change_agent`
@@ -79,7 +82,11 @@ def _cut_functions(text: str, names: set[str]) -> str | None:
 def visible_tests(verifier: ChangeVerifier) -> tuple[dict[str, str], tuple[str, ...]]:
     """``(test modules, pass-to-pass ids)`` the agent's ``run_tests`` may run: the modules holding
     pass-to-pass tests with every fail-to-pass test function cut out (see the module docstring),
-    and the pass-to-pass ids left in them. Go: nothing."""
+    and the pass-to-pass ids left in them. Go: :func:`sdk.rollout.go_visible.visible_go_tests`."""
+    if verifier.language == Language.GO:
+        from sdk.rollout.go_visible import visible_go_tests
+
+        return visible_go_tests(verifier)
     if verifier.language != Language.PYTHON:
         return {}, ()
     hidden: dict[str, set[str]] = {}
@@ -121,14 +128,18 @@ class TestRunner:
 
     def __call__(self, ws: Workspace) -> str:
         """The answer of one ``run_tests`` call (see the module docstring)."""
-        from sdk.rewards.change import outcomes, run_request
+        from sdk.rewards.change import outcomes, run_request, tampering
 
         modules, ids = visible_tests(ws.verifier)
         if not ids:
-            why = "Go change tasks" if ws.verifier.language != Language.PYTHON else "this task"
-            return f"no tests are available to run for {why}; read the code and make the change"
+            return "no tests are available to run for this task; read the code and make the change"
+        go = ws.verifier.language == Language.GO
+        refused = tampering(ws.verifier, ws.files) if go else []
+        if refused:
+            return ("error: your change would be refused without running any test: "
+                    + "; ".join(f"{p}: {why}" for _, (p, why) in refused))
         shown = ws.verifier.model_copy(update={"tests": modules})
-        groups = module_groups(sorted(modules))
+        groups = [sorted(modules)] if go else module_groups(sorted(modules))
         results = self.sandbox.run([run_request(shown, ws.files, g, self.limits) for g in groups])
         self.runs += 1
         lines, passed = [], 0
