@@ -303,13 +303,38 @@ def rebinding(_type=type, _get=dict.get):
 
     def moved():
         for name, mod, ns, entries in table:
-            if _get(mods, name) is not mod:
+            if _get(mods, name) is not mod or _type(mod) is not types.ModuleType:   # replaced, or its __class__ swapped
                 return name
             for k, v in entries:
                 if _get(ns, k) is not v:
                     return name + "." + k
         return None
     return moved
+
+
+def trusted_code(test_fps, test_files, fingerprint, libs, _type=type):
+    """``trusted(fn)``: True when ``fn`` is a function whose code is a pristine test's (its file one of
+    ``test_files``, its fingerprint one of ``test_fps``) or genuine library code under ``libs`` (the
+    file recompiled holds the same code): :mod:`tl_rguard` does not probe such an ``__eq__``."""
+    code_of, files, fps = types.FunctionType.__dict__["__code__"].__get__, {}, {}
+
+    def trusted(fn):
+        if _type(fn) is not types.FunctionType:
+            return False
+        code = code_of(fn)
+        name = code.co_filename
+        if _type(name) is not str:
+            return False
+        hit = fps.get(id(code))
+        if hit is None or hit[0] is not code:
+            hit = fps[id(code)] = (code, fingerprint(code))
+        if name in test_files and hit[1] in test_fps:
+            return True
+        known = files.get(name)
+        if known is None:
+            known = files[name] = _lib_fps(name, libs, fingerprint) if name.startswith("/") else frozenset()
+        return hit[1] in known
+    return trusted
 
 
 def _hands(code, frames):

@@ -28,10 +28,11 @@ hook is armed (``/proc/self/mem`` and the like become root's), and a watched eve
 Not covered: the tests run in the candidate's process, so their objects are within its reach.
 Reading a running test's frame (``sys._getframe``, ``inspect``, a traceback's ``tb_frame``, a
 generator's ``gi_frame``, ``logging.currentframe``) or a test function's code (``__code__``,
-``f_code``, ``dis``) from repository code is flagged (:func:`tl_proof.watcher`, H4), but what needs
-neither stays readable: pytest's session through ``sys.meta_path`` (items, ``callspec.params``,
-``funcargs``), the test module's globals through ``sys.modules``, and the frame a signal handler is
-given (its ``f_back.f_locals``): a hidden test's values held as objects are an oracle for a
+``f_code``, ``dis``) from repository code is flagged (:func:`tl_proof.watcher`, H4); pytest's session
+and config (``sys.meta_path``'s rewriter, ``_pytest.assertion.util``) are withheld during each test's
+call and a signal handler gets a stand-in for its frame (:mod:`tl_rguard`, layers with their own
+gaps), but the test module's globals stay readable through ``sys.modules`` (constants, a test's
+``pytestmark`` parametrize table): a hidden test's values held as objects are an oracle for a
 candidate that looks (tests/rewards/test_redteam_round4.py, strict xfails).
 """
 
@@ -57,7 +58,9 @@ def plugin(say, folder, cwd, tracer):
     (``test``), collection errors and ``end`` as pytest's view; ``tracer`` (:func:`tl_witness.tracer`)
     is the trace function during each test's call phase."""
     import shutil
+
     import pytest
+    from tl_rguard import hide
     results, collected, root = {}, [0], cwd.rstrip(os.sep)
 
     class Plugin:
@@ -79,12 +82,13 @@ def plugin(say, folder, cwd, tracer):
         @pytest.hookimpl(wrapper=True, tryfirst=True)
         def pytest_runtest_call(self, item):
             """Trace the call phase: the witness sees the genuine test function return."""
-            old = sys.gettrace()
+            old, undo = sys.gettrace(), hide()   # pytest's session, config and item out of reach (tl_rguard)
             sys.settrace(tracer)
             try:
                 return (yield)
             finally:
                 sys.settrace(old)
+                undo()
 
         def pytest_runtest_logreport(self, report):
             """Emit each test's outcome once, at teardown."""
@@ -120,8 +124,11 @@ def main():
     import pytest
     import tl_witness
     # the task's conftests and helpers beside the tests are pristine too: their code is trusted, read as the tests'
-    codes = tl_witness.test_codes(folder, head["tests"] + [p for p in head.get("support", []) if p not in head["tests"]])
-    tl_witness.arm(fd, head.pop("nonce"), codes, cwd)
+    modules = head["tests"] + [p for p in head.get("support", []) if p not in head["tests"]]
+    codes = tl_witness.test_codes(folder, modules)
+    import tl_rguard
+    tl_rguard.signals()   # before any repository code: handlers run with frame=None
+    tl_witness.arm(fd, head.pop("nonce"), codes, cwd, tl_rguard.marks(folder, modules, tl_rguard.names()))
     say = tl_witness.emitter(fd, "view")   # pytest's view: the same writer, tagged view, no secret
     plug = plugin(say, folder, cwd, tl_witness.tracer(folder, {name.rsplit(".", 1)[-1] for _, name in codes}))
     sys.modules["__main__"] = types.ModuleType("__main__")   # this module is not reachable by name

@@ -37,16 +37,16 @@ node id rewritten on the item (``item._nodeid``), with pytest's reports also for
 pass; a repository that makes what the test calls lie (``pytest.raises``, an ``==``, a builtin, or
 the test's code rebuilt with other globals) makes the genuine code return normally: the evidence is
 about the runner, the test's strength is the task's (a public function or class of pytest's,
-pluggy's or unittest's modules rebound, or such a module replaced in ``sys.modules``, and left so
-when a test returns is flagged: :func:`tl_proof.rebinding`; one swapped back before the return,
-a builtin, or a returned object whose ``==`` answers yes to anything are not). The trace function is set for the call phase
-only (a genuine function run from a fixture or another thread is not evidence).
+pluggy's or unittest's modules rebound, or such a module replaced, is flagged when the test loads
+such a name or returns: :func:`tl_proof.rebinding`; an ``==`` that answers yes to anything is probed
+before the test's comparisons: :mod:`tl_rguard`, which says what those layers leave open; a builtin
+is not checked). The trace function is set for the call phase only (a genuine function run from a
+fixture or another thread is not evidence).
 A test that replaces ``sys.settrace`` itself loses its evidence (it fails, flagged).
 The ``f_trace`` jump (repository code setting a trace function on the genuine test's frame and
 jumping over a failing ``assert`` through ``f_lineno``) needs that frame: obtaining a running test's
 frame, or a test function's code object, from repository code is flagged
-(:func:`tl_proof.watcher`, H4), except the frame a signal handler is given (no audit event: not
-covered, see there). Reading
+(:func:`tl_proof.watcher`, H4); a signal handler is given a stand-in (:mod:`tl_rguard`). Reading
 process memory through ``ctypes`` is flagged, not prevented (``/proc/self/mem`` is closed: the test
 process is not dumpable); the nonce is a Python string in the hook's closure, so a ``gc`` walk
 finds it: pure Python cannot keep it out of reach, the flag of :mod:`tl_proof` is the line.
@@ -160,16 +160,29 @@ def node_key(nodeid):
 
 
 _SEEKING = []   # the global trace function of :func:`tracer` (reachable; it decides nothing)
+_ARMED = []     # :func:`local` with its defaults bound by :func:`arm` (read once, by :func:`tracer`)
 
 
-def local(frame, event, arg, _audit=sys.audit, _settrace=sys.settrace):
+def local(frame, event, arg, _audit=sys.audit, _settrace=sys.settrace, _marks=None, _probe=None, _self=None):
     """The trace function of a test function's frame: at its ``return`` it asks the hook to look
-    (it decides nothing and holds nothing secret), and the seeking trace function takes over again."""
+    (it decides nothing and holds nothing secret), and the seeking trace function takes over again.
+    Armed (:func:`arm`: ``_marks``, ``_probe``, ``_self`` bound), before the test's loads of runner
+    names it asks the hook to check them (``tl.step``) and before its comparisons it probes the
+    operands (:func:`tl_rguard.probe`)."""
+    if event == "opcode":
+        if _marks is not None:
+            code = frame.f_code
+            key = (code.co_filename, code.co_firstlineno, code.co_qualname, frame.f_lasti)
+            if key in _marks[1]:
+                _audit("tl.step")
+            elif key in _marks[0]:
+                _probe(frame)
+        return local if _self is None else _self
     if event == "return":
         if _SEEKING:
             _settrace(_SEEKING[-1])
         _audit("tl.ran")
-    return local
+    return local if _self is None else _self
 
 
 def tracer(folder, names):
@@ -180,13 +193,15 @@ def tracer(folder, names):
     function made call-heavy tests 5-8x slower). Cheap filters only; the hook checks the code."""
     root, names = folder.rstrip(os.sep) + os.sep, frozenset(n for n in names if n.startswith("test"))
 
-    def trace(frame, event, arg, _settrace=sys.settrace, _quiet=getattr):
+    def trace(frame, event, arg, _settrace=sys.settrace, _quiet=getattr, _local=_ARMED[-1] if _ARMED else local,
+              _opcodes=bool(_ARMED)):
         g = frame.f_globals
         f = g.get("__file__") if type(g) is dict else None
         if type(f) is str and f.startswith(root) and frame.f_code.co_name in names:
             frame.f_trace_lines = False
+            frame.f_trace_opcodes = _opcodes
             _settrace(_quiet)
-            return local
+            return _local
         return None
     _SEEKING.append(trace)
     return trace
@@ -278,7 +293,7 @@ def safe(args, _type=type):
     return ", ".join(out)[:200]
 
 
-def arm(fd, nonce, codes, cwd):
+def arm(fd, nonce, codes, cwd, marks=None):
     """Install the audit hook that alone holds the nonce (nothing is returned, so no frame of the
     caller keeps it): ``ran`` lines from :func:`witness`, ``runner_tampering`` flags for a
     ``tl.ran`` event from elsewhere and for a watched event not proven to come from trusted code
@@ -297,7 +312,14 @@ def arm(fd, nonce, codes, cwd):
     source = tl_proof.prover(tl_proof.registry(dirs), frozenset(fps) - {None}, frozenset(files), fingerprint)
     frames = tl_proof.watcher(source.trusted, frozenset(fps) - {None}, frozenset(files), fingerprint,
                                tl_proof.libraries(cwd, FOLDER[0] if FOLDER else cwd, sys.path))
-    sys.addaudithook(_hook(emit, check, source, frames, tl_proof.rebinding()))
+    lib = tl_proof.trusted_code(frozenset(fps) - {None}, frozenset(files), fingerprint,
+                                tl_proof.libraries(cwd, FOLDER[0] if FOLDER else cwd, sys.path))
+    if marks is not None:   # the armed trace function, bound before the hook can flag a rebinding of it
+        import tl_rguard
+        armed = types.FunctionType(local.__code__, local.__globals__, "local")
+        armed.__defaults__ = (sys.audit, sys.settrace, marks, tl_rguard.probe, armed)
+        _ARMED.append(armed)
+    sys.addaudithook(_hook(emit, check, source, frames, tl_proof.rebinding(), lib))
 
 
 FOLDER = []   # the tests folder (set by test_codes)
@@ -311,11 +333,13 @@ def memory(path, _type=type):
     return _type(path) is str and bool(MEMORY.match(os.path.normpath(path)))
 
 
-def _hook(emit, check, source, frames, moved, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
+def _hook(emit, check, source, frames, moved, lib, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
           _frame_events=frozenset({"sys._getframe", "object.__getattr__"}),
           _frame_attrs=frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "__code__", "gi_code",
                                   "cr_code", "ag_code"})):
+    import tl_rguard
     busy, done, said = [], set(), set()
+    guard, _trusted, _guard_events = tl_rguard.events(emit, moved, lib, said), tl_rguard.Trusted, tl_rguard.EVENTS
 
     def tampering(event, args):
         if event in _watched:
@@ -323,16 +347,21 @@ def _hook(emit, check, source, frames, moved, _getframe=sys._getframe, _type=typ
         if event == "object.__setattr__":
             cls = args[0] if args else None
             mod = type.__dict__["__module__"].__get__(cls) if isinstance(cls, type) else None
+            if _type(cls) is types.FunctionType or _type(cls) is types.ModuleType:   # a runner's defaults, a module's class
+                mod = cls.__module__ if _type(cls) is types.FunctionType else dict.get(vars(cls), "__name__")
             return _type(mod) is str and mod.startswith(RUNNER)
         return event == "open" and bool(args) and memory(args[0])
 
     def hook(event, args):
-        if busy or _type(event) is not str or not (event == "tl.ran" or event in _watched or event == "open"
+        if busy or _type(event) is not str or not (event[:3] == "tl." or event in _watched or event == "open"
                                                    or event == "object.__setattr__" or event in _frame_events):
             return
         busy.append(1)
+        trusted = False
         try:
-            if event == "tl.ran":
+            if event in _guard_events:
+                trusted = guard(event, args)
+            elif event == "tl.ran":
                 nid = check(_getframe(1))
                 if nid is False:
                     emit(event="flag", flag="runner_tampering", detail="sys.audit('tl.ran') outside the runner's tracer")
@@ -356,4 +385,6 @@ def _hook(emit, check, source, frames, moved, _getframe=sys._getframe, _type=typ
             pass
         finally:
             busy.pop()
+        if trusted is True:
+            raise _trusted
     return hook

@@ -1,0 +1,292 @@
+"""Run-time defences of the repository test process beyond the witness (change tasks, issue 14; stdlib only).
+
+A change task's tests run in the candidate's process (:mod:`tl_repo`), so these are layers, never a
+boundary: each closes a route a red-team cheat took (``tests/rewards/test_redteam_round4.py``) and
+says what it leaves open. Their state is bound as default arguments (replacing a runner function's
+``__defaults__`` or ``__code__`` is flagged by the witness's hook), never read from module globals.
+
+- Comparisons (:func:`probe`, run by the test frame's trace function before each ``==``, ``!=`` or
+  ``in`` of a genuine test function, :func:`marks`): each local of the test's frame, and each item
+  of a local list, tuple, set or dict, whose class's ``__eq__`` (or ``__ne__``) is not a builtin
+  type's, nor genuine library or test code (the witness's hook decides, ``tl.lib``), is asked here
+  whether it equals a fresh object of a private class and, for a subclass of ``int``, ``float``,
+  ``complex``, ``str``, ``bytes`` or ``tuple``, a plain value one step from its own. An answer that
+  does not depend on its operand (``return type(o)``, an ``__eq__`` set on the class after it was
+  made) says yes: flagged ``always_equal``. Not covered: an ``__eq__`` that answers the probe
+  honestly and lies on a later call (counting its calls), and comparisons made outside the test's
+  own frame (``self.assertEqual``, a helper function).
+- Runner names (:func:`marks`): before the test's frame loads a public name of pytest's or
+  unittest's modules (``pytest.raises``...), the hook compares those modules with their state when
+  armed (:func:`tl_proof.rebinding`, ``tl.step``): a liar swapped in and put back within the test is
+  seen while it is in place.
+- Signals (:func:`signals`): a handler installed through ``signal.signal`` is given a
+  :class:`Withheld` in place of the interrupted frame (whose ``f_back`` is the running test's);
+  reading it flags. Not covered: code that takes the original ``_signal.signal`` (from the
+  wrapper's defaults, or a ``_signal`` module made afresh through importlib) installs handlers that
+  get the frame.
+- pytest's objects (:func:`hide`): during each test's call phase a :class:`Withheld` stands in
+  ``sys.meta_path`` for the assertion rewriter and for its ``config`` and ``session`` (reading them
+  flags), ``_pytest.assertion.util`` holds no config or item (assertion failures then explain
+  without pytest's diff), and ``PYTEST_CURRENT_TEST`` names the test without its parameters. Not covered: the test module's globals (constants, a
+  test function's ``pytestmark`` with its parametrize table) through ``sys.modules``.
+"""
+
+import os
+import sys
+import types
+
+LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL", "LOAD_NAME", "IMPORT_FROM"})
+PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type,
+                   types.FunctionType, types.ModuleType, types.BuiltinFunctionType, types.MethodType})
+HEAPTYPE = 1 << 9
+
+
+class Trusted(Exception):
+    """Raised by the witness's hook on ``tl.lib`` when an ``__eq__`` is genuine library or test code."""
+
+
+class Probe:
+    """A fresh object of a class no repository code has seen: no honest ``__eq__`` equals it."""
+
+    __slots__ = ()
+
+
+EVENTS = frozenset({"tl.lib", "tl.step", "tl.flag"})
+
+
+def events(emit, moved, lib, said, _type=type):
+    """``guard(event, args)``, called by the witness's hook (whose closure alone holds it) for
+    :data:`EVENTS`: ``tl.lib`` answers True when ``lib`` (:func:`tl_proof.trusted_code`) trusts the
+    function (the hook then raises :class:`Trusted`); ``tl.step`` flags a runner name rebound
+    (``moved``, :func:`tl_proof.rebinding`); ``tl.flag`` emits a probe's finding (a flag can only
+    hurt the candidate that raises it). ``said`` holds the details already emitted."""
+    def guard(event, args):
+        if _type(args) is not tuple:
+            return False
+        if event == "tl.lib":
+            return len(args) == 1 and lib(args[0]) is True
+        if event == "tl.step":
+            lie = moved()
+            if lie and lie not in said:
+                said.add(lie)
+                emit(event="flag", flag="runner_tampering", detail="%s was rebound while a test ran" % lie)
+        elif len(args) == 2 and _type(args[0]) is str and _type(args[1]) is str \
+                and args[0] in ("always_equal", "runner_tampering") and args[1] not in said:
+            said.add(args[1])
+            emit(event="flag", flag=args[0], detail=args[1][:200])
+        return False
+    return guard
+
+
+class Withheld:
+    """What stands where a frame or pytest's objects were (see :func:`signals`, :func:`hide`): a
+    finder that finds nothing; reading any other attribute that is not a dunder flags
+    ``runner_tampering`` (``tl.flag``, which can only hurt the candidate) and raises AttributeError."""
+
+    __slots__ = ("_tl_what",)
+
+    def __init__(self, what):
+        object.__setattr__(self, "_tl_what", what)
+
+    def __getattribute__(self, name, _get=object.__getattribute__, _audit=sys.audit, _type=type,
+                      _open=frozenset({"find_spec", "find_module", "invalidate_caches", "find_distributions"})):
+        if _type(name) is str and (name[:2] == "__" or name in _open):
+            return _get(self, name)
+        _audit("tl.flag", "runner_tampering", "%s read while a test ran (.%s)" % (_get(self, "_tl_what"), str(name)[:40]))
+        raise AttributeError(name)
+
+    def find_spec(self, *args, **kwargs):
+        """Finds nothing (the import system asks every finder)."""
+        return None
+
+    def invalidate_caches(self):
+        """Nothing to invalidate."""
+        return None
+
+    def __repr__(self):
+        return "<withheld>"
+
+
+def names():
+    """The public names (functions and classes) of pytest's and unittest's loaded modules: a test
+    frame loading one of them triggers the rebinding check."""
+    out = set()
+    for name, mod in list(sys.modules.items()):
+        if type(mod) is types.ModuleType and name.split(".")[0] in ("pytest", "_pytest", "unittest", "pluggy"):
+            out.update(k for k, v in list(vars(mod).items())
+                       if k[:1] != "_" and isinstance(v, (types.FunctionType, types.BuiltinFunctionType, type)))
+    return frozenset(out)
+
+
+def marks(folder, modules, runner_names):
+    """``(compares, loads)``: frozensets of ``(file, first line, qualified name, offset)`` of every
+    ``==``/``!=``/``in`` and every load of a name in ``runner_names`` in the functions of the test
+    modules ``modules`` (paths relative to ``folder``), compiled as pytest's assertion rewriting
+    compiles them and plainly (as :func:`tl_witness.test_codes` does)."""
+    import dis
+    from pathlib import Path
+
+    from _pytest.assertion.rewrite import _rewrite_test
+    compares, loads = set(), set()
+    for rel in modules:
+        path, todo = os.path.join(folder, rel), []
+        try:
+            todo.append(_rewrite_test(Path(path), None)[1])
+        except Exception:  # noqa: BLE001 - a module that does not compile fails at collection
+            pass
+        try:
+            with open(path, "rb") as fh:
+                todo.append(compile(fh.read(), path, "exec", dont_inherit=True))
+        except Exception:  # noqa: BLE001
+            pass
+        while todo:
+            code = todo.pop()
+            todo.extend(c for c in code.co_consts if type(c) is types.CodeType)
+            key = (code.co_filename, code.co_firstlineno, code.co_qualname)
+            for ins in dis.get_instructions(code):
+                if ins.opname == "CONTAINS_OP" or ins.opname == "COMPARE_OP" and ins.argval in ("==", "!="):
+                    compares.add(key + (ins.offset,))
+                elif ins.opname in LOADS and ins.argval in runner_names:
+                    loads.add(key + (ins.offset,))
+    return frozenset(compares), frozenset(loads)
+
+
+def _lookup(t, name, _mro=type.__dict__["__mro__"].__get__, _dict=type.__dict__["__dict__"].__get__,
+            _flags=type.__dict__["__flags__"].__get__, _heap=HEAPTYPE):
+    """``(owner, value)`` of ``name`` found on ``t``'s MRO as the interpreter looks it up, or
+    ``None`` when the owner is a builtin (static) type."""
+    for k in _mro(t):
+        d = _dict(k)
+        if name in d:
+            return (k, d[name]) if _flags(k) & _heap else None
+    return None
+
+
+def _says(t, v, name, other, _lookup=_lookup, _ni=NotImplemented, _bool=bool, _type=type, _base=BaseException,
+          _getattr=getattr):
+    """What ``v.<name>(other)`` answers (True/False), ``None`` when it declines or raises."""
+    try:
+        fn = _lookup(t, name)[1]
+        get = _getattr(_type(fn), "__get__", None)
+        r = (get(fn, v, t) if get is not None else fn)(other)
+        return None if r is _ni else _bool(r)
+    except _base:  # a method that raises on a stranger is no liar
+        return None
+
+
+NEAR = ((int, 1), (float, 1.0), (complex, 1j), (str, "\x00"), (bytes, b"\x00"), (tuple, ("\x00",)))
+
+
+def _liar(v, _type=type, _plain=PLAIN, _lookup=_lookup, _says=_says, _probe=Probe, _near=NEAR, _audit=sys.audit,
+          _trusted=Trusted, _isinstance=isinstance, _qual=type.__dict__["__qualname__"].__get__):
+    """A short text when ``v``'s ``==``/``!=`` answers without looking at its operand, else ``None``."""
+    t = _type(v)
+    if t in _plain or t is _probe:
+        return None
+    for name, lie in (("__eq__", True), ("__ne__", False)):
+        found = _lookup(t, name)
+        if found is None:
+            continue
+        try:
+            _audit("tl.lib", found[1])   # the hook raises Trusted for genuine library or test code
+        except _trusted:
+            continue
+        others = [_probe()] + [base.__add__(v, step) for base, step in _near if _isinstance(v, base)][:1]
+        for other in others:
+            if _says(t, v, name, other) is lie:
+                return "%s.%s answers %s to a %s" % (_qual(t), name, lie, _qual(_type(other)))
+    return None
+
+
+def probe(frame, _liar=_liar, _type=type, _audit=sys.audit, _list=list, _dict=dict, _containers=(list, tuple, set,
+          frozenset)):
+    """Before a comparison of a genuine test's frame: flag (``tl.flag always_equal``) the first local
+    (or item of a local container) whose ``==`` does not depend on its operand."""
+    try:
+        values = _list(_dict.values(frame.f_locals))
+    except Exception:  # noqa: BLE001 - no locals to read: nothing to probe
+        return
+    for v in values:
+        t = _type(v)
+        items = _list(v)[:50] if t in _containers else _list(_dict.values(v))[:50] if t is _dict else ()
+        for x in (v, *items):
+            why = _liar(x)
+            if why:
+                _audit("tl.flag", "always_equal", why)
+                return
+
+
+def signals():
+    """Wrap ``_signal.signal``/``getsignal`` (which ``signal.signal`` calls) so that every handler
+    runs with ``frame=None``; ``getsignal`` and the previous handler come back unwrapped."""
+    import _signal
+    import signal as std
+
+    class Handler:
+        """A handler installed by the tests' process: the interrupted frame is not handed on."""
+
+        __slots__ = ("fn",)
+
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, signum, frame, _stand_in=Withheld("the frame a signal handler is given")):
+            return self.fn(signum, _stand_in)
+
+    def unwrap(h, _type=type, _cls=Handler, _fn=Handler.fn):
+        return _fn.__get__(h) if _type(h) is _cls else h
+
+    def install(signalnum, handler, _real=_signal.signal, _cls=Handler, _unwrap=unwrap, _type=type):
+        if callable(handler) and _type(handler) is not _cls:
+            handler = _cls(handler)
+        return _unwrap(_real(signalnum, handler))
+
+    def getsignal(signalnum, _real=_signal.getsignal, _unwrap=unwrap):
+        return _unwrap(_real(signalnum))
+
+    _signal.signal, _signal.getsignal = install, getsignal
+    for name in ("signal", "getsignal"):
+        fn = getattr(std, name, None)
+        if type(fn) is types.FunctionType and "__wrapped__" in vars(fn):
+            fn.__wrapped__ = install if name == "signal" else getsignal
+
+
+def _PYTEST_SLOTS():   # noqa: N802 - other holders of pytest's config or plugin manager
+    from _pytest.debugging import pytestPDB
+    from _pytest.mark.structures import MARK_GEN
+    return ((MARK_GEN, "_config"), (pytestPDB, "_config"), (pytestPDB, "_pluginmanager"))
+
+
+def hide():
+    """Take pytest's session, config and item out of the places repository code can reach without a
+    frame (see the module docstring) for one test's call phase; returns ``undo()``."""
+    from _pytest.assertion import util
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+    hooks = {id(h): (h, Withheld("pytest's import hook")) for h in sys.meta_path if type(h) is AssertionRewritingHook}
+    sys.meta_path[:] = [hooks[id(h)][1] if id(h) in hooks else h for h in sys.meta_path]
+    held = [(h, {k: vars(h)[k] for k in ("config", "session") if k in vars(h)}) for h, _ in hooks.values()]
+    for h, attrs in held:
+        vars(h).update({k: Withheld("pytest's " + k) for k in attrs})
+    kept = (util._reprcompare, util._assertion_pass, util._config)
+    util._reprcompare = util._assertion_pass = util._config = None
+    slots = [(o, k) for o, k in _PYTEST_SLOTS() if k in vars(o)]   # found by a walk from sys.modules (bench)
+    old = [(o, k, vars(o)[k]) for o, k in slots]
+    for o, k in slots:
+        setattr(o, k, None)
+    env = os.environ.get("PYTEST_CURRENT_TEST")
+    if env is not None:
+        path, _, rest = env.partition("::")
+        os.environ["PYTEST_CURRENT_TEST"] = path + "::" + rest.split("[", 1)[0].split(" ", 1)[0] + " (call)"
+
+    def undo():
+        for h, attrs in held:
+            vars(h).update(attrs)
+        back = {id(w): h for h, w in hooks.values()}
+        sys.meta_path[:] = [back.get(id(f), f) for f in sys.meta_path]
+        sys.meta_path[:0] = [h for h, _ in hooks.values() if not any(f is h for f in sys.meta_path)]
+        util._reprcompare, util._assertion_pass, util._config = kept
+        for o, k, v in old:
+            setattr(o, k, v)
+        if env is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = env
+    return undo
