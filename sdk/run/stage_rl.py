@@ -35,16 +35,22 @@ def expert_arm(ctx: StageContext) -> StageStats:
     """Expert iteration (:func:`sdk.train.expert_iteration.run_expert_iteration`) into ``rl/``: sample
     on the train tasks (validation excluded), verify in the run's sandbox, SFT on the verified.
 
+    With ``tools.change_agent`` on, the samples are agentic change rollouts and the rounds train on the
+    verified tool-use conversations (:mod:`sdk.train.agentic_expert`).
+
     Raises:
-        ConfigError: tool rollouts are configured (expert iteration samples single-turn answers).
+        ConfigError: other tool rollouts are configured (expert iteration samples single-turn answers
+            there), or agentic rollouts with ``rl.expert.replay_self_distill`` (single-turn rows).
     """
     from sdk.rewards.tiered import score_batch
     from sdk.train.expert_iteration import run_expert_iteration
 
     cfg = ctx.cfg
-    if tools_enabled(cfg):
+    agentic = tools_enabled(cfg) and cfg.tools.change_agent.enabled
+    if tools_enabled(cfg) and not agentic:
         raise ConfigError("rl.algorithm expert_iteration samples single-turn answers; the tools: section asks "
-                          "for multi-turn tool rollouts", "use rl.algorithm: grpo with tools")
+                          "for multi-turn tool rollouts", "use rl.algorithm: grpo with tools, or "
+                          "tools.change_agent for change tasks")
     from sdk.train.self_distill import split_pool
 
     train, validation = fit_and_validation(ctx)
@@ -56,11 +62,34 @@ def expert_arm(ctx: StageContext) -> StageStats:
     ctx.layout.midway_adapter("rl").parent.mkdir(parents=True, exist_ok=True)
     result = run_expert_iteration(ctx.model_path, adapter, train, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward),
                                   cfg.rl, cfg.sft, ctx.layout.stage_dir("rl"), cfg.seed, cfg.model.dtype, ctx.progress,
-                                  console=ctx.console, replay_rows=self_distill_replay(ctx))
+                                  console=ctx.console, replay_rows=self_distill_replay(ctx),
+                                  **(agentic_expert(ctx) if agentic else {}))
     record_lineage(ctx, "rl", ctx.layout.adapter("rl"), adapter, result)
     extra = result.summary()
     extra["validation"] = validation_summary(ctx, train, validation, None)
     return StageStats("rl", tokens_generated=result.tokens_generated, tokens_trained=result.tokens_trained, extra=extra)
+
+
+def agentic_expert(ctx: StageContext) -> dict:
+    """``make_generator``, ``row_of`` and ``references`` for expert iteration over agentic change rollouts
+    (:class:`sdk.train.agentic_expert.AgenticExpert`): ``rl.max_completion_length`` tokens per turn at
+    ``rl.temperature``, the change agent's budget and turns, traces in ``rl/traces.jsonl``.
+
+    Raises:
+        ConfigError: ``rl.expert.replay_self_distill`` is on (its rows are single-turn answers).
+    """
+    from sdk.train.agentic_expert import AgenticExpert, hf_load
+
+    cfg, tc = ctx.cfg, ctx.cfg.tools
+    if cfg.rl.expert.replay_self_distill:
+        raise ConfigError("rl.expert.replay_self_distill replays single-turn answers, and expert iteration over "
+                          "agentic change rollouts trains on tool-use conversations",
+                          "set rl.expert.replay_self_distill: false")
+    traces = ctx.layout.traces_jsonl("rl")
+    traces.unlink(missing_ok=True)
+    expert = AgenticExpert(change_agent(ctx), hf_load(8, cfg.rl.max_completion_length, cfg.rl.temperature,
+                                                      cfg.model.dtype), tc.change_agent.max_tokens, tc.max_turns, traces)
+    return {"make_generator": expert.make_generator, "row_of": expert.row, "references": expert.references}
 
 
 def self_distill_replay(ctx: StageContext) -> list[dict]:

@@ -39,6 +39,11 @@ log = logging.getLogger(__name__)
 
 Score = Callable[[list[Task], list[str]], Sequence[Any]]
 Generate = Callable[[list[list[dict]], int], list[list[tuple]]]
+RowOf = Callable[[Task, tuple], dict | None]
+"""``(task, sample) -> SFT row`` of a verified sample, None to leave it out (default: the task's prompt and
+the sample's text)."""
+References = Callable[[Sequence[Task]], list[dict]]
+"""``tasks -> SFT rows`` of their references, replayed for the tasks a round did not solve."""
 
 
 def verified(result: Any) -> bool:
@@ -49,7 +54,7 @@ def verified(result: Any) -> bool:
 
 
 def keep_verified(tasks: Sequence[Task], samples: Sequence[Sequence[tuple]], results: Sequence[Any],
-                  max_per_task: int) -> tuple[list[dict], dict[str, int]]:
+                  max_per_task: int, row_of: RowOf | None = None) -> tuple[list[dict], dict[str, int]]:
     """SFT rows from the verified samples: at most ``max_per_task`` distinct (whitespace-normalised)
     completions per task, in sample order.
 
@@ -57,6 +62,8 @@ def keep_verified(tasks: Sequence[Task], samples: Sequence[Sequence[tuple]], res
         tasks: the sampled tasks.
         samples: per task, its ``k`` generations ``(text, n_tokens, ...)``.
         results: the reward results, flat and aligned (task-major).
+        row_of: the SFT row of a kept sample (default: prompt + the text as the assistant's answer;
+            agentic rollouts give their tool-use conversation, :mod:`sdk.train.agentic_expert`).
     Returns:
         ``(rows, counts)`` with ``counts`` = ``sampled``, ``verified``, ``kept``, ``tasks_solved``.
     """
@@ -71,9 +78,12 @@ def keep_verified(tasks: Sequence[Task], samples: Sequence[Sequence[tuple]], res
             key = " ".join(out[0].split())
             if key in seen or len(seen) >= max_per_task:
                 continue
+            row = row_of(task, out) if row_of else {"prompt": [m.model_dump() for m in task.prompt],
+                                                    "completion": [{"role": "assistant", "content": out[0]}]}
+            if row is None:   # row_of refused it (an agentic sample with an invalid call)
+                continue
             seen.add(key)
-            rows.append({"prompt": [m.model_dump() for m in task.prompt],
-                         "completion": [{"role": "assistant", "content": out[0]}]})
+            rows.append(row)
         solved += bool(seen)
     return rows, {"sampled": i, "verified": n_verified, "kept": len(rows), "tasks_solved": solved}
 
@@ -97,7 +107,8 @@ def round_sft_config(rc: RlConfig, sft_cfg: SftConfig) -> SftConfig:
 def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Sequence[Task], score: Score,
                          rc: RlConfig, sft_cfg: SftConfig, out_dir: Path, seed: int, dtype: str = "auto",
                          progress: bool = True, make_generator: Callable[..., Any] | None = None,
-                         console: Any = None, replay_rows: Sequence[dict] = ()) -> TrainResult:
+                         console: Any = None, replay_rows: Sequence[dict] = (), row_of: RowOf | None = None,
+                         references: References | None = None) -> TrainResult:
     """Expert iteration for ``rc.expert.rounds`` rounds; the last adapter goes to ``out_dir/adapter``.
 
     Args:
@@ -111,6 +122,9 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
             :class:`sdk.generate.HFGenerator` (tests pass a fake).
         replay_rows: prompt-completion rows added to every round that trains (``rl.expert.replay_self_distill``:
             the SFT stage's self-distillation rows), after the verified and reference rows.
+        row_of, references: the SFT rows of verified samples and of replayed references (defaults:
+            prompt-completion rows; agentic change rollouts give tool-use conversations,
+            :class:`sdk.train.agentic_expert.AgenticExpert`).
     Returns:
         :class:`TrainResult` (stage ``rl``) whose ``details`` hold ``rounds`` (per round: counts,
         steps, compute) and, with ``eval_midway``, ``midway`` (``round``, ``compute_s``).
@@ -128,11 +142,11 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
     for rnd in range(ec.rounds):
         part = round_tasks(tasks, ec.max_tasks, seed, rnd)
         rows, counts, generated = sample_round(part, make_generator(model_path, current, seed + rnd), score, ec.k,
-                                               ec.max_per_task, out_dir / "rewards.jsonl", rnd + 1)
+                                               ec.max_per_task, out_dir / "rewards.jsonl", rnd + 1, row_of)
         tokens_gen += generated
         record: dict[str, Any] = {"round": rnd + 1, "tasks": len(part), **counts}
         if rows:
-            rows += (_replay(part, rows) if ec.replay_references else []) + list(replay_rows)
+            rows += (_replay(part, rows, references) if ec.replay_references else []) + list(replay_rows)
             out = out_dir / "rounds" / str(rnd + 1)
             result = run_sft(model_path, rows, round_sft_config(rc, sft_cfg), out, seed + rnd, dtype, progress,
                              adapter_dir=current)
@@ -145,15 +159,24 @@ def run_expert_iteration(model_path: str, adapter_dir: Path | None, tasks: Seque
         if mid_round == rnd + 1 and current is not None:
             _copy_adapter(current, out_dir / "midway" / "adapter")
             midway = {"round": rnd + 1, "step": steps, "compute_s": record["compute_s"]}
+    _save_final(current, out_dir)
+    write_json(out_dir / "log_history.json", history)
+    return TrainResult("rl", steps=steps, rows=sum(r.get("rows", 0) for r in rounds), tokens_trained=tokens_trained,
+                       tokens_generated=tokens_gen, log_history=tuple(history),
+                       details={"algorithm": "expert_iteration", "rounds": rounds, **({"midway": midway} if midway else {})})
+
+
+def _save_final(current: Path | None, out_dir: Path) -> None:
+    """Copy the last round's adapter to ``out_dir/adapter``.
+
+    Raises:
+        ConfigError: no round trained (no verified sample and no SFT adapter to start from).
+    """
     if current is None:
         raise ConfigError("expert iteration verified no sample in any round, so there is no adapter to save",
                           "start from an SFT adapter (sft.enabled), raise rl.expert.k or rl.temperature, or use "
                           "rl.algorithm: grpo")
     _copy_adapter(current, out_dir / "adapter")
-    write_json(out_dir / "log_history.json", history)
-    return TrainResult("rl", steps=steps, rows=sum(r.get("rows", 0) for r in rounds), tokens_trained=tokens_trained,
-                       tokens_generated=tokens_gen, log_history=tuple(history),
-                       details={"algorithm": "expert_iteration", "rounds": rounds, **({"midway": midway} if midway else {})})
 
 
 def _check_sampleable(tasks: Sequence[Task]) -> None:
@@ -163,9 +186,9 @@ def _check_sampleable(tasks: Sequence[Task]) -> None:
 
 
 def sample_round(part: Sequence[Task], gen: Any, score: Score, k: int, max_per_task: int, log: Path,
-                 rnd: int) -> tuple[list[dict], dict[str, int], int]:
+                 rnd: int, row_of: RowOf | None = None) -> tuple[list[dict], dict[str, int], int]:
     """One E-step: ``k`` samples per task from ``gen`` (closed after), scored, logged to ``log``,
-    filtered by :func:`keep_verified`. Returns ``(rows, counts, tokens generated)``."""
+    filtered by :func:`keep_verified` (rows by ``row_of``). Returns ``(rows, counts, tokens generated)``."""
     try:
         samples = gen([[m.model_dump() for m in t.prompt] for t in part], k)
     finally:
@@ -173,16 +196,28 @@ def sample_round(part: Sequence[Task], gen: Any, score: Score, k: int, max_per_t
     flat_tasks = [t for t, group in zip(part, samples) for _ in group]
     results = list(score(flat_tasks, [o[0] for group in samples for o in group]))
     _log_rewards(log, rnd, flat_tasks, results)
-    rows, counts = keep_verified(part, samples, results, max_per_task)
+    rows, counts = keep_verified(part, samples, results, max_per_task, row_of)
     return rows, counts, sum(int(o[1]) for group in samples for o in group)
 
 
-def _replay(part: Sequence[Task], rows: Sequence[dict]) -> list[dict]:
-    """References of the sampled tasks that got no verified row this round (SFT's own answers)."""
+def _replay(part: Sequence[Task], rows: Sequence[dict], references: References | None = None) -> list[dict]:
+    """References of the sampled tasks that got no verified row this round (SFT's own answers, or
+    ``references``' rows)."""
     from sdk.train.sft import sft_rows
 
-    have = {r["prompt"][-1]["content"] for r in rows}
-    return sft_rows([t for t in part if t.prompt[-1].content not in have], [])
+    have = {_last_prompt(r) for r in rows}
+    todo = [t for t in part if t.prompt[-1].content not in have]
+    return references(todo) if references else sft_rows(todo, [])
+
+
+def _last_prompt(row: dict) -> str:
+    """The last prompt message's text of a prompt-completion row, or of a conversation (``messages``:
+    the message before its first assistant turn)."""
+    if "prompt" in row:
+        return row["prompt"][-1]["content"]
+    msgs = row["messages"]
+    first = next((i for i, m in enumerate(msgs) if m["role"] == "assistant"), len(msgs))
+    return msgs[first - 1]["content"] if first else ""
 
 
 def _log_rewards(path: Path, rnd: int, tasks: Sequence[Task], results: Sequence[Any]) -> None:

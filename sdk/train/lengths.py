@@ -121,7 +121,8 @@ def check_rows(rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
     """Split SFT rows into well-formed ones and quarantined ones with a reason.
 
     A row needs ``prompt``: a non-empty list of ``{"role", "content"}`` messages, and ``completion``:
-    a list of one or more messages whose last is the assistant's with non-blank content.
+    a list of one or more messages whose last is the assistant's with non-blank content; or, for a
+    tool-use conversation, ``messages`` (:func:`sdk.train.tool_rows.conversation_problem`).
 
     Returns:
         ``(good rows in order, [{"row": index, "reason": str}, ...])``.
@@ -139,6 +140,10 @@ def check_rows(rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:
 def _row_problem(row: object) -> str | None:
     if not isinstance(row, dict):
         return f"not a mapping ({type(row).__name__})"
+    if "messages" in row:
+        from sdk.train.tool_rows import conversation_problem
+
+        return conversation_problem(row)
     for key in ("prompt", "completion"):
         msgs = row.get(key)
         if not isinstance(msgs, list) or not msgs:

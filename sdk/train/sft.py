@@ -5,7 +5,9 @@ Data is in TRL's conversational prompt-completion form (``prompt``: messages,
 their end-of-turn token, whatever the chat template (templates without a
 ``{% generation %}`` marker included: field case T1). Sources of rows: the train split's
 reference solutions (answered as a fenced code block, the format the reward parses) and the
-SFT examples of feedback sources (well-rated responses, corrections).
+SFT examples of feedback sources (well-rated responses, corrections). Tool-use conversations
+(``messages`` rows: expert iteration over agentic change rollouts) are tokenized first with their
+tool answers masked (:mod:`sdk.train.tool_rows`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from sdk.train.config import SftConfig
 from sdk.errors import ConfigError
 from sdk.sources import SftExample
 from sdk.tasks.records import ChangeVerifier, Task, UnitTestVerifier
@@ -26,6 +27,7 @@ from sdk.train.common import (
     progress_callbacks,
     train_and_save,
 )
+from sdk.train.config import SftConfig
 from sdk.train.curriculum import Item, is_default, order_rows
 from sdk.train.lengths import (
     check_rows,
@@ -35,6 +37,7 @@ from sdk.train.lengths import (
 )
 from sdk.train.qlora import guards
 from sdk.train.result import TrainResult
+from sdk.train.tool_rows import token_rows
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +165,8 @@ def run_sft(model_path: str, rows: list[dict], cfg: SftConfig, out_dir: Path, se
     if ordered:
         rows, _ = order_rows(rows, items, cfg.order, None, seed)
     model, tokenizer = load_model(model_path, dtype=dtype, load_in_4bit=load_in_4bit)
+    if "messages" in rows[0]:  # tool-use conversations: pre-tokenized, tool answers masked (sdk.train.tool_rows)
+        rows = token_rows(rows, tokenizer)
     start = adapter_dir or cfg.init_adapter  # continue an existing adapter (expert iteration, `tuneloop loop`)
     if start:
         from peft import PeftModel

@@ -11,7 +11,12 @@ import pytest
 
 from connectors.history.source import GitHistorySource
 from sdk.rewards.config import RewardConfig
-from sdk.rollout.change_agent import ChangeAgent, ChangeAgentReward, agent_completion, tool_components
+from sdk.rollout.change_agent import (
+    ChangeAgent,
+    ChangeAgentReward,
+    agent_completion,
+    tool_components,
+)
 from sdk.rollout.episode import run_episodes, traces_json
 from tests.connectors import history_repo
 
@@ -152,3 +157,72 @@ def test_grpo_rollout_func_masks_tool_answers(task, sandbox, tiny_model_dir, tmp
     assert "def add(a, b):" in masked and "def add(a, b):" not in trained and "<tool_call>" in trained
     trace = json.loads(extra["tool_trace"][0])
     assert [c["name"] for c in trace["calls"]] == ["list_dir", "read_file"] and trace["change"] == ""
+
+
+def positional(tokenizer, scripts):
+    """A fake model for a batch of rollouts: rollout ``i`` of the batch follows ``scripts[i]`` (one call per turn,
+    then "Done."). Rollouts that stop early must come last, so the others keep their place in the batch."""
+    state = {"turn": 0}
+
+    def generate(batch):
+        turn, state["turn"] = state["turn"], state["turn"] + 1
+        texts = [f"<tool_call>{json.dumps({'name': n, 'arguments': a})}</tool_call>" if turn < len(s) else "Done."
+                 for s in scripts[:len(batch)] for n, a in [s[turn] if turn < len(s) else ("", {})]]
+        return [tokenizer(t + "<|im_end|>", add_special_tokens=False)["input_ids"] for t in texts]
+    return generate
+
+
+def test_expert_iteration_trains_on_the_verified_trajectory_with_tool_output_masked(task, sandbox, tool_tokenizer,
+                                                                                     tiny_model_dir, tmp_path, monkeypatch):
+    import sdk.train.sft as sft_module
+    from sdk.rewards.tiered import score_batch
+    from sdk.train.agentic_expert import AgenticExpert
+    from sdk.train.config import ExpertIterationConfig, RlConfig, SftConfig
+    from sdk.train.expert_iteration import run_expert_iteration
+    from sdk.train.tool_rows import token_rows
+
+    scripts = [RIGHT, BREAKS_CONCAT + [("list_dir", {"path": "."})] * 4, []]   # right, breaks a test, nothing
+    expert = AgenticExpert(ChangeAgent([task], sandbox, max_calls=10),
+                           lambda m, a, s: (None, tool_tokenizer, positional(tool_tokenizer, scripts)), 20000, 12,
+                           tmp_path / "traces.jsonl")
+    trained, real_sft = [], sft_module.run_sft
+    monkeypatch.setattr(sft_module, "run_sft", lambda model, rows, *a, **kw: trained.append(rows) or real_sft(model, rows, *a, **kw))
+    rc = RlConfig(algorithm="expert_iteration", eval_midway=False,
+                  expert=ExpertIterationConfig(rounds=1, k=3, max_per_task=2, epochs=1, batch_size=1))
+    result = run_expert_iteration(tiny_model_dir, None, [task], lambda ts, cs: score_batch(ts, cs, sandbox, RewardConfig()),
+                                  rc, SftConfig(max_length=4096), tmp_path, 0, progress=False,
+                                  make_generator=expert.make_generator, row_of=expert.row, references=expert.references)
+    [rnd] = result.details["rounds"]
+    assert (rnd["sampled"], rnd["verified"], rnd["kept"], rnd["rows"]) == (3, 1, 1, 1) and result.steps > 0
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file()
+    [[row]] = trained
+    msgs = row["messages"]
+    made = [c["id"] for m in msgs if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    assert made == [f"call_{t}_0" for t in range(len(RIGHT))]                          # T4: unique, deterministic
+    assert [m["tool_call_id"] for m in msgs if m["role"] == "tool"] == made and msgs[-1]["content"] == "Done."
+    again = expert.make_generator(tiny_model_dir, None, 0)([[m.model_dump() for m in task.prompt]], 1)
+    assert expert.row(task, again[0][0]) == row                                                   # the same rollout, the same row
+    [tokens] = token_rows([row], tool_tokenizer)
+    trained_text = tool_tokenizer.decode([t for t, m in zip(tokens["input_ids"], tokens["completion_mask"]) if m])
+    assert trained_text.count("<tool_call>") == len(RIGHT) and trained_text.endswith("Done.<|im_end|>")
+    for answer in ("pass-to-pass tests pass", "from calc.ops import add", "leaves the repository", "def add(a, b):"):
+        assert answer not in trained_text and answer in tool_tokenizer.decode(tokens["input_ids"])
+
+
+def test_a_reference_is_replayed_as_an_edit_file_demonstration_that_earns_full_marks(task, sandbox):
+    from sdk.rewards.tiered import score_completion
+    from sdk.rollout.change_tools import ChangeToolBox
+    from sdk.rollout.tools import ToolCall
+    from sdk.train.agentic_expert import DONE, reference_row
+
+    row = reference_row(task, ChangeAgent([task], sandbox))
+    turn = row["messages"][len(task.prompt)]
+    calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]["path"]) for c in turn["tool_calls"]]
+    assert calls == [("call_0_0", "edit_file", "calc/__init__.py"), ("call_0_1", "edit_file", "calc/ops.py")]
+    tools = row["messages"][len(task.prompt) + 1:-1]
+    assert [m["tool_call_id"] for m in tools] == ["call_0_0", "call_0_1"] and row["messages"][-1]["content"] == DONE
+    assert tools[1]["content"] == "edited calc/ops.py (2 file(s) changed so far)"
+    box = ChangeToolBox(task.verifier, None)
+    for c in turn["tool_calls"]:
+        box.answer(ToolCall(name="edit_file", id=c["id"], raw=json.dumps(c["function"]["arguments"])))
+    assert score_completion(task, agent_completion(box.final()), sandbox, RewardConfig()).score == 1.0

@@ -118,3 +118,20 @@ def test_replay_without_self_distill_rows_is_a_config_error(tmp_path):
     rows.write_text('{"prompt": [], "completion": []}\n')
     assert self_distill_replay(ctx) == [{"prompt": [], "completion": []}]
     assert self_distill_replay(SimpleNamespace(cfg=SimpleNamespace(rl=RlConfig()), layout=ctx.layout)) == []
+
+
+def test_a_row_of_that_refuses_a_sample_keeps_the_next_distinct_one():
+    samples = [[(GOOD, 5, "bad call"), (GOOD + "\n# two", 6, "ok")]]
+    rows, counts = keep_verified([task(0)], samples, [ok(GOOD), ok(GOOD + "\n# two")], max_per_task=1,
+                                 row_of=lambda t, s: None if s[2] == "bad call" else {"messages": [s[0]]})
+    assert rows == [{"messages": [GOOD + "\n# two"]}] and (counts["verified"], counts["kept"]) == (2, 1)
+
+
+def test_agentic_expert_iteration_refuses_single_turn_replay():
+    from types import SimpleNamespace
+
+    from sdk.run.stage_rl import agentic_expert
+
+    rc = RlConfig(algorithm="expert_iteration", expert=ExpertIterationConfig(replay_self_distill=True))
+    with pytest.raises(ConfigError, match="replay_self_distill: false"):
+        agentic_expert(SimpleNamespace(cfg=SimpleNamespace(rl=rc, tools=None)))
