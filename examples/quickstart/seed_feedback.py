@@ -28,12 +28,15 @@ What is in it (the shapes of shared/cases/CASES.md F1-F4):
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import random
 import sqlite3
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -119,18 +122,47 @@ def module_imports(module: str, uses: str | None = None) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=1)
+def repo_context():
+    """The pytest connector's :class:`connectors.suites.context.RepoContext` over ``acme_ledger``, with
+    the ``repo_context`` options of ``config.yaml``'s pytest source (the IDE plug-in shows the same
+    definitions the tuning prompts show), or None when that source turns repository context off.
+    Examples stay off: they come from a function's tests, and a feedback helper has none."""
+    from connectors.suites.context import RepoContext, RepoContextOptions
+    from connectors.suites.pyrepo import read_package
+
+    sources = yaml.safe_load((HERE / "config.yaml").read_text(encoding="utf-8"))["sources"]
+    raw = next(s.get("options") or {} for s in sources if s["type"] == "pytest").get("repo_context") or {}
+    options = RepoContextOptions(**raw)
+    if not options.enabled:
+        return None
+    _, files = read_package(HERE, HERE / "acme_ledger")
+    return RepoContext(options.model_copy(update={"examples": False}), files, "acme_ledger")
+
+
 def ide_prompt(module: str, name: str, params: str, doc: str, uses: str | None = None) -> str:
     """The IDE plug-in's "write this function in this file" template.
 
     It mirrors the task prompt of tuneloop's pytest connector (``connectors/suites/pytest_suite.py``,
-    ``context: signature``), so SFT rows from feedback and evaluation prompts share one format;
+    ``context: signature``), so SFT rows from feedback and evaluation prompts share one format; with
+    repository context on in ``config.yaml`` (and ``uses``, the function's source, given), the same
+    "From the repository" block follows, rendered by the connector's own :func:`repo_context` (no
+    test trace here, so no traced methods; examples need tests, so none).
     ``tests/examples/test_quickstart_content.py`` checks that the two stay identical.
     """
     stub = f'def {name}({params}) -> Result:\n    """{doc}"""\n    ...'
-    return (
+    text = (
         f"Write the function `{name}` of `acme_ledger/{module}.py`. Reply with the complete `def {name}` "
         f"definition in one ```python block.\n\n{fenced(module_imports(module, uses) + chr(10) + chr(10) + stub)}"
     )
+    context = repo_context() if uses is not None else None
+    if context is None:
+        return text
+    from sdk.tasks.records import Message, ReferenceOnly, Source, Task
+
+    task = Task(domain="acme", prompt=(Message(role="user", content=text),), verifier=ReferenceOnly(),
+                reference=uses, source=Source(connector="ide", locator=f"acme_ledger/{module}.py::{name}"))
+    return context.add(task).prompt[-1].content
 
 
 def make_prompt(rng: random.Random, module: str, name: str, params: str, doc: str, uses: str | None = None) -> str:
