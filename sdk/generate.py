@@ -53,6 +53,12 @@ def encode_chat(tokenizer, texts: list[str], device=None):
 class FenceStop:
     """A ``transformers`` stopping criterion: a row is done once its new text closes a code block.
 
+    One instance serves one ``generate`` call: a row once found done stays done and is not decoded
+    again (``generate`` finishes a row the step its criterion says so, and only pads follow), so
+    each step decodes the rows still running only, not the whole batch (the same verdicts:
+    ``tests/eval/test_eval_generation.py``, ``bench/fence_stop.py``). A call with another batch
+    size, or with fewer tokens than the previous call (a new ``generate``), starts afresh.
+
     Args:
         tokenizer: decodes the new tokens.
         prompt_len: tokens of the (left-padded) prompt; only what follows is checked.
@@ -61,14 +67,22 @@ class FenceStop:
 
     def __init__(self, tokenizer, prompt_len: int) -> None:
         self.tokenizer, self.prompt_len = tokenizer, prompt_len
+        self._done: list[bool] = []
+        self._seen = 0
 
     def __call__(self, input_ids, scores=None, **kwargs):
         import torch
 
-        texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_len:], skip_special_tokens=True)
-        # the fence line is only closed with the newline after it, or with a fence at the very end
-        done = [closed_fence(t) and (t.endswith("\n") or t.rstrip().endswith(FENCE)) for t in texts]
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+        rows, width = int(input_ids.shape[0]), int(input_ids.shape[1])
+        if len(self._done) != rows or width < self._seen:
+            self._done = [False] * rows
+        self._seen = width
+        live = [i for i, done in enumerate(self._done) if not done]
+        texts = self.tokenizer.batch_decode(input_ids[live, self.prompt_len:], skip_special_tokens=True) if live else []
+        for i, t in zip(live, texts):
+            # the fence line is only closed with the newline after it, or with a fence at the very end
+            self._done[i] = closed_fence(t) and (t.endswith("\n") or t.rstrip().endswith(FENCE))
+        return torch.tensor(self._done, dtype=torch.bool, device=input_ids.device)
 
 
 class HFGenerator:

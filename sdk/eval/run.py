@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from enum import Enum
 from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
@@ -53,7 +54,7 @@ def is_pass(result: RewardLike) -> bool:
 
 
 def evaluate(tasks: Sequence[Task], generate: Generate, score: Score, model_label: str, n_samples: int,
-             progress: bool = True, batch_size: int = 8) -> list[EvalRow]:
+             progress: bool = True, batch_size: int = 8, overlap: bool = True) -> list[EvalRow]:
     """Generate ``n_samples`` completions per task, score them, return one row per task.
 
     Args:
@@ -68,6 +69,10 @@ def evaluate(tasks: Sequence[Task], generate: Generate, score: Score, model_labe
         n_samples: completions per task (>= 1).
         progress: show a rich progress bar.
         batch_size: prompts per ``generate`` call.
+        overlap: score batch i in one background thread while batch i+1 is generated (default),
+            so the sandbox's runs use the cores that generation leaves idle; the rows are the
+            same as with False (scoring one batch at a time after its generation), in order:
+            ``score`` is called once per batch, never twice at once, and with the same lists.
     Returns:
         Rows in task order. A batch whose ``score`` raises is kept: its samples get reward
         ``None`` and status ``score_error`` (not judged), and a warning is logged.
@@ -80,14 +85,29 @@ def evaluate(tasks: Sequence[Task], generate: Generate, score: Score, model_labe
     rows: list[EvalRow] = []
     columns = (TextColumn(f"eval {model_label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     started = time.monotonic()
-    with Progress(*columns, disable=not progress, transient=False) as bar:
+    with Progress(*columns, disable=not progress, transient=False) as bar, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="tl-eval-score") as scorer:
         job = bar.add_task("eval", total=len(tasks))
-        for start in range(0, len(tasks), batch_size):
-            batch = list(tasks[start:start + batch_size])
-            rows.extend(_evaluate_batch(batch, generate, score, model_label, n_samples))
-            bar.advance(job, len(batch))
+
+        def collect(pending: Future) -> None:
+            done = pending.result()
+            rows.extend(done)
+            bar.advance(job, len(done))
             if not progress:  # plain lines for logs and CI (printed by the CLI when stderr is no terminal)
                 _plain_line(model_label, len(rows), len(tasks), sum(any(r.passed) for r in rows), started)
+
+        pending: Future | None = None
+        for start in range(0, len(tasks), batch_size):
+            batch = list(tasks[start:start + batch_size])
+            outs = _generate_batch(batch, generate, n_samples)
+            if pending is not None:  # batch i-1 was scored while batch i was generated
+                collect(pending)
+            pending = scorer.submit(_score_batch, batch, outs, score, model_label, n_samples)
+            if not overlap:
+                collect(pending)
+                pending = None
+        if pending is not None:
+            collect(pending)
     return rows
 
 
@@ -98,13 +118,19 @@ def _plain_line(label: str, done: int, total: int, passed: int, started: float) 
     logging.getLogger("tuneloop.progress").info(f"eval {label}: {done}/{total} tasks, {passed} passed ({spent:.0f} s{left})")
 
 
-def _evaluate_batch(batch: list[Task], generate: Generate, score: Score, label: str, n: int) -> list[EvalRow]:
+def _generate_batch(batch: list[Task], generate: Generate, n: int) -> list:
+    """``generate``'s completions for ``batch``, checked: one list of ``n`` per prompt."""
     prompts = [[m.model_dump(mode="json") for m in t.prompt] for t in batch]
     outs = generate(prompts, n)
     if len(outs) != len(batch) or any(len(o) != n for o in outs):
         got = [len(o) for o in outs] if isinstance(outs, list) else type(outs).__name__
         raise EvalError(f"generate returned {got} for {len(batch)} prompts x {n} samples",
                         "return one list of n (completion, n_tokens) pairs per prompt")
+    return outs
+
+
+def _score_batch(batch: list[Task], outs: list, score: Score, label: str, n: int) -> list[EvalRow]:
+    """Rows of ``batch`` from its checked completions ``outs``, scored by ``score``."""
     flat_tasks = [t for t in batch for _ in range(n)]
     flat_text = [out[0] for o in outs for out in o]
     try:
