@@ -122,22 +122,32 @@ def module_imports(module: str, uses: str | None = None) -> str:
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=1)
-def repo_context():
-    """The pytest connector's :class:`connectors.suites.context.RepoContext` over ``acme_ledger``, with
-    the ``repo_context`` options of ``config.yaml``'s pytest source (the IDE plug-in shows the same
-    definitions the tuning prompts show), or None when that source turns repository context off.
-    Examples stay off: they come from a function's tests, and a feedback helper has none."""
+def build_repo_context(raw: dict):
+    """The pytest connector's :class:`connectors.suites.context.RepoContext` over ``acme_ledger`` for
+    the ``repo_context`` options ``raw`` (as written under the pytest source in ``config.yaml``), or
+    None when they turn repository context off. Examples stay off: they come from a function's
+    tests, and a feedback helper has none.
+
+    Raises:
+        pydantic.ValidationError: ``raw`` holds an unknown option or a bad value.
+    """
     from connectors.suites.context import RepoContext, RepoContextOptions
     from connectors.suites.pyrepo import read_package
 
-    sources = yaml.safe_load((HERE / "config.yaml").read_text(encoding="utf-8"))["sources"]
-    raw = next(s.get("options") or {} for s in sources if s["type"] == "pytest").get("repo_context") or {}
     options = RepoContextOptions(**raw)
     if not options.enabled:
         return None
     _, files = read_package(HERE, HERE / "acme_ledger")
     return RepoContext(options.model_copy(update={"examples": False}), files, "acme_ledger")
+
+
+@functools.lru_cache(maxsize=1)
+def repo_context():
+    """:func:`build_repo_context` of ``config.yaml``'s pytest-source ``repo_context`` options: the IDE
+    plug-in shows the same definitions the tuning prompts show."""
+    sources = yaml.safe_load((HERE / "config.yaml").read_text(encoding="utf-8"))["sources"]
+    return build_repo_context(next(s.get("options") or {} for s in sources if s["type"] == "pytest")
+                              .get("repo_context") or {})
 
 
 def ide_prompt(module: str, name: str, params: str, doc: str, uses: str | None = None) -> str:

@@ -296,9 +296,12 @@ def test_feedback_has_personal_data_and_nested_ratings(feedback):
     assert any("rating" in m and m["rating"] is None for m in metas)
 
 
-def test_ide_style_feedback_prompts_match_the_task_prompt_format():
+@pytest.mark.parametrize("context", [None, {"enabled": True, "token_budget": 150, "examples": False}],
+                         ids=["config", "context_on"])
+def test_ide_style_feedback_prompts_match_the_task_prompt_format(context, monkeypatch):
     """Train and evaluation prompts must share one format (shared/DESIGN.md): the seed's IDE
-    template must render a package function exactly as the pytest connector's task prompt."""
+    template must render a package function exactly as the pytest connector's task prompt, with
+    config.yaml's repository-context setting and with context on (the "From the repository" block)."""
     pytest.importorskip("connectors.suites.pytest_suite")
     from connectors.suites.pytest_suite import PytestSuiteSource
 
@@ -308,6 +311,9 @@ def test_ide_style_feedback_prompts_match_the_task_prompt_format():
     finally:
         sys.path.remove(str(QS))
     options = next(s["options"] for s in yaml.safe_load((QS / "config.yaml").read_text())["sources"] if s["type"] == "pytest")
+    if context is not None:
+        options = {**options, "repo_context": context}
+        monkeypatch.setattr(seed_feedback, "repo_context", lambda: seed_feedback.build_repo_context(context))
     result = PytestSuiteSource(options, QS, "acme").read()
     assert len(result.tasks) == len(public_functions()) and not result.quarantined
     by_name = {t.verifier.entry_point: t for t in result.tasks}
@@ -315,6 +321,8 @@ def test_ide_style_feedback_prompts_match_the_task_prompt_format():
              ("dates", "add_days", "d: date, n: int", "The date n days after d; NEGATIVE if n < 0.")]
     for module, name, params, doc in cases:
         assert seed_feedback.ide_prompt(module, name, params, doc, by_name[name].reference) == by_name[name].prompt[-1].content
+    shown = "From the repository" in by_name["add_cents"].prompt[-1].content
+    assert shown == (context is not None or seed_feedback.repo_context() is not None), "the case tests what it names"
 
 
 def _jsonl(name: str) -> list[dict]:
