@@ -98,6 +98,8 @@ class HFGenerator:
         stop_at_fence: stop a sequence at its closing code fence (:class:`FenceStop`).
     """
 
+    streams_batches = True  # ``__call__`` takes ``on_batch`` (sdk.train.expert_iteration.sample_round uses it)
+
     def __init__(self, model_path: str, adapter: str | Path | None = None, batch_size: int = 8,
                  max_new_tokens: int = 192, temperature: float = 0.0, seed: int = 0, dtype: str = "auto",
                  stop_at_fence: bool = True) -> None:
@@ -118,7 +120,13 @@ class HFGenerator:
         self.batch_size, self.max_new_tokens, self.temperature, self.seed = batch_size, max_new_tokens, temperature, seed
         self.stop_at_fence = stop_at_fence
 
-    def __call__(self, prompts: list[list[dict]], n: int = 1, progress: Callable[[int], None] | None = None):
+    def __call__(self, prompts: list[list[dict]], n: int = 1, progress: Callable[[int], None] | None = None,
+                 on_batch: Callable[[list[int], list[tuple[str, int, str]]], None] | None = None):
+        """``n`` completions per prompt (see the class docstring); batches of ``batch_size``
+        sequences sorted by prompt length. ``on_batch(flat_indices, outs)``, when given, is called
+        after each batch with its sequences' indices into the flat list (prompt ``i``'s sample ``j``
+        is ``i * n + j``) and their ``(text, new tokens, stop reason)``, so a caller can score them
+        while the next batch is generated; it does not change what is generated."""
         import torch
 
         texts = chat_texts(self.tokenizer, prompts)
@@ -130,7 +138,10 @@ class HFGenerator:
         results: dict[int, tuple[str, int]] = {}
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
-            results.update(zip(idx, self._batch([flat[i] for i in idx])))
+            outs = self._batch([flat[i] for i in idx])
+            results.update(zip(idx, outs))
+            if on_batch:
+                on_batch(list(idx), outs)
             if progress:
                 progress(len(idx) / n)
         outs = [results[i] for i in range(len(flat))]

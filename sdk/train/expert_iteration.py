@@ -188,16 +188,51 @@ def _check_sampleable(tasks: Sequence[Task]) -> None:
 def sample_round(part: Sequence[Task], gen: Any, score: Score, k: int, max_per_task: int, log: Path,
                  rnd: int, row_of: RowOf | None = None) -> tuple[list[dict], dict[str, int], int]:
     """One E-step: ``k`` samples per task from ``gen`` (closed after), scored, logged to ``log``,
-    filtered by :func:`keep_verified` (rows by ``row_of``). Returns ``(rows, counts, tokens generated)``."""
-    try:
-        samples = gen([[m.model_dump() for m in t.prompt] for t in part], k)
-    finally:
-        gen.close()
-    flat_tasks = [t for t, group in zip(part, samples) for _ in group]
-    results = list(score(flat_tasks, [o[0] for group in samples for o in group]))
+    filtered by :func:`keep_verified` (rows by ``row_of``). Returns ``(rows, counts, tokens generated)``.
+
+    A generator that streams its batches (``gen.streams_batches``: :class:`sdk.generate.HFGenerator`)
+    has each batch scored in one background thread while the next is generated
+    (:func:`_sample_scoring`); the samples, the results and their order are those of scoring all
+    samples after generation, which is what any other generator gets."""
+    if getattr(gen, "streams_batches", False):
+        samples, results = _sample_scoring(part, gen, score, k)
+        flat_tasks = [t for t in part for _ in range(k)]
+    else:
+        try:
+            samples = gen([[m.model_dump() for m in t.prompt] for t in part], k)
+        finally:
+            gen.close()
+        flat_tasks = [t for t, group in zip(part, samples) for _ in group]
+        results = list(score(flat_tasks, [o[0] for group in samples for o in group]))
     _log_rewards(log, rnd, flat_tasks, results)
     rows, counts = keep_verified(part, samples, results, max_per_task, row_of)
     return rows, counts, sum(int(o[1]) for group in samples for o in group)
+
+
+def _sample_scoring(part: Sequence[Task], gen: Any, score: Score, k: int) -> tuple[list[list[tuple]], list[Any]]:
+    """``(samples, results)`` of ``k`` samples per task from a streaming ``gen`` (closed after):
+    ``score`` runs on each generated batch (one call at a time, in one thread) while the next batch
+    is generated; results come back in the flat order ``task i, sample j -> i * k + j``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    flat_tasks = [t for t in part for _ in range(k)]
+    pending: list[tuple[list[int], Any]] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tl-sample-score") as scorer:
+        def on_batch(idx: list[int], outs: list[tuple]) -> None:
+            pending.append((idx, scorer.submit(score, [flat_tasks[i] for i in idx], [o[0] for o in outs])))
+
+        try:
+            samples = gen([[m.model_dump() for m in t.prompt] for t in part], k, on_batch=on_batch)
+        finally:
+            gen.close()
+        results: list[Any] = [None] * len(flat_tasks)
+        for idx, future in pending:
+            got = list(future.result())
+            if len(got) != len(idx):
+                raise RuntimeError(f"score returned {len(got)} results for {len(idx)} samples")
+            for i, res in zip(idx, got):
+                results[i] = res
+    return samples, results
 
 
 def _replay(part: Sequence[Task], rows: Sequence[dict], references: References | None = None) -> list[dict]:

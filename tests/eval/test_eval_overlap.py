@@ -109,3 +109,19 @@ def test_fence_stop_same_verdicts_without_decoding_done_rows():
     # a shorter input (the next generate call) or another batch size starts afresh
     assert stop(full[:, :3]).tolist() == [False, False, False]
     assert stop(full[:1, :2 + done_at[0]]).tolist() == [True]
+
+
+def test_generator_reports_each_batch_with_flat_indices(tiny_model_dir):
+    from sdk.generate import HFGenerator
+
+    gen = HFGenerator(tiny_model_dir, batch_size=4, max_new_tokens=3, temperature=0.0)
+    prompts = [[{"role": "user", "content": c}] for c in ("hi", "add two numbers please", "sum")]
+    seen = []
+    try:
+        out = gen(prompts, 2, on_batch=lambda idx, outs: seen.append((idx, outs)))
+    finally:
+        gen.close()
+    assert [len(idx) for idx, _ in seen] == [4, 2]
+    flat = {i: o for idx, outs in seen for i, o in zip(idx, outs)}
+    assert sorted(flat) == list(range(6))
+    assert all(out[i][j] == flat[i * 2 + j] for i in range(3) for j in range(2))
