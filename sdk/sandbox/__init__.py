@@ -67,6 +67,11 @@ by ``tests/sandbox/test_hostile.py``:
 
 What is NOT isolated or not covered:
 
+- change tasks (``pytest_repo``): the repository's tests run in the candidate's process
+  (``_runner/tl_repo.py``); the verdict is re-derived from the nonce-tagged evidence of an audit
+  hook (``_runner/tl_witness.py``) with run-time layers (``_runner/tl_rguard.py``), not a process
+  boundary: what they leave open is said once, in :mod:`sdk.rewards`;
+
 - memory is bounded by address space (RLIMIT_AS), not by a cgroup: resident memory of a
   process that maps but does not touch memory is not limited separately, and tmpfs pages
   (``/tmp``, ``/dev/shm``) and memfd pages count against the host, bounded by their sizes and

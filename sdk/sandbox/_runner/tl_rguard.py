@@ -13,12 +13,14 @@ says what it leaves open. Their state is bound as default arguments (replacing a
   ``complex``, ``str``, ``bytes`` or ``tuple``, a plain value one step from its own. An answer that
   does not depend on its operand (``return type(o)``, an ``__eq__`` set on the class after it was
   made) says yes: flagged ``always_equal``. Not covered: an ``__eq__`` that answers the probe
-  honestly and lies on a later call (counting its calls), and comparisons made outside the test's
-  own frame (``self.assertEqual``, a helper function).
+  honestly and lies on a later call (counting its calls), comparisons made outside the test's
+  own frame (``self.assertEqual``, a helper function), and those after the first :data:`BUDGET`
+  opcodes of the test's frame (a long loop in the test's body: the cost stays bounded, measured
+  by ``bench/repo_guard.py``).
 - Runner names (:func:`marks`): before the test's frame loads a public name of pytest's or
   unittest's modules (``pytest.raises``...), the hook compares those modules with their state when
   armed (:func:`tl_proof.rebinding`, ``tl.step``): a liar swapped in and put back within the test is
-  seen while it is in place.
+  seen while it is in place (within the same budget; at the test's return in any case).
 - Signals (:func:`signals`): a handler installed through ``signal.signal`` is given a
   :class:`Withheld` in place of the interrupted frame (whose ``f_back`` is the running test's);
   reading it flags. Not covered: code that takes the original ``_signal.signal`` (from the
@@ -118,16 +120,20 @@ def names():
     return frozenset(out)
 
 
+BUDGET = 20000   # opcode events traced per test frame: a loop in the test's own frame stays cheap after that
+COMPARE, LOAD = 2, 1
+
+
 def marks(folder, modules, runner_names):
-    """``(compares, loads)``: frozensets of ``(file, first line, qualified name, offset)`` of every
-    ``==``/``!=``/``in`` and every load of a name in ``runner_names`` in the functions of the test
-    modules ``modules`` (paths relative to ``folder``), compiled as pytest's assertion rewriting
-    compiles them and plainly (as :func:`tl_witness.test_codes` does)."""
+    """``{(file, first line, qualified name): {offset: kind}}`` (read-only mappings): where each
+    function of the test modules ``modules`` (paths relative to ``folder``), compiled as pytest's
+    assertion rewriting compiles it and plainly (as :func:`tl_witness.test_codes` does), makes an
+    ``==``/``!=``/``in`` (:data:`COMPARE`) or loads a name in ``runner_names`` (:data:`LOAD`)."""
     import dis
     from pathlib import Path
 
     from _pytest.assertion.rewrite import _rewrite_test
-    compares, loads = set(), set()
+    out = {}
     for rel in modules:
         path, todo = os.path.join(folder, rel), []
         try:
@@ -142,13 +148,13 @@ def marks(folder, modules, runner_names):
         while todo:
             code = todo.pop()
             todo.extend(c for c in code.co_consts if type(c) is types.CodeType)
-            key = (code.co_filename, code.co_firstlineno, code.co_qualname)
+            at = out.setdefault((code.co_filename, code.co_firstlineno, code.co_qualname), {})
             for ins in dis.get_instructions(code):
                 if ins.opname == "CONTAINS_OP" or ins.opname == "COMPARE_OP" and ins.argval in ("==", "!="):
-                    compares.add(key + (ins.offset,))
+                    at[ins.offset] = COMPARE
                 elif ins.opname in LOADS and ins.argval in runner_names:
-                    loads.add(key + (ins.offset,))
-    return frozenset(compares), frozenset(loads)
+                    at[ins.offset] = LOAD
+    return types.MappingProxyType({k: types.MappingProxyType(v) for k, v in out.items() if v})
 
 
 def _lookup(t, name, _mro=type.__dict__["__mro__"].__get__, _dict=type.__dict__["__dict__"].__get__,

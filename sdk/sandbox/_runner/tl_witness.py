@@ -160,22 +160,24 @@ def node_key(nodeid):
 
 
 _SEEKING = []   # the global trace function of :func:`tracer` (reachable; it decides nothing)
-_ARMED = []     # :func:`local` with its defaults bound by :func:`arm` (read once, by :func:`tracer`)
+_ARMED = []     # (local armed by :func:`arm`, marks, its state, budget), read once by :func:`tracer`
 
 
-def local(frame, event, arg, _audit=sys.audit, _settrace=sys.settrace, _marks=None, _probe=None, _self=None):
+def local(frame, event, arg, _audit=sys.audit, _settrace=sys.settrace, _state=None, _probe=None, _self=None):
     """The trace function of a test function's frame: at its ``return`` it asks the hook to look
     (it decides nothing and holds nothing secret), and the seeking trace function takes over again.
-    Armed (:func:`arm`: ``_marks``, ``_probe``, ``_self`` bound), before the test's loads of runner
-    names it asks the hook to check them (``tl.step``) and before its comparisons it probes the
-    operands (:func:`tl_rguard.probe`)."""
+    Armed (:func:`arm`), for the frame's first :data:`tl_rguard.BUDGET` opcodes (``_state``: the
+    count left and the frame's marks, set by :func:`tracer`), before a load of a runner name it asks
+    the hook to check them (``tl.step``) and before a comparison it probes the operands."""
     if event == "opcode":
-        if _marks is not None:
-            code = frame.f_code
-            key = (code.co_filename, code.co_firstlineno, code.co_qualname, frame.f_lasti)
-            if key in _marks[1]:
+        if _state is None or _state[0] <= 0:
+            frame.f_trace_opcodes = False
+        else:
+            _state[0] -= 1
+            kind = _state[1].get(frame.f_lasti)
+            if kind == 1:
                 _audit("tl.step")
-            elif key in _marks[0]:
+            elif kind == 2:
                 _probe(frame)
         return local if _self is None else _self
     if event == "return":
@@ -193,15 +195,18 @@ def tracer(folder, names):
     function made call-heavy tests 5-8x slower). Cheap filters only; the hook checks the code."""
     root, names = folder.rstrip(os.sep) + os.sep, frozenset(n for n in names if n.startswith("test"))
 
-    def trace(frame, event, arg, _settrace=sys.settrace, _quiet=getattr, _local=_ARMED[-1] if _ARMED else local,
-              _opcodes=bool(_ARMED)):
+    def trace(frame, event, arg, _settrace=sys.settrace, _quiet=getattr, _armed=_ARMED[-1] if _ARMED else None):
         g = frame.f_globals
         f = g.get("__file__") if type(g) is dict else None
-        if type(f) is str and f.startswith(root) and frame.f_code.co_name in names:
+        code = frame.f_code
+        if type(f) is str and f.startswith(root) and code.co_name in names:
             frame.f_trace_lines = False
-            frame.f_trace_opcodes = _opcodes
+            if _armed is not None:   # (local, marks, state): the test's marks and a fresh budget
+                at = _armed[1].get((code.co_filename, code.co_firstlineno, code.co_qualname))
+                _armed[2][:] = [_armed[3] if at else 0, at]
+                frame.f_trace_opcodes = bool(at)
             _settrace(_quiet)
-            return _local
+            return local if _armed is None else _armed[0]
         return None
     _SEEKING.append(trace)
     return trace
@@ -316,9 +321,9 @@ def arm(fd, nonce, codes, cwd, marks=None):
                                 tl_proof.libraries(cwd, FOLDER[0] if FOLDER else cwd, sys.path))
     if marks is not None:   # the armed trace function, bound before the hook can flag a rebinding of it
         import tl_rguard
-        armed = types.FunctionType(local.__code__, local.__globals__, "local")
-        armed.__defaults__ = (sys.audit, sys.settrace, marks, tl_rguard.probe, armed)
-        _ARMED.append(armed)
+        armed, state = types.FunctionType(local.__code__, local.__globals__, "local"), [0, None]
+        armed.__defaults__ = (sys.audit, sys.settrace, state, tl_rguard.probe, armed)
+        _ARMED.append((armed, marks, state, tl_rguard.BUDGET))
     sys.addaudithook(_hook(emit, check, source, frames, tl_proof.rebinding(), lib))
 
 
