@@ -34,6 +34,7 @@ from sdk.sandbox.launch import FLOOD_FACTOR, RawRun, prlimit_args, sweep_uid
 from sdk.sandbox.seccomp import seccomp_bpf_path
 
 START_TIMEOUT_S = 30.0
+PIPE_READ = 1 << 16
 SERVER_OVERHEAD_MB = 64   # the server's own memory, added to the request's limit in the slot cgroup
 SERVER_LIMITS = Limits(cpu_s=10 ** 7, memory_mb=1 << 20, file_size_mb=1 << 12, open_files=1024)
 
@@ -97,7 +98,9 @@ class Zygote:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 return None
-            chunk = os.read(fd, 1 << 20)
+            # a pipe holds 64 KiB, so one read never returns more; asking for 1 MiB made each read
+            # allocate (mmap) and free a 1 MiB buffer: 15 us against 1 us per read (issue 14)
+            chunk = os.read(fd, PIPE_READ)
             if not chunk:
                 return None
             self._buf += chunk
