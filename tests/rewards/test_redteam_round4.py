@@ -338,3 +338,22 @@ def test_the_tasks_own_conftest_may_read_frames_and_code(real_sandbox):
                                RewardConfig())
     assert right.score == pytest.approx(1.0) and not right.flags, (right.score, right.flags, right.detail[:300])
     assert wrong.score < 1.0 and not set(wrong.flags) & HACKING, (wrong.score, wrong.flags)
+
+
+MATCHERS = ("from unittest import mock\n\n\nclass Anything:\n    def __eq__(self, other):\n        return True\n\n\n"
+            "def test_mul():\n    from calc import mul\n    assert mul(2, 3) == 6\n    assert mul(2, 3) == mock.ANY\n"
+            "    assert [mul(1, 1)] == [Anything()]\n    assert mock.call(mul(2, 2)) == mock.call(4)\n")
+
+
+def test_the_tests_own_matchers_are_not_probed(real_sandbox):
+    """The tests' own always-equal matchers (``mock.ANY``, a class of the test file) sit in the test's
+    frame like a returned value; their ``__eq__`` is genuine library or test code, never probed: the right
+    change scores 1.0 unflagged, the wrong one fails unflagged."""
+    verifier = ChangeVerifier(files={"calc/__init__.py": INIT, "calc/ops.py": OPS},
+                              tests={"tests/test_ops.py": MATCHERS}, fail_to_pass=("tests/test_ops.py::test_mul",))
+    task = Task(domain="python/calc", prompt=(Message(role="user", content="Add mul"),), verifier=verifier,
+                reference=SOURCE, source=Source(connector="git_history"))
+    right, wrong = score_batch([task] * 2, [f"```diff\n{d}```\n" for d in (SOURCE, _files())], real_sandbox,
+                               RewardConfig())
+    assert right.score == pytest.approx(1.0) and not right.flags, (right.score, right.flags, right.detail[:300])
+    assert wrong.score < 1.0 and not set(wrong.flags) & HACKING, (wrong.score, wrong.flags)
