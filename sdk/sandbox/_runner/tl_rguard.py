@@ -125,7 +125,7 @@ COMPARE, LOAD = 2, 1
 
 
 def marks(folder, modules, runner_names):
-    """``{(file, first line, qualified name): {offset: kind}}`` (read-only mappings): where each
+    """``{(file, first line, qualified name, bytecode length): {offset: kind}}`` (read-only): where each
     function of the test modules ``modules`` (paths relative to ``folder``), compiled as pytest's
     assertion rewriting compiles it and plainly (as :func:`tl_witness.test_codes` does), makes an
     ``==``/``!=``/``in`` (:data:`COMPARE`) or loads a name in ``runner_names`` (:data:`LOAD`)."""
@@ -148,7 +148,7 @@ def marks(folder, modules, runner_names):
         while todo:
             code = todo.pop()
             todo.extend(c for c in code.co_consts if type(c) is types.CodeType)
-            at = out.setdefault((code.co_filename, code.co_firstlineno, code.co_qualname), {})
+            at = out.setdefault((code.co_filename, code.co_firstlineno, code.co_qualname, len(code.co_code)), {})
             for ins in dis.get_instructions(code):
                 if ins.opname == "CONTAINS_OP" or ins.opname == "COMPARE_OP" and ins.argval in ("==", "!="):
                     at[ins.offset] = COMPARE

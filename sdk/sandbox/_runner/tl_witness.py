@@ -202,7 +202,7 @@ def tracer(folder, names):
         if type(f) is str and f.startswith(root) and code.co_name in names:
             frame.f_trace_lines = False
             if _armed is not None:   # (local, marks, state): the test's marks and a fresh budget
-                at = _armed[1].get((code.co_filename, code.co_firstlineno, code.co_qualname))
+                at = _armed[1].get((code.co_filename, code.co_firstlineno, code.co_qualname, len(code.co_code)))
                 _armed[2][:] = [_armed[3] if at else 0, at]
                 frame.f_trace_opcodes = bool(at)
             _settrace(_quiet)
