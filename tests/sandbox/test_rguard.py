@@ -16,6 +16,22 @@ import pytest
 RUNNER = str(Path(__file__).resolve().parents[2] / "sdk" / "sandbox" / "_runner")
 
 
+SEEN: list = []   # the tl.flag events' args while a test records (audit hooks cannot be removed: one for the module)
+RECORDING: list = []
+sys.addaudithook(lambda event, args: SEEN.append(args) if RECORDING and event == "tl.flag" else None)
+
+
+@pytest.fixture
+def seen():
+    """The ``tl.flag`` events raised during the test."""
+    SEEN.clear()
+    RECORDING.append(1)
+    try:
+        yield SEEN
+    finally:
+        RECORDING.clear()
+
+
 @pytest.fixture(scope="module")
 def rg():
     """The module, imported from the runner folder (as the sandbox does)."""
@@ -70,11 +86,7 @@ def test_the_probe_names_an_operand_independent_eq_and_passes_honest_ones(rg):
     assert rg._liar(Knows(0)) is None   # the documented gap (a strict xfail in round 4)
 
 
-def test_probe_reports_the_first_liar_among_the_frames_locals_and_container_items(rg):
-    seen = []
-    hook = lambda event, args: seen.append(args) if event == "tl.flag" else None  # noqa: E731
-    sys.addaudithook(hook)   # audit hooks cannot be removed: this one only records tl.flag events
-
+def test_probe_reports_the_first_liar_among_the_frames_locals_and_container_items(rg, seen):
     def frame_with(a, b):
         return sys._getframe()
 
@@ -96,21 +108,19 @@ def test_marks_find_comparisons_and_runner_names_in_the_rewritten_and_plain_code
         got[next(iter(got))][0] = 1   # read-only
 
 
-def test_a_signal_handler_gets_a_stand_in_that_flags_when_read(rg):
+def test_a_signal_handler_gets_a_stand_in_that_flags_when_read(rg, seen):
     import _signal
-    kept = (_signal.signal, _signal.getsignal)
-    seen, got = [], []
-    sys.addaudithook(lambda event, args: seen.append(args) if event == "tl.flag" else None)
+    kept, got = (_signal.signal, _signal.getsignal), []
     try:
         rg.signals()
-        handler = lambda s, f: got.append(f)  # noqa: E731
+        handler = lambda s, f: got.append(f)
         old = signal.signal(signal.SIGUSR1, handler)
         assert signal.getsignal(signal.SIGUSR1) is handler   # unwrapped for honest code
         signal.raise_signal(signal.SIGUSR1)
         assert signal.signal(signal.SIGUSR1, old) is handler
         assert type(got[0]).__name__ == "Withheld" and not seen
         with pytest.raises(AttributeError):
-            got[0].f_back
+            _ = got[0].f_back
         assert seen and seen[-1][0] == "runner_tampering" and ".f_back" in seen[-1][1]
     finally:
         _signal.signal, _signal.getsignal = kept
