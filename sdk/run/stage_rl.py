@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sdk.errors import ConfigError
 from sdk.jsonl import write_json
+from sdk.run.agent import change_agent
 from sdk.run.bookkeeping import StageStats
 from sdk.run.context import StageContext
 from sdk.run.lineage import read_lineage, write_lineage
@@ -264,16 +265,6 @@ def tool_rollout(ctx: StageContext, traces: Path):
 
     tc = ctx.cfg.tools
     return ToolTaskReward(tc.reward), ToolRolloutFunc(toolbox_maker(ctx.cfg), tc.max_turns, traces)
-
-
-def change_agent(ctx: StageContext):
-    """The :class:`~sdk.rollout.change_agent.ChangeAgent` over the run's change tasks (``tools.change_agent``):
-    per-rollout toolboxes whose ``run_tests`` uses the run's sandbox; the rl and eval stages share it."""
-    from sdk.rollout.change_agent import ChangeAgent
-
-    tc = ctx.cfg.tools
-    return ChangeAgent(ctx.inputs.taskset().tasks, ctx.need_sandbox(), tc.change_agent.tools, tc.max_calls,
-                       tc.max_result_chars, ctx.cfg.sandbox.limits)
 
 
 def change_rollout(ctx: StageContext, stage: str):

@@ -41,6 +41,12 @@ def stage_sft(ctx: StageContext) -> StageStats:
     train = fit if cfg.sft.include_train_references else []
     examples = ctx.inputs.sft_examples() if cfg.sft.include_feedback else []
     rows = sft_rows(train, examples)
+    agentic = cfg.tools is not None and cfg.tools.enabled and cfg.tools.change_agent.enabled
+    if agentic:  # the prompts ask for tool use: references become edit_file demonstrations
+        from sdk.run.agent import change_agent
+        from sdk.train.agentic_expert import demonstration_rows
+
+        rows = demonstration_rows(train, rows, change_agent(ctx))
     out = ctx.layout.stage_dir("sft")
     self_distill_rows_path(ctx).unlink(missing_ok=True)  # never a stale run's rows
     distilled = _self_distill(ctx, pool, out) if pool else None
@@ -50,7 +56,7 @@ def stage_sft(ctx: StageContext) -> StageStats:
     items = sft_items(train, examples) + [Item("self_distill", None, sum(len(m["content"]) for m in r["prompt"]))
                                           for r in (distilled[0] if distilled else [])]
     result = run_sft(ctx.model_path, rows, cfg.sft, out, cfg.seed, cfg.model.dtype, ctx.progress,
-                     items=items, load_in_4bit=cfg.model.load_in_4bit)
+                     items=None if agentic else items, load_in_4bit=cfg.model.load_in_4bit)
     record_lineage(ctx, "sft", ctx.layout.adapter("sft"), None, result)
     extra = result.summary()
     if distilled:

@@ -152,3 +152,24 @@ def hf_load(batch_size: int, max_new_tokens: int, temperature: float, dtype: str
                                                     batch_size, seed)
 
     return load
+
+
+def demonstration_rows(tasks: Sequence[Task], rows: Sequence[dict], agent) -> list[dict]:
+    """SFT rows of a run whose change tasks are rolled out with tools (the sft stage with ``tools.change_agent``):
+    each change task's reference as its :func:`reference_row` demonstration (its prompt asks for tool use, not
+    a diff), and every other prompt-completion row of ``rows`` as a conversation without tools, so one SFT
+    run gets one kind of row (:func:`sdk.train.tool_rows.token_rows`).
+
+    Args:
+        tasks: the train tasks whose references ``rows`` hold.
+        rows: :func:`sdk.train.sft.sft_rows` of the run (references and feedback examples).
+        agent: the run's :class:`~sdk.rollout.change_agent.ChangeAgent` (the tools the rollouts offer).
+    """
+    from sdk.tasks.change import ChangeVerifier
+
+    change = [t for t in tasks if isinstance(t.verifier, ChangeVerifier)]
+    asked = {t.prompt[-1].content for t in change}
+    demos = [r for r in (reference_row(t, agent) for t in change) if r is not None]
+    others = [{"messages": [*r["prompt"], *r["completion"]], "tools": []} for r in rows
+              if r["prompt"][-1]["content"] not in asked]
+    return demos + others

@@ -226,3 +226,19 @@ def test_a_reference_is_replayed_as_an_edit_file_demonstration_that_earns_full_m
     for c in turn["tool_calls"]:
         box.answer(ToolCall(name="edit_file", id=c["id"], raw=json.dumps(c["function"]["arguments"])))
     assert score_completion(task, agent_completion(box.final()), sandbox, RewardConfig()).score == 1.0
+
+
+def test_sft_with_the_change_agent_trains_references_as_demonstrations(task, sandbox, tool_tokenizer):
+    from sdk.train.agentic_expert import DONE, demonstration_rows, reference_row
+    from sdk.train.sft import sft_rows
+    from sdk.train.tool_rows import token_rows
+
+    other = {"prompt": [{"role": "user", "content": "Say hi."}], "completion": [{"role": "assistant", "content": "hi"}]}
+    agent = ChangeAgent([task], sandbox)
+    rows = demonstration_rows([task], sft_rows([task], []) + [other], agent)   # the diff answer row is replaced
+    assert rows == [reference_row(task, agent), {"messages": [*other["prompt"], *other["completion"]], "tools": []}]
+    demo, hi = token_rows(rows, tool_tokenizer)
+    trained = tool_tokenizer.decode([t for t, m in zip(demo["input_ids"], demo["completion_mask"]) if m])
+    assert trained.count('<tool_call>{"name": "edit_file"') == 2 and trained.endswith(DONE + "<|im_end|>")
+    assert "edited calc/ops.py" not in trained and "Make the change" not in trained
+    assert tool_tokenizer.decode([t for t, m in zip(hi["input_ids"], hi["completion_mask"]) if m]) == "hi<|im_end|>"
