@@ -326,8 +326,11 @@ def to_us(value: datetime) -> int:
 
 
 def column(table: pa.Table, name: str | None) -> pa.Array | None:
-    """One column of the chunk as a single array (``None`` when the field is not mapped)."""
+    """One column of the chunk as a single array (``None`` when the field is not mapped); a column of
+    one chunk as it is (``combine_chunks`` would copy it)."""
     if name is None:
         return None
     col: Any = table.column(name)
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col

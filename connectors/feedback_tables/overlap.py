@@ -29,6 +29,11 @@ import pyarrow as pa
 from connectors.feedback_tables import lane
 
 _REDACTOR: Any = None  # the source's redactor, in each worker process
+AHEAD = 1
+"""Chunks begun per worker before the oldest is finished. With
+:data:`~connectors.feedback_tables.fast.LANE_ROWS`-row chunks one is enough: the redactor's share
+of a chunk takes about a third of the lane's (bench table), so the texts sent with the chunks
+begun ahead keep it busy, and memory holds ``AHEAD * workers + 1`` chunks' state."""
 
 
 def fits(source: Any, chunk: Any, workers: int) -> bool:
@@ -51,7 +56,7 @@ def run_lanes(source: Any, chunks: Iterable[Any], key_fields: list[str], as_json
               start: int, joined: bool, process_chunk: Any) -> Iterator[tuple[list, dict]]:
     """``(records, counts)`` of each chunk in order, as :func:`fast.process_chunk` gives them
     (``process_chunk`` itself for a chunk the lane does not take), with ``workers - 1`` redaction
-    processes and up to ``4 * workers`` chunks begun ahead of the one being finished."""
+    processes and up to ``AHEAD * workers`` chunks begun ahead of the one being finished."""
     pending: deque[tuple[Any, ...]] = deque()
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max(workers - 1, 1), mp_context=ctx, initializer=_init,
@@ -60,7 +65,7 @@ def run_lanes(source: Any, chunks: Iterable[Any], key_fields: list[str], as_json
         for chunk in chunks:
             pending.append(_begin(source, pool, chunk, start, key_fields, as_json, joined, process_chunk))
             start += len(chunk)
-            while len(pending) > 4 * workers:
+            while len(pending) > AHEAD * workers:
                 yield _finish(source, pending.popleft(), as_json, joined)
         while pending:
             yield _finish(source, pending.popleft(), as_json, joined)

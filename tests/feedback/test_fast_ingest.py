@@ -157,7 +157,7 @@ def test_lane_with_redaction_on_other_processes_matches_rows_on_postgres(tmp_pat
     runs, ahead = [], []
     real, real_prefetch = overlap.run_lanes, fast.prefetch
     monkeypatch.setattr(overlap, "run_lanes", lambda *args: runs.append(args[4]) or real(*args))
-    monkeypatch.setattr(fast, "prefetch", lambda items: ahead.append(1) or real_prefetch(items))
+    monkeypatch.setattr(fast, "prefetch", lambda items, *a: ahead.append(1) or real_prefetch(items, *a))
     url = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
     table = f"fb_{uuid.uuid4().hex[:8]}"
     engine = server_table(url, table, table_rows())
