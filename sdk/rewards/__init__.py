@@ -92,6 +92,14 @@ Not covered (known gaps):
   reachable Python (bound as defaults; a changed ``__defaults__`` is flagged, a mutated object is
   not). Honest repository code that reads frames during a test, or a signal handler's frame, is
   flagged too; assertion failures there lose pytest's diff (its ``_reprcompare`` needs the config).
+  Also open (round 5, strict xfails in ``tests/rewards/test_redteam_round5.py``; each a wrong value
+  passing one idiomatic test at 1.0 unflagged): ``pytest.approx`` and ``abs(x - y) < eps`` decided by
+  the value's ``__rsub__``/``__sub__`` (only ``__eq__``/``__ne__`` are probed); a liar two container
+  levels deep; an ``__eq__`` that is library code (``typing.cast``, ``total_ordering``'s ``__ge__``
+  over a lying ``__lt__``: trusted, never probed); a class with no builtin base equal to any int
+  (probed with a stranger only); an ``==`` whose answer's truth value raises (numpy's idiom: taken
+  for a refusal); an ``__eq__`` that measures its stack depth or swaps its ``__class__`` when probed;
+  ``tl_rguard.Probe`` itself given a lying ``__eq__`` through ``sys.modules``.
 - An honest solution too slow for every hidden input is flagged ``hardcoded_outputs``.
 - Code tasks have no format reward (only answer tasks). The brace-language duplicate scan is
   textual (no preprocessor, no macros; C++/Java overloads that differ only in parameter names
