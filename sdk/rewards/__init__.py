@@ -48,8 +48,9 @@ Covered:
   ``dis``) reaching repository code is ``runner_tampering`` (H4, ``_runner/tl_proof.py``). Layers
   of ``_runner/tl_rguard.py``: before each ``==``/``!=``/``in`` of the test's own frame, its
   operands' ``__eq__`` is probed with a stranger and a near value (``always_equal`` when it says
-  yes); before the test's frame loads a pytest/unittest name the runner modules are checked
-  (``pytest.raises`` swapped and put back within the test: ``runner_tampering``); a signal
+  yes); before the test's frame loads a pytest/unittest name the runner modules and the test
+  module's own imported runner names are checked (``pytest.raises`` swapped and put back within the
+  test, a test module's ``raises`` rebound: ``runner_tampering``); a signal
   handler gets a stand-in for its frame, and pytest's session, config and item are withheld
   during the call (reading the stand-ins is ``runner_tampering``).
 - R5: a crash in every test earns no ``runs`` credit (status ``runtime_error``).

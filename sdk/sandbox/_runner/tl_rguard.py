@@ -19,8 +19,10 @@ says what it leaves open. Their state is bound as default arguments (replacing a
   by ``bench/repo_guard.py``).
 - Runner names (:func:`marks`): before the test's frame loads a public name of pytest's or
   unittest's modules (``pytest.raises``...), the hook compares those modules with their state when
-  armed (:func:`tl_proof.rebinding`, ``tl.step``): a liar swapped in and put back within the test is
-  seen while it is in place (within the same budget; at the test's return in any case).
+  armed (:func:`tl_proof.rebinding`, ``tl.step``), and the test module's own names bound to them at
+  its top level (``from pytest import raises``: :func:`with_globals`): a liar swapped in and put
+  back within the test is seen while it is in place (within the same budget; at the test's return
+  in any case).
 - Signals (:func:`signals`): a handler installed through ``signal.signal`` is given a
   :class:`Withheld` in place of the interrupted frame (whose ``f_back`` is the running test's);
   reading it flags. Not covered: code that takes the original ``_signal.signal`` (from the
@@ -78,6 +80,62 @@ def events(emit, moved, lib, said, _type=type):
             emit(event="flag", flag=args[0], detail=args[1][:200])
         return False
     return guard
+
+
+def imports(folder, modules, _runner=("pytest", "_pytest", "unittest", "pluggy")):
+    """``{absolute test file: ((global name, module, attribute or None), ...)}``: the names the test
+    modules ``modules`` (relative to ``folder``) bind at top level to a runner module (``import
+    pytest``) or to one of its names (``from pytest import raises``), read from their source."""
+    import ast
+    out = {}
+    for rel in modules:
+        path = os.path.join(folder, rel)
+        try:
+            with open(path, "rb") as fh:
+                tree = ast.parse(fh.read())
+        except Exception:  # noqa: BLE001 - a module that does not parse fails at collection
+            continue
+        todo, got = list(tree.body), []
+        while todo:   # module level, inside if/try blocks too (never inside a function or class)
+            node = todo.pop()
+            if isinstance(node, ast.Import):
+                got += [(a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0], None)
+                        for a in node.names if a.name.split(".")[0] in _runner]
+            elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in _runner:
+                got += [(a.asname or a.name, node.module, a.name) for a in node.names if a.name != "*"]
+            elif isinstance(node, (ast.If, ast.Try)):
+                todo += [*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                         *[x for h in getattr(node, "handlers", []) for x in h.body]]
+        if got:
+            out[path] = tuple(got)
+    return types.MappingProxyType(out)
+
+
+def with_globals(moved, bound, _getframe=sys._getframe, _type=type, _get=dict.get, _mods=sys.modules):
+    """``moved()`` (:func:`tl_proof.rebinding`'s) that also checks, in the innermost test module's
+    frame, that each name :func:`imports` found (``bound``) still is what the runner module holds:
+    a test module's ``raises`` rebound to a liar from repository code is named too."""
+    files = bound.get   # bound is a read-only mapping of ours
+
+    def check():
+        lie = moved()
+        if lie:
+            return lie
+        f, depth = _getframe(1), 0
+        while f is not None and depth < 8:
+            g = f.f_globals
+            file = _get(g, "__file__") if _type(g) is dict else None
+            names = files(file) if _type(file) is str else None
+            if names:
+                for name, mod, attr in names:
+                    m = _get(_mods, mod)
+                    want = m if attr is None or _type(m) is not types.ModuleType else _get(vars(m), attr, _get(g, name))
+                    if m is not None and _get(g, name) is not want:
+                        return "the test module's %s" % name
+                return None
+            f, depth = f.f_back, depth + 1
+        return None
+    return check
 
 
 class Withheld:

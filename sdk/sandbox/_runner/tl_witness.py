@@ -324,7 +324,11 @@ def arm(fd, nonce, codes, cwd, marks=None):
         armed, state = types.FunctionType(local.__code__, local.__globals__, "local"), [0, None]
         armed.__defaults__ = (sys.audit, sys.settrace, state, tl_rguard.probe, armed)
         _ARMED.append((armed, marks, state, tl_rguard.BUDGET))
-    sys.addaudithook(_hook(emit, check, source, frames, tl_proof.rebinding(), lib))
+    moved = tl_proof.rebinding()
+    if marks is not None:
+        moved = tl_rguard.with_globals(moved, tl_rguard.imports(FOLDER[0], sorted({r for r, _ in codes}))
+                                       if FOLDER else {})
+    sys.addaudithook(_hook(emit, check, source, frames, moved, lib))
 
 
 FOLDER = []   # the tests folder (set by test_codes)
