@@ -20,18 +20,20 @@ CONFIG = Path(__file__).resolve().parents[2] / "examples" / "change_tasks" / "ag
 
 
 @pytest.mark.slow
-def test_agentic_change_rollouts_train_and_evaluate_end_to_end(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize("algorithm", ["grpo", "expert_iteration"])
+def test_agentic_change_rollouts_train_and_evaluate_end_to_end(tiny_model_dir, tmp_path, algorithm):
     repo = tmp_path / "calc"
     build(repo)
     cfg = load_config(CONFIG, {"run_dir": str(tmp_path / "run"), "model.name": tiny_model_dir,
                                "sources.0.options.path": str(repo), "sources.0.options.reruns": 0,
                                "sources.0.options.heldout_fraction": 0.5, "rl.max_steps": 1,
                                "rl.max_completion_length": 256, "eval.max_new_tokens": 32,
-                               "tools.change_agent.max_tokens": 256})
+                               "tools.change_agent.max_tokens": 256, "sft.max_steps": 1, "rl.algorithm": algorithm})
     report = Pipeline(cfg, progress=False).run()
     run = cfg.run_path
     tasks = [json.loads(x) for x in (run / "tasks" / "tasks.jsonl").read_text().splitlines()]
     assert all("Make the change with the tools" in t["prompt"][-1]["content"] for t in tasks)
+    assert (run / "sft" / "adapter" / "adapter_config.json").is_file(), "SFT on the references' demonstrations"
     traces = [json.loads(x) for x in (run / "rl" / "traces.jsonl").read_text().splitlines()]
     assert traces and all({"calls", "change", "changed_files", "stop"} <= set(t) for t in traces)
     rewards = [json.loads(x) for x in (run / "rl" / "rewards.jsonl").read_text().splitlines()]
