@@ -55,7 +55,8 @@ class ChangeAgentConfig(_Cfg):
     change (the copy's diff) is scored by the change reward. Calls and turns per rollout are
     ``tools.max_calls`` / ``tools.max_turns``."""
 
-    enabled: bool = Field(False, description="roll change tasks out with tools in the rl (grpo) and eval stages")
+    enabled: bool = Field(False, description="roll change tasks out with tools in the rl (grpo or expert_iteration) "
+                          "and eval stages; sft trains their references as edit_file demonstrations")
     tools: list[ChangeToolName] = Field(default_factory=lambda: ["read_file", "search", "list_dir", "edit_file",
                                                                  "run_tests"],
                                         description="tools offered; run_tests runs only the pass-to-pass tests")
