@@ -31,6 +31,7 @@ from sdk.run.context import RunInputs, StageContext, adapter_for_eval
 from sdk.run.health import refuse_stage
 from sdk.run.layout import RunLayout
 from sdk.run.spec import SPECS, STAGES, Stage, StageSpec, parse_stages
+from sdk.train.quiet import quiet_warnings
 from sdk.types import canonical_json
 
 __all__ = ["Pipeline", "STAGES", "Stage", "config_diff"]
@@ -157,15 +158,13 @@ class Pipeline:
                 (an enabled upstream stage) is missing or out of date and not among ``stages``.
             GateError: the regression gate failed (after the report is written).
         """
-        from sdk.train.common import quiet_libraries
-
         todo = parse_stages(stages)
         again = set(todo) if force else set(parse_stages(redo))
         self._start_run_folder()
         report = None
         try:
             self._fail_fast(todo, again)  # before the slow library imports: a typo costs seconds
-            quiet_libraries()
+            quiet_warnings()  # the libraries' own settings wait for a stage that uses them (_run_one)
             for stage in todo:
                 out = self._run_one(SPECS[stage], stage in again)
                 if out is not None and stage is Stage.REPORT:
@@ -203,6 +202,10 @@ class Pipeline:
             return None
         self.check_inputs(spec.stage)
         refuse_stage(name, self.inputs.counts().get("health") or [])
+        if spec.stage is not Stage.TASKS:  # torch, transformers, datasets: seconds that `tasks build` skips
+            from sdk.train.common import quiet_libraries
+
+            quiet_libraries()
         self.console.rule(f"[bold]{name}")
         # a stage being redone is not complete until it finishes again: a crash or kill inside a
         # --force re-run must not leave the old marker vouching for half-rewritten outputs

@@ -18,6 +18,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from sdk.train.config import LoraConfig
+from sdk.train.quiet import quiet_warnings
 from sdk.jsonl import write_json
 
 
@@ -145,15 +146,10 @@ def quiet_trainer(trainer) -> None:
 
 def quiet_libraries() -> None:
     """Silence library chatter (deprecation warnings, per-dataset-map bars) during our stages."""
-    import warnings
-
     import datasets
     from transformers.utils import logging as hf_logging
 
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=SyntaxWarning)  # from parsing model-written code
-    warnings.filterwarnings("ignore", category=UserWarning, module="trl")
-    warnings.filterwarnings("ignore", category=UserWarning, module="peft")
+    quiet_warnings()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     datasets.disable_progress_bars()
