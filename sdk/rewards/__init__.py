@@ -92,7 +92,8 @@ Not covered (known gaps):
   probed; the layers' state is
   reachable Python (bound as defaults; a changed ``__defaults__`` is flagged, a mutated object is
   not). Honest repository code that reads frames during a test, or a signal handler's frame, is
-  flagged too; assertion failures there lose pytest's diff (its ``_reprcompare`` needs the config).
+  flagged too; a conftest's ``pytest_assertrepr_compare`` is not called during the call (pytest's
+  own diff is kept).
   Also open (round 5, strict xfails in ``tests/rewards/test_redteam_round5.py``; each a wrong value
   passing one idiomatic test at 1.0 unflagged): ``pytest.approx`` and ``abs(x - y) < eps`` decided by
   the value's ``__rsub__``/``__sub__`` (only ``__eq__``/``__ne__`` are probed); a liar two container

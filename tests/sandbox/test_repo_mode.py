@@ -161,7 +161,8 @@ HONEST_TESTS = {
         "def _retry(f):\n    import functools\n\n    @functools.wraps(f)\n    def inner(*a, **k):\n        try:\n"
         "            return f(*a, fail=True, **k)\n        except ValueError:\n            return f(*a, **k)\n"
         "    return inner\n\n\n@_retry\ndef test_retried(fail=False):\n    if fail:\n        raise ValueError\n"
-        "    assert ops.add(1, 1) == 2\n"),
+        "    assert ops.add(1, 1) == 2\n\n\n"
+        "def test_list_diff():\n    assert [ops.add(1, 1), 3] == [2, 4]\n"),
 }
 HONEST = {"tests/test_kinds.py::test_param[1-2-3]": "passed", "tests/test_kinds.py::test_param[2-2-4]": "passed",
           "tests/test_kinds.py::test_patched": "passed", "tests/test_kinds.py::test_wrapped": "passed",
@@ -169,7 +170,7 @@ HONEST = {"tests/test_kinds.py::test_param[1-2-3]": "passed", "tests/test_kinds.
           "tests/test_kinds.py::TestCase::test_unit": "passed", "tests/test_kinds.py::TestCase::test_unit_fails": "failed",
           "tests/test_kinds.py::test_fails": "failed", "tests/test_kinds.py::test_calls_helper_and_other_test": "passed",
           "tests/test_kinds.py::test_fails_early": "passed", "tests/test_kinds.py::test_indirect[3]": "passed",
-          "tests/test_kinds.py::test_retried": "passed"}
+          "tests/test_kinds.py::test_retried": "passed", "tests/test_kinds.py::test_list_diff": "failed"}
 
 
 @pytest.fixture(scope="module")
@@ -256,3 +257,10 @@ def test_the_witness_names_what_repository_code_did(results):
     for name in ("frames", "code", "noop_code", "reach"):
         detail = results[name].detail
         assert "without the runner's evidence: tests/test_ops.py::test_mul" in detail or any(h in detail for h in h4), name
+
+
+def test_a_failed_comparison_keeps_pytests_diff(results):
+    """pytest's config is withheld during the call (tl_rguard.hide), yet the failure explains with
+    pytest's diff, built from values read before the call."""
+    msg = next(t.message for t in results["honest"].tests if t.name.endswith("::test_list_diff"))
+    assert "At index 1 diff: 3 != 4" in msg, msg[-500:]

@@ -136,7 +136,10 @@ def test_hide_withholds_pytests_objects_for_the_call_and_undo_puts_them_back(rg,
     try:
         assert not any(type(h) is AssertionRewritingHook for h in sys.meta_path)
         assert all(type(vars(h)["config"]).__name__ == "Withheld" for h in hooks)
-        assert util._config is None and util._reprcompare is None and MARK_GEN._config is None
+        assert util._config is None and MARK_GEN._config is None
+        diff = util._reprcompare("==", [1, 2, 3], [1, 5, 3])   # pytest's explanation, without the config
+        assert "At index 1 diff" in diff and all(c.cell_contents is not request.config
+                                                 for c in util._reprcompare.__closure__ or ())
         assert importlib.import_module("json") is sys.modules["json"]   # the stand-in finds nothing, imports work
         if env is not None:
             assert "[" not in os.environ["PYTEST_CURRENT_TEST"]

@@ -30,8 +30,9 @@ says what it leaves open. Their state is bound as default arguments (replacing a
   get the frame.
 - pytest's objects (:func:`hide`): during each test's call phase a :class:`Withheld` stands in
   ``sys.meta_path`` for the assertion rewriter and for its ``config`` and ``session`` (reading them
-  flags), ``_pytest.assertion.util`` holds no config or item (assertion failures then explain
-  without pytest's diff), and ``PYTEST_CURRENT_TEST`` names the test without its parameters. Not covered: the test module's globals (constants, a
+  flags), ``_pytest.assertion.util`` holds no config or item (its ``_reprcompare`` gives pytest's
+  diff from values read before the call; a conftest's ``pytest_assertrepr_compare`` is not called),
+  and ``PYTEST_CURRENT_TEST`` names the test without its parameters. Not covered: the test module's globals (constants, a
   test function's ``pytestmark`` with its parametrize table) through ``sys.modules``.
 """
 
@@ -321,6 +322,30 @@ def _PYTEST_SLOTS():   # noqa: N802 - other holders of pytest's config or plugin
     return ((MARK_GEN, "_config"), (pytestPDB, "_config"), (pytestPDB, "_pluginmanager"))
 
 
+def _plain_reprcompare(config):
+    """pytest's explanation of a failed comparison (``util.assertrepr_compare``: the diff) from values
+    read off ``config`` now, holding no config, item or hook; ``None`` when they cannot be read (no
+    diff, as without pytest's hook). Conftest ``pytest_assertrepr_compare`` hooks are not called."""
+    from _pytest.assertion import util
+    from _pytest.config import Config
+    try:
+        verbose = int(config.get_verbosity(Config.VERBOSITY_ASSERTIONS))
+        style, rewrite = config.getini("assertion_text_diff_style"), config.getvalue("assertmode") == "rewrite"
+    except Exception:  # noqa: BLE001 - an older or other pytest: no diff
+        return None
+
+    def reprcompare(op, left, right, _compare=util.assertrepr_compare, _plain=util.dummy_highlighter):
+        lines = []
+        for line in _compare(op=op, left=left, right=right, verbose=verbose, highlighter=_plain,
+                             assertion_text_diff_style=style):
+            lines.append(line.replace("\n", "\\n"))
+            if len(lines) >= 200:   # the runner keeps 2,000 characters of a message
+                break
+        res = "\n~".join(lines) if lines else None
+        return res.replace("%", "%%") if res and rewrite else res
+    return reprcompare
+
+
 def hide():
     """Take pytest's session, config and item out of the places repository code can reach without a
     frame (see the module docstring) for one test's call phase; returns ``undo()``."""
@@ -332,7 +357,8 @@ def hide():
     for h, attrs in held:
         vars(h).update({k: Withheld("pytest's " + k) for k in attrs})
     kept = (util._reprcompare, util._assertion_pass, util._config)
-    util._reprcompare = util._assertion_pass = util._config = None
+    util._assertion_pass = util._config = None
+    util._reprcompare = _plain_reprcompare(kept[2]) if kept[0] is not None else None
     slots = [(o, k) for o, k in _PYTEST_SLOTS() if k in vars(o)]   # found by a walk from sys.modules (bench)
     old = [(o, k, vars(o)[k]) for o, k in slots]
     for o, k in slots:
