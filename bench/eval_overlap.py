@@ -12,6 +12,7 @@ Tasks: the quickstart's OOD split (``basics.jsonl``, no task stage needed) or ``
 RUN/tasks/tasks.jsonl --split heldout``. No result cache between ways (a fresh sandbox each).
 
     nice -n 10 .venv/bin/python bench/eval_overlap.py --limit 16
+    nice -n 10 .venv/bin/python bench/eval_overlap.py --limit 8 --batch 4 --max-new-tokens 96   # a busy machine
 """
 
 from __future__ import annotations
@@ -72,13 +73,16 @@ def main() -> None:
     ap.add_argument("--split", default="heldout", help="with --tasks: the split to evaluate")
     ap.add_argument("--limit", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--batch", type=int, help="prompts per generate call (default: eval.batch_size)")
+    ap.add_argument("--max-new-tokens", type=int, help="default: eval.max_new_tokens")
     args = ap.parse_args()
 
     from sdk.config import load_config
     from sdk.generate import HFGenerator
     from sdk.models import resolve_model
 
-    cfg = load_config(args.config, {})
+    sets = {"eval.batch_size": args.batch, "eval.max_new_tokens": args.max_new_tokens}
+    cfg = load_config(args.config, {k: v for k, v in sets.items() if v is not None})
     tasks = load_tasks(args, cfg)
     ec = cfg.eval
     gen = HFGenerator(resolve_model(cfg.model.name, "~/.cache/tuneloop/models"), None, ec.batch_size,
