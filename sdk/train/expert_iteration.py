@@ -226,12 +226,17 @@ def _sample_scoring(part: Sequence[Task], gen: Any, score: Score, k: int) -> tup
         finally:
             gen.close()
         results: list[Any] = [None] * len(flat_tasks)
+        filled: set[int] = set()
         for idx, future in pending:
             got = list(future.result())
             if len(got) != len(idx):
                 raise RuntimeError(f"score returned {len(got)} results for {len(idx)} samples")
             for i, res in zip(idx, got):
                 results[i] = res
+            filled.update(idx)
+    missing = [i for i in range(len(results)) if i not in filled]
+    if missing:
+        raise RuntimeError(f"the generator reported no batch holding samples {missing[:5]} (of {len(results)})")
     return samples, results
 
 
