@@ -1,6 +1,8 @@
 """Seed ``feedback.db``: production feedback of an internal coding assistant, in SQLite.
 
-Usage: ``python seed_feedback.py [PATH]`` (default: ``feedback.db`` next to this script).
+Usage: ``python seed_feedback.py [PATH] [--repo-context YAML]`` (default: ``feedback.db`` next to this
+script; ``--repo-context '{enabled: true, token_budget: 150, examples: false}'``: the IDE prompts'
+repository context for a run that overrides ``config.yaml``'s, e.g. an arm of ``bench/arms.py --tasks-set``).
 The file is overwritten. Output is deterministic (seeded ``random.Random``, fixed clock).
 
 Table ``chat_feedback(id INTEGER PRIMARY KEY, conversation_id TEXT, message_id TEXT,
@@ -350,8 +352,21 @@ def write_db(path: Path, rows: list[dict]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point: ``seed_feedback.py [PATH]``; prints the row count and the path."""
-    path = Path(argv[1]) if len(argv) > 1 else HERE / "feedback.db"
+    """Entry point: ``seed_feedback.py [PATH] [--repo-context YAML]``; prints the row count and the path.
+
+    Raises:
+        SystemExit: ``--repo-context`` without a value, or a value that is not a YAML mapping.
+    """
+    args = list(argv[1:])
+    if "--repo-context" in args:
+        at = args.index("--repo-context")
+        raw = yaml.safe_load(args[at + 1]) if at + 1 < len(args) else None
+        if not isinstance(raw, dict):
+            raise SystemExit("--repo-context needs a YAML mapping, e.g. '{enabled: true, token_budget: 150}'")
+        context = build_repo_context(raw)
+        globals()["repo_context"] = lambda: context
+        del args[at:at + 2]
+    path = Path(args[0]) if args else HERE / "feedback.db"
     rows = build_rows()
     write_db(path, rows)
     print(f"wrote {len(rows)} rows of chat_feedback to {path}")

@@ -159,8 +159,8 @@ def test_no_function_passes_its_tests_with_a_constant(suite):
 # ---------------------------------------------------------------- the feedback seed
 
 
-def _seed(path: Path) -> list[dict]:
-    proc = subprocess.run([sys.executable, str(QS / "seed_feedback.py"), str(path)],
+def _seed(path: Path, *extra: str) -> list[dict]:
+    proc = subprocess.run([sys.executable, str(QS / "seed_feedback.py"), str(path), *extra],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     with sqlite3.connect(path) as con:
@@ -192,6 +192,20 @@ def test_seed_is_deterministic_and_overwrites(tmp_path, feedback):
     path = tmp_path / "again.db"
     path.write_bytes(b"not a database")
     assert _seed(path) == feedback
+
+
+def test_seed_with_repo_context_changes_only_the_ide_prompts(tmp_path, feedback):
+    """``--repo-context`` (an arm whose task set turns context on): the same rows, the IDE-style prompts
+    with the "From the repository" block; every other prompt and column as seeded without it."""
+    if any("From the repository" in r["prompt"] for r in feedback):
+        pytest.skip("config.yaml turns repository context on: the default seed already shows it")
+    shown = _seed(tmp_path / "ctx.db", "--repo-context", "{enabled: true, token_budget: 150, examples: false}")
+    assert len(shown) == len(feedback)
+    changed = [(a, b) for a, b in zip(feedback, shown) if a["prompt"] != b["prompt"]]
+    assert len(changed) == sum(r["prompt"].startswith("Write the function") for r in feedback) > 0
+    assert all("From the repository" in b["prompt"] and b["prompt"].startswith(a["prompt"].split("\n")[0])
+               for a, b in changed)
+    assert [{**a, "prompt": ""} for a in feedback] == [{**b, "prompt": ""} for b in shown]
 
 
 def test_seeded_table_has_the_documented_columns(feedback, tmp_path):
