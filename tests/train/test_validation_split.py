@@ -1,13 +1,20 @@
 """The validation split carved from train (issue 15: held-out tasks never steer a choice)."""
 
-from sdk.tasks.records import Message, ReferenceOnly, Source, Split, Task, UnitTestVerifier
+from sdk.tasks.records import (
+    Message,
+    ReferenceOnly,
+    Source,
+    Split,
+    Task,
+    UnitTestVerifier,
+)
 from sdk.train.validation import carve_validation, validation_record
 
 
-def task(i: int, verifiable: bool = True, prompt: str = "task") -> Task:
+def task(i: int, verifiable: bool = True, prompt: str = "task", domain: str = "d") -> Task:
     verifier = UnitTestVerifier(tests={"test_x.py": f"def test_{i}():\n    assert True\n"}) if verifiable \
         else ReferenceOnly()
-    return Task(domain="d", prompt=(Message(role="user", content=f"{prompt} {i}"),), verifier=verifier,
+    return Task(domain=domain, prompt=(Message(role="user", content=f"{prompt} {i}"),), verifier=verifier,
                 source=Source(connector="t"), reference=f"def f(x):\n    return x + {i}\n", split=Split.TRAIN)
 
 
@@ -29,9 +36,19 @@ def test_carve_follows_the_logic_not_the_prompt():
     plain = [task(i) for i in range(100)]
     shown = [task(i, prompt="From the repository: Money(cents: int) ... task") for i in range(100)]
     assert {t.id for t in plain}.isdisjoint({t.id for t in shown})
-    names = lambda tasks: {t.prompt[0].content.rsplit(" ", 1)[1] for t in tasks}  # noqa: E731
+    names = lambda tasks: {t.prompt[0].content.rsplit(" ", 1)[1] for t in tasks}
     assert names(carve_validation(plain, 0.2)[1]) == names(carve_validation(shown, 0.2)[1])
     assert carve_validation(plain, 0.2)[1], "a split this size carves some tasks"
+
+
+def test_carve_takes_the_same_share_of_every_top_level_domain():
+    """A threshold on the hash let chance take a third of a small domain (the quickstart's general pool);
+    each top-level domain now gives round(fraction × n) of its verifiable tasks, sub-domains pooled."""
+    train = ([task(i, domain=f"acme/m{i % 7}") for i in range(63)] + [task(100 + i, domain="general") for i in range(28)]
+             + [task(200 + i, verifiable=False, domain="general") for i in range(5)])
+    fit, val = carve_validation(train, 0.15, seed=3)
+    tops = [t.domain.split("/")[0] for t in val]
+    assert tops.count("acme") == 9 and tops.count("general") == 4 and len(fit) + len(val) == len(train)
 
 
 def test_validation_record_names_what_it_steered():
