@@ -255,13 +255,10 @@ def per_task(paths: list[Path], retried: bool = False) -> dict[str, dict[str, fl
 
 def delta(a: dict[str, float], b: dict[str, float]) -> str:
     """``b - a`` in pp over their common tasks, with the paired 95 % bootstrap interval."""
-    from sdk.eval.metrics import paired_bootstrap_ci
+    from sdk.eval.metrics import paired_over_common
 
-    ids = sorted(set(a) & set(b))
-    if not ids:
-        return "–"
-    est = paired_bootstrap_ci([a[i] for i in ids], [b[i] for i in ids])
-    return f"{est.value * 100:+.1f} ({est.low * 100:+.1f} … {est.high * 100:+.1f})"
+    est = paired_over_common(a, b)
+    return "–" if est is None else f"{est.value * 100:+.1f} ({est.low * 100:+.1f} … {est.high * 100:+.1f})"
 
 
 def table(args) -> None:

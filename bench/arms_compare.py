@@ -50,13 +50,10 @@ def passes(path: Path, keys: dict[str, str]) -> dict[str, float]:
 
 def paired(a: dict[str, float], b: dict[str, float]) -> str:
     """``b − a`` in pp over the keys both hold, with its paired 95 % bootstrap interval and n."""
-    from sdk.eval.metrics import paired_bootstrap_ci
+    from sdk.eval.metrics import paired_over_common
 
-    ids = sorted(set(a) & set(b))
-    if not ids:
-        return "–"
-    est = paired_bootstrap_ci([a[i] for i in ids], [b[i] for i in ids])
-    return f"{est.value * 100:+.1f} ({est.low * 100:+.1f} … {est.high * 100:+.1f}, n={len(ids)})"
+    est = paired_over_common(a, b)
+    return "–" if est is None else f"{est.value * 100:+.1f} ({est.low * 100:+.1f} … {est.high * 100:+.1f}, n={est.n})"
 
 
 def frac(rows: dict[str, float]) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -124,6 +124,13 @@ def paired_bootstrap_ci(base: Sequence[float], tuned: Sequence[float], n_resampl
         lo = wilson_interval(n, n, confidence)[0]
         return _fixed(v, lo if v > 0 else -1.0, 1.0 if v > 0 else -lo, n, confidence)
     return _estimate(float(d.mean()), _resample_means(d, n_resamples, seed), len(d), confidence)
+
+
+def paired_over_common(base: Mapping[str, float], tuned: Mapping[str, float]) -> Estimate | None:
+    """:func:`paired_bootstrap_ci` of ``tuned - base`` over the task keys both mappings hold (sorted),
+    or ``None`` when they share none (e.g. two arms' per-task pass@1, ``{task key: 0.0 | 1.0}``)."""
+    ids = sorted(set(base) & set(tuned))
+    return paired_bootstrap_ci([base[i] for i in ids], [tuned[i] for i in ids]) if ids else None
 
 
 def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:

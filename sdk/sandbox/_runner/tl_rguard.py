@@ -183,27 +183,35 @@ BUDGET = 20000   # opcode events traced per test frame: a loop in the test's own
 COMPARE, LOAD = 2, 1
 
 
+def module_codes(path):
+    """The module code objects of the test file ``path``: as pytest's assertion rewriting compiles it
+    and plainly (a list of 0-2; a file that does not compile is left out: it fails at collection)."""
+    from pathlib import Path
+
+    from _pytest.assertion.rewrite import _rewrite_test
+    codes = []
+    try:
+        codes.append(_rewrite_test(Path(path), None)[1])
+    except Exception:  # noqa: BLE001 - a module that does not compile fails at collection
+        pass
+    try:
+        with open(path, "rb") as fh:
+            codes.append(compile(fh.read(), path, "exec", dont_inherit=True))
+    except Exception:  # noqa: BLE001
+        pass
+    return codes
+
+
 def marks(folder, modules, runner_names):
     """``{(file, first line, qualified name, bytecode length): {offset: kind}}`` (read-only): where each
     function of the test modules ``modules`` (paths relative to ``folder``), compiled as pytest's
     assertion rewriting compiles it and plainly (as :func:`tl_witness.test_codes` does), makes an
     ``==``/``!=``/``in`` (:data:`COMPARE`) or loads a name in ``runner_names`` (:data:`LOAD`)."""
     import dis
-    from pathlib import Path
 
-    from _pytest.assertion.rewrite import _rewrite_test
     out = {}
     for rel in modules:
-        path, todo = os.path.join(folder, rel), []
-        try:
-            todo.append(_rewrite_test(Path(path), None)[1])
-        except Exception:  # noqa: BLE001 - a module that does not compile fails at collection
-            pass
-        try:
-            with open(path, "rb") as fh:
-                todo.append(compile(fh.read(), path, "exec", dont_inherit=True))
-        except Exception:  # noqa: BLE001
-            pass
+        todo = module_codes(os.path.join(folder, rel))
         while todo:
             code = todo.pop()
             todo.extend(c for c in code.co_consts if type(c) is types.CodeType)

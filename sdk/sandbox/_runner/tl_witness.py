@@ -132,23 +132,11 @@ def _walk(code, prefix, rel, out):
 def test_codes(folder, modules):
     """``{(module path, qualified name): {fingerprints}}`` of every function in ``modules`` (paths
     relative to ``folder``), compiled as pytest's assertion rewriting compiles them, and plainly."""
-    from pathlib import Path
-    from _pytest.assertion.rewrite import _rewrite_test
+    import tl_rguard
     out = {}
     FOLDER[:] = [folder]
     for rel in modules:
-        path = os.path.join(folder, rel)
-        codes = []
-        try:
-            codes.append(_rewrite_test(Path(path), None)[1])
-        except Exception:  # noqa: BLE001 - a module that does not compile fails at collection
-            pass
-        try:
-            with open(path, "rb") as fh:
-                codes.append(compile(fh.read(), path, "exec", dont_inherit=True))
-        except Exception:  # noqa: BLE001
-            pass
-        for code in codes:
+        for code in tl_rguard.module_codes(os.path.join(folder, rel)):
             _walk(code, "", rel, out)
     return out
 
