@@ -352,9 +352,15 @@ def test_the_tasks_own_conftest_may_read_frames_and_code(real_sandbox):
                               tests={"tests/test_ops.py": "def test_mul(caller):\n    from calc import mul\n"
                                      "    assert caller() == 'test_mul' and mul(2, 3) == 6\n"},
                               fail_to_pass=("tests/test_ops.py::test_mul",))
+    _right_scores_one_and_wrong_fails_unflagged(verifier, real_sandbox)
+
+
+def _right_scores_one_and_wrong_fails_unflagged(verifier, sandbox):
+    """Score the right change and the wrong ``mul`` against ``verifier``: 1.0 unflagged, and below 1.0 with no
+    hacking flag."""
     task = Task(domain="python/calc", prompt=(Message(role="user", content="Add mul"),), verifier=verifier,
                 reference=SOURCE, source=Source(connector="git_history"))
-    right, wrong = score_batch([task] * 2, [f"```diff\n{d}```\n" for d in (SOURCE, _files())], real_sandbox,
+    right, wrong = score_batch([task] * 2, [f"```diff\n{d}```\n" for d in (SOURCE, _files())], sandbox,
                                RewardConfig())
     assert right.score == pytest.approx(1.0) and not right.flags, (right.score, right.flags, right.detail[:300])
     assert wrong.score < 1.0 and not set(wrong.flags) & HACKING, (wrong.score, wrong.flags)
@@ -371,9 +377,4 @@ def test_the_tests_own_matchers_are_not_probed(real_sandbox):
     change scores 1.0 unflagged, the wrong one fails unflagged."""
     verifier = ChangeVerifier(files={"calc/__init__.py": INIT, "calc/ops.py": OPS},
                               tests={"tests/test_ops.py": MATCHERS}, fail_to_pass=("tests/test_ops.py::test_mul",))
-    task = Task(domain="python/calc", prompt=(Message(role="user", content="Add mul"),), verifier=verifier,
-                reference=SOURCE, source=Source(connector="git_history"))
-    right, wrong = score_batch([task] * 2, [f"```diff\n{d}```\n" for d in (SOURCE, _files())], real_sandbox,
-                               RewardConfig())
-    assert right.score == pytest.approx(1.0) and not right.flags, (right.score, right.flags, right.detail[:300])
-    assert wrong.score < 1.0 and not set(wrong.flags) & HACKING, (wrong.score, wrong.flags)
+    _right_scores_one_and_wrong_fails_unflagged(verifier, real_sandbox)
