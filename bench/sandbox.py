@@ -240,7 +240,9 @@ RUNNER_EDITS = {
     "guard (seccomp kill-guard of the harness)": ("tl_guard.py", "def protect(extra=()):\n", "def protect(extra=()):\n    return False\n"),
     "audit hook in the candidate": ("tl_candidate.py", "sys.addaudithook(cand.audit)", "pass"),
     "non-dumpable harness (cold runner only: a warm server sets it once)": ("tl_harness.py", "def not_dumpable():\n", "def not_dumpable():\n    return\n"),
-    "warm /tmp wipe + clean check": ("tl_zygote.py", "def _fresh():\n", "def _fresh():\n    os.makedirs(RUN, exist_ok=True)\n    return True\n"),
+    "warm /tmp wipe + clean check": ("tl_zygote.py", "def _fresh(keep=0):\n", "def _fresh(keep=0):\n    os.makedirs(RUN, exist_ok=True)\n    return True\n"),
+    "warm supervisor's state check (replaced when a test changed it)": (
+        "tl_state.py", "    def changed(self):\n", "    def changed(self):\n        return None\n"),
 }
 
 

@@ -59,7 +59,9 @@ by ``tests/sandbox/test_hostile.py``:
   audit hook (frames, ``gc``, tracing, patching other modules' classes, files) is a further line only: it runs in the solution's
   process and can be silenced by it, and the verdict never depends on it;
 - warm slots forget (:mod:`sdk.sandbox.warm`): the server never reads a request, a test or an
-  answer (a fresh supervisor + candidate pair is forked per request), ``/tmp`` and ``/dev/shm``
+  answer (it forks a fresh candidate per request, beside a long-lived supervisor that runs the
+  tests and never forks, so no candidate ever held an earlier request in memory; the supervisor is
+  replaced after any request that changed it: ``_runner/tl_state.py``), ``/tmp`` and ``/dev/shm``
   are emptied and checked empty after every request (a slot that is not clean, or whose server
   broke, is replaced; a slot that cannot start is ``sandbox_error``, never the task's failure),
   System V IPC and POSIX message queues are denied by seccomp (nothing outlives a request, and
@@ -71,6 +73,15 @@ What is NOT isolated or not covered:
   (``_runner/tl_repo.py``); the verdict is re-derived from the nonce-tagged evidence of an audit
   hook (``_runner/tl_witness.py``) with run-time layers (``_runner/tl_rguard.py``), not a process
   boundary: what they leave open is said once, in :mod:`sdk.rewards`;
+
+- the warm supervisor serves many requests of its slot (issue 14's throughput): what a *test*
+  changes in it carries over unless the fingerprint checked after each request sees it (modules,
+  every module and class namespace, ``os.environ``, ``sys.path``, signal dispositions, limits,
+  threads, descriptors, audited ``ctypes``/``putenv``/process starts/function patches; see
+  ``_runner/tl_state.py``); an attribute set on an instance a module holds (``sys.stdout.x = 1``)
+  or the contents of a module-level container are not seen (strict xfail in
+  ``tests/sandbox/test_hostile.py``). Tests are the task's, not the model's: the solution reaches
+  the supervisor only as values on a pipe;
 
 - memory is bounded by address space (RLIMIT_AS), not by a cgroup: resident memory of a
   process that maps but does not touch memory is not limited separately, and tmpfs pages

@@ -81,14 +81,14 @@ def test_slot_limits_are_written_only_when_they_change():
 
 
 def test_supervisor_reads_output_files_capped(tmp_path, monkeypatch):
-    """``tl_zygote._read_capped`` (plain descriptor reads since issue 14): the first ``cap`` bytes
+    """``tl_supervisor.read_capped`` (plain descriptor reads since issue 14): the first ``cap`` bytes
     as text, the file's full size; a missing file is ("", 0)."""
     monkeypatch.syspath_prepend(str(pyruntime.RUNNER_DIR))
-    import tl_zygote
+    import tl_supervisor
 
     cases = {"empty": b"", "small": b"hello\n", "big": b"x" * 300_000, "utf": "é€".encode() * 10 + b"\xff"}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
         for cap in (0, 5, 1 << 16, 1 << 20):
-            assert tl_zygote._read_capped(str(tmp_path / name), cap) == (data[:cap].decode("utf-8", "replace"), len(data))
-    assert tl_zygote._read_capped(str(tmp_path / "missing"), 10) == ("", 0)
+            assert tl_supervisor.read_capped(str(tmp_path / name), cap) == (data[:cap].decode("utf-8", "replace"), len(data))
+    assert tl_supervisor.read_capped(str(tmp_path / "missing"), 10) == ("", 0)

@@ -36,6 +36,7 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 SERVER = []   # the warm server's own (pid, pgid) and its ancestors' (remember_server), empty elsewhere
 TEMPLATE = []   # in the warm server: [filter buffer, sock_fprog, byte offsets of SLOT, guarded ids]
 SLOT = 0x7FFFFFFE   # stands for the candidate's parent in TEMPLATE (never a pid: pid_max <= 2**22)
+SIBLING = [0]   # in the warm server: the long-lived supervisor, a sibling of the candidate it forks (tl_zygote)
 GUARDED = set()   # the kill() targets the filter refuses (the candidate's audit hook reports an attempt first)
 
 
@@ -59,7 +60,8 @@ def remember_server():
     below it (server -> supervisor -> candidate) with its parent's pid left as a slot: the
     candidate then only writes that pid into its copy and installs it (walking ``/proc`` and
     building the program in every candidate cost each warm request about 0.9 ms of CPU, mostly
-    copy-on-write faults; issue 14)."""
+    copy-on-write faults; issue 14). When the server forks the candidate itself (beside a
+    long-lived supervisor, :data:`SIBLING`), the slot holds that supervisor instead."""
     SERVER[:] = [(os.getpid(), os.getpgrp())] + ancestors()
     spec = ARCH.get(os.uname().machine)
     if spec is None:
@@ -121,10 +123,11 @@ def protect(extra=()):
             same_group = -os.getpgid(parent) in signalled   # the parent's group is guarded already
         except OSError:
             same_group = False
-        if same_group:
+        if same_group:   # the slot: the candidate's parent, or the supervisor beside it (SIBLING)
+            slot = SIBLING[0] or parent
             for at in slots:
-                struct.pack_into("=I", buf, at, parent)
-            GUARDED.update(signalled + [parent])
+                struct.pack_into("=I", buf, at, slot)
+            GUARDED.update(signalled + [slot])
             return _install(prog)
     spec = ARCH.get(os.uname().machine)
     if spec is None:

@@ -254,6 +254,7 @@ def run(chan, payload, remote, started):
     sys.path += [p for p in payload.get("path", []) if not (payload.get("warm") and (os.path.realpath(p) + os.sep).startswith(mine))]
     remote.codec.configure([cwd] + list(payload.get("path", [])), module_name(payload["target"]))
     guard = _guard(payload, cwd, remote)
+    base = _cpu(0) if remote.sfd is not None else None   # a long-lived harness: this request's share
     chan.emit(event="start", python=sys.version.split()[0], warm=bool(payload.get("warm")))
     try:
         if payload["mode"] == "pytest":
@@ -263,7 +264,7 @@ def run(chan, payload, remote, started):
     finally:
         summary = remote.finish()
         chan.emit(event="harness", **summary)
-        usage(chan)
+        usage(chan, None if base is None else (base, summary["cpu_s"]))
         sys.meta_path[:] = [f for f in sys.meta_path if f is not guard]   # the warm-up leaves none behind
 
 
@@ -375,14 +376,19 @@ def run_pytest(chan, payload, remote, cwd, guard):
         chan.emit(event="end", exitstatus=1, collected=reporter.collected)
 
 
-def usage(chan):
-    """CPU seconds of this process and its reaped children (the candidate included)."""
+def _cpu(who):
+    """CPU seconds of this process (``who`` 0) or of its reaped children (-1)."""
+    import resource
+    ru = resource.getrusage(who)
+    return ru.ru_utime + ru.ru_stime
+
+
+def usage(chan, share=None):
+    """CPU seconds of this process and its reaped children (the candidate included); ``share``:
+    ``(this process's CPU when the request started, the candidate's relayed CPU)`` in a long-lived
+    harness whose candidate is no child of it."""
     try:
-        import resource
-        total = 0.0
-        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-            ru = resource.getrusage(who)
-            total += ru.ru_utime + ru.ru_stime
+        total = _cpu(0) - share[0] + share[1] if share else _cpu(0) + _cpu(-1)
         chan.emit(event="usage", cpu_s=round(total, 4))
     except Exception:  # noqa: BLE001 - best effort only
         pass

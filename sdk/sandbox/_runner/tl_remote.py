@@ -38,18 +38,25 @@ class CandidateTimeout(CandidateGone):
 
 
 class Remote:
-    """One candidate process (forked now, before the request is read)."""
+    """One candidate process (forked now, before the request is read). ``attached``: one forked
+    elsewhere, ``(pid, write fd, read fd, audit fd, status fd)``: the warm server's, which is its
+    parent and writes its wait status and CPU seconds on the status pipe once it has reaped it
+    (``"<status> <cpu_s>\\n"``; :mod:`tl_zygote`), since only a parent can wait for a process."""
 
-    def __init__(self):
-        a_r, a_w = os.pipe()      # harness -> candidate
-        b_r, b_w = os.pipe()      # candidate -> harness
-        c_r, c_w = os.pipe()      # candidate audit hook -> harness
-        self.pid = os.fork()
-        if self.pid == 0:
-            import tl_candidate
-            tl_candidate.start(a_r, b_w, c_w)
-        for fd in (a_r, b_w, c_w):
-            os.close(fd)
+    def __init__(self, attached=None):
+        self.sfd = None
+        if attached is not None:
+            self.pid, a_w, b_r, c_r, self.sfd = attached
+        else:
+            a_r, a_w = os.pipe()      # harness -> candidate
+            b_r, b_w = os.pipe()      # candidate -> harness
+            c_r, c_w = os.pipe()      # candidate audit hook -> harness
+            self.pid = os.fork()
+            if self.pid == 0:
+                import tl_candidate
+                tl_candidate.start(a_r, b_w, c_w)
+            for fd in (a_r, b_w, c_w):
+                os.close(fd)
         self.wfd, self.reader, self.afd = a_w, tl_wire.Reader(b_r), c_r
         os.set_blocking(c_r, False)
         self.deadline, self.flags, self.events = None, {}, []
@@ -122,7 +129,9 @@ class Remote:
     def _death(self, exc):
         """Why the candidate stopped answering: its own exit or signal if it ends within
         ~0.2 s of closing the pipe, else it is killed."""
-        for _ in range(40):
+        if self.sfd is not None:
+            self._relayed(0.2)
+        for _ in range(40 if self.sfd is None else 0):
             try:
                 pid, st, ru = os.wait4(self.pid, os.WNOHANG)
             except ChildProcessError:
@@ -153,6 +162,8 @@ class Remote:
 
     def reap(self):
         """Wait for the candidate process once; keep its exit code in ``status`` and its ``rusage``."""
+        if self.status is None and self.sfd is not None:
+            self._relayed(5.0)
         if self.status is None:
             try:
                 _, st, self.rusage = os.wait4(self.pid, 0)
@@ -165,6 +176,29 @@ class Remote:
             except OSError:
                 pass
         self.wfd = self.reader.fd = -1
+
+    def _relayed(self, wait_s):
+        """Read the attached candidate's wait status and CPU seconds from the status pipe, when
+        they come within ``wait_s`` (see the class)."""
+        import select
+        if self.status is not None or not select.select([self.sfd], [], [], wait_s)[0]:
+            return
+        try:
+            status, cpu = os.read(self.sfd, 64).split()
+            self.status, self.rusage = os.waitstatus_to_exitcode(int(status)), _Usage(float(cpu))
+        except (OSError, ValueError):
+            self.status = -1
+
+    def close(self):
+        """Close what is left of the candidate's descriptors here (a long-lived harness)."""
+        for fd in (self.wfd, self.reader.fd, self.afd, self.sfd):
+            if fd is not None and fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.wfd = self.reader.fd = self.afd = -1
+        self.sfd = None
 
     def finish(self):
         """End the candidate; a summary for the report (flags, exit, CPU seconds)."""
@@ -283,6 +317,13 @@ class Remote:
     def op(self, name, *args):
         """Ask the candidate to apply operation ``name`` to ``args`` (wire-encoded); its decoded answer."""
         return self.result(self.ask({"op": name, "args": self.codec.to_wire(list(args))}))
+
+
+class _Usage:
+    """The relayed CPU seconds, shaped as the ``rusage`` fields :meth:`Remote.finish` reads."""
+
+    def __init__(self, cpu_s):
+        self.ru_utime, self.ru_stime = cpu_s, 0.0
 
 
 def _signame(num):

@@ -1,23 +1,32 @@
 """A pre-forked ("warm") Python for the ``script`` framework, one per sandbox slot.
 
 Runs inside one long-lived bubblewrap (same namespaces, seccomp and uid as a cold run). This
-server never reads a request, a test, a nonce or an answer: before each request it forks a
-fresh supervisor (the trusted harness, :mod:`tl_harness`), which forks the candidate process
-(:mod:`tl_candidate`) and only *then* reads the request from stdin and later writes its answer
-(``R <json>``) straight to the host channel. So neither process ever holds an earlier
-request in memory (``/proc/self/mem`` of a candidate shows only this server's state). Before
-its first supervisor the server runs a synthetic request of its own (constant code and test,
-no task's data) through the harness code against a forked candidate, and the candidate's side
-of its calls in-process (:func:`warm_up`), so that the code every supervisor and candidate
-runs is already quickened and fewer pages are copied per fork.
+server never reads a request, a test, a nonce or an answer. It forks one long-lived supervisor
+(the trusted harness, :mod:`tl_supervisor`) and, before each request, a fresh candidate process
+(:mod:`tl_candidate`) from its own clean image, whose pipe ends it passes to the supervisor over
+a Unix socket; the supervisor reads the request from stdin, runs the tests against that candidate
+and writes its answer (``R <json>``) straight to the host channel. So no candidate ever held an
+earlier request in memory (``/proc/self/mem`` of a candidate shows only this server's state),
+and the supervisor, which never forks, does not copy its pages again for every request (issue
+14: its fork, exit and ~500 copied pages were about a fifth of a request's CPU). A request that
+changed the supervisor (its environment, builtins, a module, a class, a signal disposition...:
+:mod:`tl_state`) ends it after its answer, and the next request gets a fresh one. Before its
+first supervisor the server runs a synthetic request of its own (constant code and test, no
+task's data) through the harness code against a forked candidate, and the candidate's side of
+its calls in-process (:func:`warm_up`), so that the code every supervisor and candidate runs is
+already quickened and fewer pages are copied per fork.
 
-When the supervisor ends (or its wall clock runs out: it reports the request's time limit on
-a private pipe) the server kills every other process it can see (``kill(-1)``), reaps them as a
-subreaper, empties ``/tmp`` and ``/dev/shm`` (making unreadable folders readable first), and
-checks that nothing is left: no process, no file. It then answers ``D <json>`` with
-``clean``; a slot that is not clean is replaced by the host before the next request, never
-handed to another task. System V IPC and POSIX message queues are denied by seccomp, so none
-can outlive a request. The server is not dumpable and seccomp denies ptrace.
+The server is the candidate's parent: it reaps it and relays its wait status and CPU time to the
+supervisor on a status pipe; the candidate's kill-guard protects the server's chain and the
+supervisor beside it (:data:`tl_guard.SIBLING`). When the supervisor reports the end of a request
+(``d``), or it ends, or its wall clock runs out (it reports the request's time limit on a private
+pipe; the supervisor is then killed), the server kills every other process it can see but the
+live supervisor (``kill(-1)`` when there is none), reaps them as a subreaper, empties ``/tmp``
+and ``/dev/shm`` (making unreadable folders readable first), and checks that nothing is left: no
+process, no file. It then answers ``D <json>`` with ``clean``; a slot that is not clean is
+replaced by the host before the next request, never handed to another task. System V IPC and
+POSIX message queues are denied by seccomp, so none can outlive a request. The server is not
+dumpable and seccomp denies ptrace.
 """
 
 import ctypes
@@ -36,6 +45,8 @@ import tl_candidate  # noqa: E402,F401  (preloaded: each forked candidate starts
 import tl_guard  # noqa: E402
 import tl_harness  # noqa: E402
 import tl_remote  # noqa: E402
+import tl_state  # noqa: E402
+import tl_supervisor  # noqa: E402
 import tl_wire  # noqa: E402
 
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
@@ -56,65 +67,6 @@ def _write(fd, data):
         data = data[os.write(fd, data):]
 
 
-def _read_capped(path, cap):
-    """(the first ``cap`` bytes of the file as text, its size); ("", 0) when it cannot be read.
-    Plain descriptor calls: ``open(path, "rb").read(cap)`` built the io objects and a
-    ``cap``-byte buffer in every supervisor (the two reads in a bare fork: 87 -> 54 pages
-    copied, 0.25 -> 0.15 ms; issue 14)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return "", 0
-    try:
-        size, chunks, left = os.fstat(fd).st_size, [], cap
-        want = min(left, size) or min(left, 1 << 16)   # the whole file in one read, usually
-        while left > 0:
-            chunk = os.read(fd, want)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-            want = min(left, 1 << 16)
-        return b"".join(chunks).decode("utf-8", "replace"), size
-    except OSError:
-        return "", 0
-    finally:
-        os.close(fd)
-
-
-def _supervisor(chan, ctl):
-    """The per-request harness process (never returns)."""
-    code = 70
-    try:   # fds 1 and 2 are this request's output files already (_spawn), and sys.stdout/stderr wrap them
-        remote = tl_remote.Remote()
-        _write(ctl, b"r\n")
-        try:
-            payload = tl_wire.Reader(0).recv()
-        except EOFError:
-            remote.kill()
-            os._exit(SHUTDOWN)
-        started = time.monotonic()
-        lim = payload["limits"]
-        _write(ctl, b"%f\n" % float(lim["timeout_s"]))
-        chan_buf = tl_harness.Channel(chan, payload["nonce"], buffer=True)
-        payload.update(cwd=RUN, warm=True)
-        try:
-            tl_harness.run(chan_buf, payload, remote, started)
-        except BaseException as exc:  # noqa: BLE001 - reported as a harness failure
-            chan_buf.emit(event="harness_error", message="%s: %s" % (type(exc).__name__, exc))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        cap = lim["output_bytes"]
-        out, out_size = _read_capped(os.path.join(RUN, ".stdout"), cap)
-        err, err_size = _read_capped(os.path.join(RUN, ".stderr"), cap)
-        frame = {"nonce": payload["nonce"], "report": "".join(chan_buf.lines), "stdout": out, "stderr": err,
-                 "stdout_size": out_size, "stderr_size": err_size, "wall_s": time.monotonic() - started}
-        _write(chan, b"R " + json.dumps(frame).encode("utf-8", "replace") + b"\n")
-        code = 0
-    finally:
-        os._exit(code)
-
-
 def _outputs(fds):
     """Point fds 1 and 2 at the next request's output files (``fds``: None) or back at ``fds``.
     Done here rather than in the supervisor, so the supervisor forks its candidate before it has
@@ -128,61 +80,81 @@ def _outputs(fds):
             os.dup2(fds, fd)
 
 
-def _spawn():
-    """Fork the next supervisor (which forks its candidate) and wait until both exist, so the
-    host never sees a server without its pair. Returns (pid, control pipe)."""
+def _spawn(sup):
+    """Fork the next request's candidate from this clean image, pass its pipes, output files and
+    a status pipe to the supervisor, and wait until the supervisor has them (so the host never
+    sees a server without its pair). Returns (candidate pid, its pidfd, the status pipe's end)."""
     try:
         _outputs(None)
     except OSError:   # no /tmp/run: the slot is reported not clean and replaced before any request
         pass
-    ctl_r, ctl_w = os.pipe()
-    for _ in range(400):   # a process limit still counting the last request's dying processes
-        try:
-            pid = os.fork()
-            break
-        except BlockingIOError:
-            time.sleep(0.005)
-    else:
-        raise SystemExit("cannot fork a supervisor")
+    a_r, a_w = os.pipe()      # harness -> candidate
+    b_r, b_w = os.pipe()      # candidate -> harness
+    c_r, c_w = os.pipe()      # candidate audit hook -> harness
+    pid = tl_supervisor.fork()
     if pid == 0:
-        os.close(ctl_r)
-        _supervisor(CHAN[0], ctl_w)
+        tl_candidate.start(a_r, b_w, c_w)
+    s_r, s_w = os.pipe()
+    try:
+        tl_supervisor.send(sup.sock, pid, [a_w, b_r, c_r, s_r, 1, 2])
+    except OSError:
+        pass   # the supervisor is gone: seen by the watch
+    for fd in (a_r, b_w, c_w, a_w, b_r, c_r, s_r):
+        os.close(fd)
     _outputs(NULL[0])
-    os.close(ctl_w)
-    select.select([ctl_r], [], [], 10.0)
-    return pid, ctl_r
+    sup.line(10.0)   # "r"
+    return pid, os.pidfd_open(pid), s_w
 
 
-def _watch(pid, ctl):
-    """Wait for the supervisor; returns (wait status, timed_out, started). The deadline starts
-    when the supervisor reports the request's time limit (``started``)."""
-    pidfd = os.pidfd_open(pid)
-    fds, deadline, buf = [pidfd, ctl], None, b""
+def _relay(pid, status_w):
+    """Reap the candidate and write its wait status and CPU seconds to the supervisor."""
+    try:
+        _, st, ru = os.wait4(pid, 0)
+        _write(status_w, b"%d %f\n" % (st, ru.ru_utime + ru.ru_stime))
+    except OSError:
+        pass
+    os.close(status_w)
+
+
+def _watch(sup, cand):
+    """Serve one request: relay the candidate's end, wait for the supervisor's ``d``. Returns
+    (the supervisor's wait status, or None while it lives on; timed_out; started). The deadline
+    starts when the supervisor reports the request's time limit (``started``)."""
+    pid, pidfd, status_w = cand
+    deadline, started, ctl_open = None, False, True
     try:
         while True:
+            while b"\n" in sup.buf:
+                line, sup.buf = sup.buf.split(b"\n", 1)
+                if line == b"d":
+                    return None, False, started
+                if not started:   # the time limit
+                    deadline, started = time.monotonic() + float(line) + GRACE_S, True
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            fds = [sup.pidfd] + ([sup.ctl] if ctl_open else []) + ([pidfd] if status_w is not None else [])
             ready = select.select(fds, [], [], left)[0]
             if not ready:
-                os.kill(pid, signal.SIGKILL)
-                return os.waitpid(pid, 0)[1], True, True
-            if pidfd in ready:
-                return os.waitpid(pid, 0)[1], False, deadline is not None
-            chunk = os.read(ctl, 64)
-            if not chunk:
-                fds.remove(ctl)
-                continue
-            buf += chunk
-            lines = buf.split(b"\n")
-            if deadline is None and len(lines) > 2:   # "r", then the time limit
-                deadline = time.monotonic() + float(lines[1]) + GRACE_S
+                os.kill(sup.pid, signal.SIGKILL)
+                return os.waitpid(sup.pid, 0)[1], True, True
+            if pidfd in ready and status_w is not None:
+                _relay(pid, status_w)
+                status_w = None
+            if sup.ctl in ready:
+                chunk = os.read(sup.ctl, 64)
+                sup.buf += chunk
+                ctl_open = bool(chunk)
+            elif sup.pidfd in ready:
+                return os.waitpid(sup.pid, 0)[1], False, started
     finally:
         os.close(pidfd)
+        if status_w is not None:
+            os.close(status_w)
 
 
-def _kill_everything():
-    """SIGKILL every other process of the namespace and reap each one (this server is their
-    subreaper), so none is still exiting when the answer goes out."""
-    while True:
+def _kill_everything(keep=0):
+    """SIGKILL every other process of the namespace (but ``keep``: the live supervisor) and reap
+    each one (this server is their subreaper), so none is still exiting when the answer goes out."""
+    while not keep:
         try:
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
@@ -192,21 +164,36 @@ def _kill_everything():
         except ChildProcessError:
             break
     deadline = time.monotonic() + 2.0
-    while _others_alive() and time.monotonic() < deadline:
-        time.sleep(0.005)
+    while True:
+        others = _others(keep)
+        for pid in others:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        if not others or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
 
 
-def _others_alive():
-    me = os.getpid()
+def _others(keep=0):
+    """The processes of the namespace other than its init, this server and ``keep`` that are not
+    zombies."""
+    me, found = os.getpid(), []
     for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (1, me):
+        if name.isdigit() and int(name) not in (1, me, keep):
             try:
                 with open("/proc/%s/stat" % name, "rb") as fh:
                     if fh.read().rsplit(b")", 1)[1].split()[0] != b"Z":
-                        return True
+                        found.append(int(name))
             except (OSError, IndexError):
                 continue
-    return False
+    return found
 
 
 def _empty(folder, deadline):
@@ -240,8 +227,9 @@ def _empty(folder, deadline):
     return ok
 
 
-def _fresh():
-    """Empty /tmp and /dev/shm, recreate /tmp/run; True when the slot is clean again."""
+def _fresh(keep=0):
+    """Empty /tmp and /dev/shm, recreate /tmp/run; True when the slot is clean again (no process
+    left but ``keep``, the live supervisor)."""
     deadline = time.monotonic() + WIPE_S
     ok = all([_empty("/tmp", deadline), _empty("/dev/shm", deadline)])
     try:
@@ -249,7 +237,7 @@ def _fresh():
         os.makedirs(RUN, mode=0o700)
     except OSError:
         return False
-    return ok and os.listdir("/tmp") == ["run"] and not os.listdir("/dev/shm") and not _others_alive()
+    return ok and os.listdir("/tmp") == ["run"] and not os.listdir("/dev/shm") and not _others(keep)
 
 
 CHAN = [-1]
@@ -334,35 +322,42 @@ def warm_up(run_dir=RUN, rounds=WARM_ROUNDS):
 
 
 def main():
-    """Entry point of the pre-forked interpreter: one supervisor per request until stdin closes."""
+    """Entry point of the pre-forked interpreter: one candidate per request, served by a
+    long-lived supervisor (replaced when a request changed it), until stdin closes."""
     _libc()
     tl_guard.remember_server()
     CHAN[0] = chan = os.dup(1)
     NULL[0] = null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.dup2(null, 2)
-    sys.stdout = open(1, "w", closefd=False)   # what each supervisor and candidate write through
+    sys.stdout = open(1, "w", closefd=False)   # what the supervisor and each candidate write through
     sys.stderr = open(2, "w", closefd=False)   # (this server never writes to them)
     warm_up()
+    tl_state.prepare()   # after the warm-up: the classes every supervisor starts with
     _kill_everything()   # nothing is left of the warm-up (its candidates are reaped): a no-op check
     message = {"ready": True, "clean": _fresh()}
+    sup = None
     while True:
-        # the answer is encoded before the next pair is forked: after the fork every page this
+        # the answer is encoded before the next candidate is forked: after the fork every page this
         # server writes is copied (json.dumps there cost ~78 pages and 0.2 ms a request; issue 14)
         done = None if message is None else (("\nD " if "exit" in message else "") + json.dumps(message) + "\n").encode()
-        pid, ctl = _spawn()
+        if sup is None:
+            sup = tl_supervisor.Supervisor(CHAN[0], NULL[0])
+        cand = _spawn(sup)
         if done is not None:
             _write(chan, done)
         start = time.monotonic()
-        status, timed_out, started = _watch(pid, ctl)
-        os.close(ctl)
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == SHUTDOWN:
-            break
-        _kill_everything()
-        clean = _fresh()
-        message = {"exit": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "clean": clean,
-                   "wall_s": time.monotonic() - start} if started else None
-
+        status, timed_out, started = _watch(sup, cand)
+        if status is not None:   # the supervisor ended: shut down, timed out, or a request changed it
+            sup.close()
+            sup = None
+            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == SHUTDOWN:
+                break
+        keep = sup.pid if sup is not None else 0
+        _kill_everything(keep)
+        clean = _fresh(keep)
+        message = {"exit": 0 if status is None else os.waitstatus_to_exitcode(status), "timed_out": timed_out,
+                   "clean": clean, "wall_s": time.monotonic() - start} if started else None
 
 if __name__ == "__main__":
     main()
