@@ -3,6 +3,8 @@
 Used by :mod:`connectors.suites.pytest_suite`:
 
 * :func:`read_package`: every module of the package under test (the targets come from these);
+* :func:`package_data`: small text data files inside the package (a word list the code opens
+  beside its module, e.g. validators' ``_tld.txt``);
 * :func:`support_files`: conftest files, test helpers and small data files of the tests folder;
 * :func:`sibling_packages`: other top-level packages or modules next to the package that the
   tests or the package import (an sdist can ship an alias package, e.g. toolz's ``tlz`` or
@@ -72,6 +74,27 @@ def _source_text(path: Path) -> str:
     """A module's text in the encoding it declares (PEP 263 cookie or BOM, else UTF-8)."""
     with tokenize.open(path) as fh:
         return fh.read()
+
+
+def package_data(repo: Path, package_dir: Path) -> dict[str, str]:
+    """``relpath -> text`` of the package's own data files: every non-``.py`` file under
+    ``package_dir`` that is UTF-8 text under 64 KiB (hidden and ``__pycache__`` paths skipped).
+
+    Without them the package's code fails in the sandbox where it reads one beside its module
+    (``Path(__file__).parent / "_tld.txt"``: ``FileNotFoundError``), and the reference of every
+    function that reads it is quarantined as ``reference_fails``.
+    """
+    out: dict[str, str] = {}
+    for path in sorted(package_dir.rglob("*")):
+        parts = path.relative_to(package_dir).parts
+        if (not path.is_file() or path.suffix in (".py", ".pyc", ".pyo") or "__pycache__" in parts
+                or any(p.startswith(".") for p in parts) or path.stat().st_size > DATA_LIMIT):
+            continue
+        try:
+            out[path.relative_to(repo).as_posix()] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+    return out
 
 
 def support_files(repo: Path, tests: str, package_dir: Path) -> dict[str, str]:

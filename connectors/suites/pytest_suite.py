@@ -36,8 +36,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from connectors.suites.pyrepo import (dist_info, imported_roots, project_name, read_package, sibling_packages,
-                                      support_files)
+from connectors.suites.pyrepo import (dist_info, imported_roots, package_data, project_name, read_package,
+                                      sibling_packages, support_files)
 from connectors.suites.callsites import doc_lines
 from connectors.suites.context import RepoContext, RepoContextOptions
 from connectors.suites.pylayout import exclude_globs, locate_package
@@ -122,6 +122,7 @@ class PytestSuiteSource(TaskSource):
         opts: PytestSuiteOptions = self.options  # type: ignore[assignment]
         repo, package_dir = self._locate(opts)
         modules, files = read_package(repo, package_dir, exclude_globs(opts.exclude, repo, package_dir))
+        files.update(package_data(repo, package_dir))
         files.update(support_files(repo, opts.tests, package_dir))
         test_texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((repo / opts.tests).rglob("*.py"))]
         siblings = sibling_packages(repo, package_dir, opts.tests, imported_roots(test_texts + list(files.values())))
