@@ -43,7 +43,8 @@ from connectors.suites.context import RepoContext, RepoContextOptions
 from connectors.suites.pylayout import exclude_globs, locate_package
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
-from connectors.suites.testreqs import declare_fix, find_test_requirements, import_advice, import_failures
+from connectors.suites.testreqs import (declare_fix, failure_advice, find_test_requirements, import_advice,
+                                       import_failures)
 from sdk.errors import SourceError
 from sdk.sandbox.deps import DependencyError, ensure_env, missing_modules
 from sdk.sources import SourceOptions, SourceResult, TaskSource
@@ -251,7 +252,7 @@ class _Builder:
                         f"the original code: No module named {', '.join(map(repr, missing))}\nfix: "
                         + declare_fix(missing))
             return (f"failing tests: {', '.join(broken[:5])}{' …' if len(broken) > 5 else ''} fail or skip on the "
-                    "original code; fix the code or the test (or add it to `exclude:`)")
+                    "original code; fix the code or the test (or add it to `exclude:`)" + self._first_failure(covering))
         usable = [u for u in covering if u not in self.flaky and u not in self.failing]
         if len(usable) >= self.opts.min_tests:
             return self._underspecified(fn, covering, usable)
@@ -259,8 +260,14 @@ class _Builder:
             return f"flaky tests: {len(usable)} stable covering test(s), need {self.opts.min_tests}"
         if any(u in self.failing for u in covering):
             return (f"failing tests: covering tests fail or skip on the original code; {len(usable)} usable, need "
-                    f"{self.opts.min_tests}" + (f"\nfix: {declare_fix(missing)}" if missing else ""))
+                    f"{self.opts.min_tests}" + (f"\nfix: {declare_fix(missing)}" if missing else
+                                                self._first_failure(covering)))
         return f"too few tests: {len(usable)} covering test(s), need {self.opts.min_tests}"
+
+    def _first_failure(self, covering: dict[Unit, int]) -> str:
+        """The first failing covering test with its cause (:func:`failure_advice`); ``""`` when none says why."""
+        items = [i for u in sorted(covering, key=_unit_key) if u in self.failing for i in self.units[u] if i.detail]
+        return failure_advice(items[0].nodeid, items[0].detail) if items else ""
 
     def _underspecified(self, fn: PyFunction, covering: dict[Unit, int], usable: list[Unit]) -> str:
         """A private helper with no docstring or a one-line one that no test calls directly: only its

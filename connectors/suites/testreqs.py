@@ -204,6 +204,21 @@ def declare_fix(modules: Sequence[str]) -> str:
             "requirements*test*.txt, tox.ini [testenv] deps, noxfile.py session.install")
 
 
+def failure_advice(nodeid: str, detail: str) -> str:
+    """``"; first: NODEID: DETAIL"`` for a quarantine reason of tests that fail on the original code,
+    plus a ``fix:`` line when the cause is an ``ImportError`` the code raised itself (an optional
+    dependency it asks for by name, e.g. validators' ``Do `pip install validators[crypto-eth-addresses]```);
+    ``""`` without a detail."""
+    if not detail:
+        return ""
+    text = f"; first: {nodeid}: {detail[:300]}{'…' if len(detail) > 300 else ''}"
+    if detail.startswith(("ImportError", "ModuleNotFoundError")):
+        text += ("\nfix: the code under test needs a package the sandbox lacks: name it in the source's "
+                 "`test_requirements:` option (with the suite's own requirements, which the option replaces), "
+                 "or leave these tests out with `exclude:`")
+    return text
+
+
 def import_advice(errors: Sequence[str]) -> str:
     """For a function no test calls: the test files that failed at import for a missing module (their
     tests never ran, so may call it) and a ``fix:`` line (:func:`declare_fix`); ``""`` when none did."""
