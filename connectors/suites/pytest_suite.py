@@ -43,8 +43,8 @@ from connectors.suites.context import RepoContext, RepoContextOptions
 from connectors.suites.pylayout import exclude_globs, locate_package
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
-from connectors.suites.testreqs import (declare_fix, failure_advice, find_test_requirements, import_advice,
-                                       import_failures)
+from connectors.suites.testreqs import (collection_warning, declare_fix, failure_advice, find_test_requirements,
+                                       import_advice, import_failures)
 from sdk.errors import SourceError
 from sdk.sandbox.deps import DependencyError, ensure_env, missing_modules
 from sdk.sources import SourceOptions, SourceResult, TaskSource
@@ -144,6 +144,8 @@ class PytestSuiteSource(TaskSource):
                               "fix the collection errors shown" if errors else
                               "point `tests:` at the folder holding test_*.py files with test functions (none "
                               "was found in these: empty files, or no `test_*` function or `Test*` class)")
+        if run.errors:  # those files' tests never ran: said even where other tests keep every function a task
+            log.warning("pytest source: %s", collection_warning(run.errors))
         for test_file in {i.path for i in items}:
             files.pop(test_file, None)  # a test module inside the package travels as a (pruned) test, never whole
         builder = _Builder(self, opts, repo, package_dir, files, run, items, _git_head(repo))

@@ -219,6 +219,24 @@ def failure_advice(nodeid: str, detail: str) -> str:
     return text
 
 
+def collection_warning(errors: Sequence[str]) -> str:
+    """One warning for the test files pytest could not collect (``"<nodeid>: <report>"`` each): their
+    tests never ran, so they cover nothing even where other tests keep the functions as tasks; the
+    files with the missing modules they import and a ``fix:`` line. ``""`` without errors."""
+    if not errors:
+        return ""
+    failed = import_failures(errors)
+    parts = [f"{f} (No module named {', '.join(map(repr, ms))})" for f, ms in failed.items()]
+    for err in errors:
+        name, _, report = err.partition(": ")
+        if name not in failed:
+            parts.append(f"{name} ({(report.strip().splitlines() or ['error'])[-1][:200]})")
+    modules = list(dict.fromkeys(m for ms in failed.values() for m in ms))
+    fix = declare_fix(modules) if modules else "fix those files' collection errors, or leave them out with `exclude:`"
+    return (f"{len(errors)} test file(s) could not be collected, so their tests never ran: "
+            f"{'; '.join(parts[:5])}{' …' if len(parts) > 5 else ''}\nfix: {fix}")
+
+
 def import_advice(errors: Sequence[str]) -> str:
     """For a function no test calls: the test files that failed at import for a missing module (their
     tests never ran, so may call it) and a ``fix:`` line (:func:`declare_fix`); ``""`` when none did."""

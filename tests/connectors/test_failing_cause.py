@@ -47,7 +47,7 @@ def test_plain_wrong():
 
 def _reasons(root: Path, tests: str) -> dict[str, str]:
     (root / "hashy").mkdir()
-    (root / "tests").mkdir()
+    (root / "tests").mkdir(exist_ok=True)
     (root / "hashy" / "__init__.py").write_text("")
     (root / "hashy" / "core.py").write_text(CODE)
     (root / "tests" / "test_core.py").write_text(tests)
@@ -66,3 +66,30 @@ def test_an_assertion_failure_is_named_without_a_dependency_fix(tmp_path):
     reason = _reasons(tmp_path, BROKEN)["hashy/core.py::plain"]
     assert "first: tests/test_core.py::test_plain_wrong: AssertionError" in reason
     assert "test_requirements" not in reason
+
+
+MISSING = '''import not_installed_freezegun
+from hashy.core import plain
+
+
+def test_plain_frozen():
+    assert plain("b") == "B"
+'''
+
+
+def test_a_test_file_that_cannot_import_is_named_even_when_nothing_is_quarantined(tmp_path, caplog):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_time.py").write_text(MISSING)
+    with caplog.at_level("WARNING"):
+        reasons = _reasons(tmp_path, TESTS)
+    assert "hashy/core.py::plain" not in reasons  # test_core.py still covers it: no quarantine says anything
+    (warning,) = [r.getMessage() for r in caplog.records if "could not be collected" in r.getMessage()]
+    assert "test_time.py (No module named 'not_installed_freezegun')" in warning
+    assert "\nfix: " in warning and "`test_requirements:`" in warning
+
+
+def test_a_collection_error_that_is_no_import_error_gets_its_last_report_line():
+    from connectors.suites.testreqs import collection_warning
+    text = collection_warning(["tests/test_x.py: Traceback:\nE   SystemExit: 3"])
+    assert "tests/test_x.py (E   SystemExit: 3)" in text and "`exclude:`" in text
+    assert collection_warning([]) == ""
