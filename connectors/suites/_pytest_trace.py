@@ -157,6 +157,24 @@ def _detail(report) -> str:
     return " ".join(str(text).split())[:300]
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A test module that raises ``SystemExit`` at import (``sys.exit("run me under X")``) is a
+    collection error of that file: pytest itself stops the whole session on it (INTERNALERROR,
+    "no tests ran"), which cost every other file's tests."""
+    if isinstance(collector, pytest.Module):
+        collect = collector.collect
+
+        def guarded():
+            try:
+                return collect()
+            except SystemExit as exc:
+                raise collector.CollectError(f"SystemExit({exc.code!r}) raised while importing the test module") from None
+
+        collector.collect = guarded
+    yield
+
+
 def pytest_collectreport(report):
     """Keep collection errors: they explain an empty or partial suite."""
     if report.failed:

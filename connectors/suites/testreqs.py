@@ -232,7 +232,7 @@ def collection_warning(errors: Sequence[str]) -> str:
         if name not in failed:
             parts.append(f"{name} ({(report.strip().splitlines() or ['error'])[-1][:200]})")
     modules = list(dict.fromkeys(m for ms in failed.values() for m in ms))
-    fix = declare_fix(modules) if modules else "fix those files' collection errors, or leave them out with `exclude:`"
+    fix = declare_fix(modules) if modules else "fix those files' collection errors (until then only their own tests are left out)"
     return (f"{len(errors)} test file(s) could not be collected, so their tests never ran: "
             f"{'; '.join(parts[:5])}{' …' if len(parts) > 5 else ''}\nfix: {fix}")
 

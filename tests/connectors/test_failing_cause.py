@@ -91,5 +91,27 @@ def test_a_test_file_that_cannot_import_is_named_even_when_nothing_is_quarantine
 def test_a_collection_error_that_is_no_import_error_gets_its_last_report_line():
     from connectors.suites.testreqs import collection_warning
     text = collection_warning(["tests/test_x.py: Traceback:\nE   SystemExit: 3"])
-    assert "tests/test_x.py (E   SystemExit: 3)" in text and "`exclude:`" in text
+    assert "tests/test_x.py (E   SystemExit: 3)" in text and "collection errors" in text
     assert collection_warning([]) == ""
+
+
+EXITS = '''import sys
+
+sys.exit("run me under the company runner")
+
+
+def test_never():
+    assert False
+'''
+
+
+def test_a_test_module_calling_sys_exit_at_import_costs_only_its_own_tests(tmp_path, caplog):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_exit.py").write_text(EXITS)
+    with caplog.at_level("WARNING"):
+        reasons = _reasons(tmp_path, TESTS)
+    # read() did not raise "collected no tests": test_core.py was still collected and run (pytest alone stops
+    # the whole session: INTERNALERROR, no tests ran)
+    assert "hashy/core.py::plain" not in reasons
+    (warning,) = [r.getMessage() for r in caplog.records if "could not be collected" in r.getMessage()]
+    assert "test_exit.py (SystemExit('run me under the company runner')" in warning
