@@ -94,9 +94,11 @@ def enforce_max_length(dataset, max_length: int, policy: str, out_dir: Path | No
     dropped = sum(1 for r in records if r["action"] != "truncated")
     truncated = len(records) - dropped
     if records:
-        log.warning("SFT: %d of %d rows are longer than sft.max_length=%d: %d dropped, %d truncated (see %s)",
+        log.warning("SFT: %d of %d rows are longer than sft.max_length=%d: %d dropped, %d truncated (see %s)%s",
                     len(records), len(lengths), max_length, dropped, truncated,
-                    out_dir / "too_long.jsonl" if out_dir else "the stage summary")
+                    out_dir / "too_long.jsonl" if out_dir else "the stage summary",
+                    f"; fix: to train on them, --set sft.max_length={max(lengths)} (the longest row; costs memory) "
+                    "or write it under sft: in the config" if dropped else "")
     if len(kept) < len(lengths):
         dataset = dataset.select(kept)
     if truncated:

@@ -146,3 +146,17 @@ def test_truncate_policy_when_prompts_alone_fill_max_length_says_so(tiny_model_d
     with pytest.raises(ConfigError, match="prompt alone reaches sft.max_length=3") as err:
         run_sft(str(tiny_model_dir), _rows(2), cfg, tmp_path, seed=0, progress=False)
     assert "truncation" not in err.value.fix
+
+
+def test_dropped_rows_warning_names_the_max_length_that_keeps_them(tmp_path, caplog):
+    """Field case (validators 0.36.0, repository context on): 38 of 43 rows over the default 512 were
+    dropped and the warning did not say how to keep them."""
+    from datasets import Dataset
+
+    from sdk.train.lengths import enforce_max_length
+
+    ds = Dataset.from_list([{"input_ids": [1] * 9, "labels": [-100] * 4 + [1] * 5},
+                            {"input_ids": [1] * 3, "labels": [-100, 1, 1]}])
+    with caplog.at_level("WARNING"):
+        enforce_max_length(ds, 5, "drop", tmp_path)
+    assert "--set sft.max_length=9" in caplog.text
