@@ -8,6 +8,11 @@ Generation of a sequence stops at the closing code fence (:class:`FenceStop`, on
 answer the reward parses is complete there, and everything after it is prose the sandbox never
 reads (issue 15: "stop generation at the closing fence"). Each completion comes back with why it
 stopped: ``stop`` (closing fence), ``eos`` or ``length`` (field case E1).
+
+Greedy batches (``temperature == 0``) decode in :meth:`HFGenerator._greedy`, a loop that drops each
+finished row from the batch and its KV cache (``generate`` keeps computing a finished row, padding it,
+until the batch's longest row ends): the same tokens as ``generate`` (``tests/eval/test_eval_generation.py``),
+fewer row-steps when rows end at different lengths. Sampling keeps ``generate`` (its random draws).
 """
 
 from __future__ import annotations
@@ -23,6 +28,12 @@ FENCE = "```"
 def closed_fence(text: str) -> bool:
     """True when ``text`` holds an opening and a closing code-fence line (a complete block)."""
     return sum(1 for line in text.splitlines() if line.lstrip().startswith(FENCE)) >= 2
+
+
+def fence_closed_line(text: str) -> bool:
+    """True when ``text`` is done at its closing fence: a complete block whose fence line is closed
+    by the newline after it, or by a fence at the very end (:class:`FenceStop`'s verdict)."""
+    return closed_fence(text) and (text.endswith("\n") or text.rstrip().endswith(FENCE))
 
 
 def chat_texts(tokenizer, conversations: list[list[dict]]) -> list[str]:
@@ -80,8 +91,7 @@ class FenceStop:
         live = [i for i, done in enumerate(self._done) if not done]
         texts = self.tokenizer.batch_decode(input_ids[live, self.prompt_len:], skip_special_tokens=True) if live else []
         for i, t in zip(live, texts):
-            # the fence line is only closed with the newline after it, or with a fence at the very end
-            self._done[i] = closed_fence(t) and (t.endswith("\n") or t.rstrip().endswith(FENCE))
+            self._done[i] = fence_closed_line(t)
         return torch.tensor(self._done, dtype=torch.bool, device=input_ids.device)
 
 
@@ -96,13 +106,14 @@ class HFGenerator:
         temperature: 0 = greedy.
         seed: sampling seed.
         stop_at_fence: stop a sequence at its closing code fence (:class:`FenceStop`).
+        prune_done: greedy batches drop finished rows as they end (:meth:`_greedy`); False: ``generate``.
     """
 
     streams_batches = True  # ``__call__`` takes ``on_batch`` (sdk.train.expert_iteration.sample_round uses it)
 
     def __init__(self, model_path: str, adapter: str | Path | None = None, batch_size: int = 8,
                  max_new_tokens: int = 192, temperature: float = 0.0, seed: int = 0, dtype: str = "auto",
-                 stop_at_fence: bool = True) -> None:
+                 stop_at_fence: bool = True, prune_done: bool = True) -> None:
         import torch
 
         from sdk.models import load_model
@@ -118,7 +129,7 @@ class HFGenerator:
         self.model.eval()
         self.tokenizer.padding_side = "left"
         self.batch_size, self.max_new_tokens, self.temperature, self.seed = batch_size, max_new_tokens, temperature, seed
-        self.stop_at_fence = stop_at_fence
+        self.stop_at_fence, self.prune_done = stop_at_fence, prune_done
 
     def __call__(self, prompts: list[list[dict]], n: int = 1, progress: Callable[[int], None] | None = None,
                  on_batch: Callable[[list[int], list[tuple[str, int, str]]], None] | None = None):
@@ -159,9 +170,45 @@ class HFGenerator:
             kwargs["temperature"] = self.temperature
         if self.stop_at_fence:
             kwargs["stopping_criteria"] = StoppingCriteriaList([FenceStop(self.tokenizer, prompt_len)])
+        if self.temperature <= 0 and self.prune_done:
+            return self._greedy(enc)
         with torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
         return [self._decode(row) for row in out[:, prompt_len:]]
+
+    def _greedy(self, enc) -> list[tuple[str, int, str]]:
+        """Greedy decoding of one left-padded batch, each row leaving the batch (and the KV cache) the
+        step it ends: EOS, or its closing fence (:func:`fence_closed_line`, as :class:`FenceStop`)."""
+        import torch
+        from transformers import DynamicCache
+
+        tok, model, eos = self.tokenizer, self.model, self.tokenizer.eos_token_id
+        mask = enc["attention_mask"]
+        pos = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # as generate's, for left padding
+        cache, rows = DynamicCache(config=model.config), list(range(mask.shape[0]))
+        new: list[list[int]] = [[] for _ in rows]
+        with torch.inference_mode():
+            out = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=pos, cache=cache,
+                        use_cache=True, logits_to_keep=1)
+            last = pos[:, -1:]
+            for step in range(self.max_new_tokens):
+                nxt = out.logits[:, -1, :].argmax(-1)
+                keep = []
+                for j, r in enumerate(rows):
+                    new[r].append(int(nxt[j]))
+                    if new[r][-1] != eos and not (self.stop_at_fence and fence_closed_line(
+                            tok.decode(new[r], skip_special_tokens=True))):
+                        keep.append(j)
+                if not keep or step == self.max_new_tokens - 1:
+                    break
+                if len(keep) < len(rows):
+                    sel = torch.tensor(keep, device=mask.device)
+                    cache.batch_select_indices(sel)
+                    mask, last, nxt, rows = mask[sel], last[sel], nxt[sel], [rows[j] for j in keep]
+                mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+                last = last + 1
+                out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=last, cache=cache, use_cache=True)
+        return [self._decode(torch.tensor(ids)) for ids in new]
 
     def _decode(self, row) -> tuple[str, int, str]:
         """``(text, new tokens, stop reason)`` of one generated row (pads removed, cut after EOS)."""

@@ -33,3 +33,49 @@ def test_generator_returns_stop_reasons(tiny_model_dir):
     assert len(out) == 2 and all(len(o) == 1 and len(o[0]) == 3 for o in out)
     text, n_tokens, reason = out[0][0]
     assert reason in ("eos", "length", "stop") and 0 < n_tokens <= 4
+
+
+
+def _varied_model(tiny_model_dir, out_dir) -> str:
+    """The tiny model with weights redrawn (seeded) so greedy rows differ (the tiny one repeats a token)."""
+    from sdk.models import load_model
+
+    model, tok = load_model(tiny_model_dir)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0, 0.5)
+    model.save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    return str(out_dir)
+
+
+def test_greedy_pruning_gives_generate_rows(tiny_model_dir, tmp_path):
+    """Greedy decoding that drops finished rows (the default) returns the rows ``generate`` does,
+    rows ending at different steps: the EOS is a token the rows emit at different positions."""
+    import collections
+
+    from sdk.generate import chat_texts
+
+    path = _varied_model(tiny_model_dir, tmp_path / "varied")
+    prompts = [[{"role": "user", "content": c}] for c in
+               ("hi", "add two numbers", "sort a list of words", "x", "the quick brown fox", "1 2 3")]
+    probe = HFGenerator(path, max_new_tokens=12, prune_done=False)
+    enc = probe.tokenizer(chat_texts(probe.tokenizer, prompts), return_tensors="pt", padding=True,
+                          add_special_tokens=False)
+    free = probe.model.generate(**enc, max_new_tokens=12, do_sample=False, eos_token_id=None,
+                                pad_token_id=probe.tokenizer.pad_token_id)[:, enc["input_ids"].shape[1]:]
+    common = collections.Counter(int(t) for row in free for t in set(row[1:8].tolist())).most_common(1)[0][0]
+    stop_token = probe.tokenizer.convert_ids_to_tokens(common)
+    probe.close()
+    rows = {}
+    for prune in (False, True):
+        gen = HFGenerator(path, batch_size=6, max_new_tokens=12, temperature=0.0, prune_done=prune)
+        gen.tokenizer.eos_token = stop_token
+        try:
+            rows[prune] = gen(prompts, 1)
+        finally:
+            gen.close()
+    assert rows[True] == rows[False]
+    assert len({n for (_, n, _), in rows[False]}) > 1  # rows ended at different steps: pruning was exercised
