@@ -141,6 +141,7 @@ def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout
         cmd = [python or sys.executable, "-m", "pytest", tests, "-p", "_tuneloop_trace", "-q", "-o", "addopts=",
                "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "-rN",
                "--continue-on-collection-errors"]  # one test file that cannot import costs its tests, not the suite
+        cmd += _own_config(repo, Path(tmp))
         try:
             proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
@@ -154,3 +155,21 @@ def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout
             raise SourceError(f"pytest wrote no report for {repo} (exit {proc.returncode}):\n{tail}",
                               "run `python -m pytest` in that folder by hand and fix what stops it from starting")
         return json.loads(out.read_text(encoding="utf-8"))
+
+
+_CONFIGS = {"pytest.ini": "", ".pytest.ini": "", "pyproject.toml": "[tool.pytest", "tox.ini": "[pytest]",
+            "setup.cfg": "[tool:pytest]"}
+
+
+def _own_config(repo: Path, tmp: Path) -> list[str]:
+    """pytest options that keep a repository without a pytest configuration of its own from taking an
+    enclosing project's (a library checked out inside a monorepo or another project: pytest walks up to
+    the first ``pytest.ini``/``pyproject.toml``, whose ``pythonpath``, ``python_files``, ``filterwarnings``
+    and conftests then apply): an empty ini, ``repo`` as rootdir and conftest cut-off. ``[]`` when
+    ``repo`` has its own configuration."""
+    for name, marker in _CONFIGS.items():
+        path = repo / name
+        if path.is_file() and marker in path.read_text(encoding="utf-8", errors="replace"):
+            return []
+    (tmp / "tuneloop-pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    return ["-c", str(tmp / "tuneloop-pytest.ini"), "--rootdir", str(repo), "--confcutdir", str(repo)]
