@@ -30,7 +30,9 @@ Covered:
   signed (SHA-256 with a 32-byte key read from fd 4 before any test class initialises) and
   numbered, so a line the solution writes is dropped and flagged (``runner_tampering``) and a
   scan of the JVM's memory finds no nonce to copy; no report file read; Go and Rust results are checked against the declared
-  tests by the counting above.
+  tests by the counting above, a Go test that ends twice is a duplicate, and results that all say passed from a
+  binary that exited with a failure are ``runner_tampering`` (round 6). The tests of C/C++/Java/Rust reach the
+  build driver on stdin and are deleted before the program runs (never readable as source).
 - Signals to the judge: the Python candidate and each C/C++ test child run under a seccomp
   guard (``_runner/tl_guard.py``, ``tl_test.h``): ``kill``/``tgkill``/``SIGSTOP``/``prlimit``
   aimed at the harness, the runner, the driver, their group or everyone kills the caller with
@@ -77,7 +79,13 @@ Not covered (known gaps):
   its token (its constructors run there too).
 - A process forked by C/C++ code and killed by the guard for aiming at the runner goes
   unreported (the runner is unharmed; constructors are flagged by the static scan).
-- Go/Rust: results are parsed from the test binary's output; a forged line for a test that
+- Test sources on disk (round 6, strict xfails in ``tests/rewards/test_redteam_round6.py``): JS and Go tests
+  are readable while the code runs (node reads them in the solution's process; ``go test`` builds and runs
+  in one step); listing the folder or naming a test file is flagged by the static scan only. Compiled
+  tests stay readable as bytecode or machine code (a Java solution reads its answers from the hidden
+  test's class file).
+- Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
+  aliased exit, is stopped by the static scan only); a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests
   is stopped by the static scan only (the run-time layer then counts its lines as results).
 - Code inside one C/C++ test's own child can still find that test's token in its memory;

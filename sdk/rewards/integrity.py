@@ -69,8 +69,8 @@ _C_EXIT = (r"\b(exit|_exit|_Exit|quick_exit|abort|at_quick_exit|atexit)\b"  # ca
 _OTHER_EXIT = {
     Language.JAVASCRIPT: _JS_EXIT, Language.TYPESCRIPT: _JS_EXIT,
     Language.JAVA: r"\b(System\.exit|Runtime\.getRuntime\(\)\.(halt|exit))\b|getMethod\s*\(\s*\"(exit|halt)\"",
-    Language.GO: r"\b(os|syscall|unix)\.Exit\b|\bruntime\.Goexit\b",
-    Language.RUST: r"\bprocess::(exit|abort)\b|\blibc::_?exit\b",
+    Language.GO: r"\b(os|syscall|unix)\.Exit\b|\bruntime\.Goexit\b|\bExit\s*\(|\"(syscall|golang\.org/x/sys/unix)\"",
+    Language.RUST: r"\bprocess::(exit|abort)\b|\blibc::_?exit\b|\bstd\s*::\s*(\{[^}]*)?\bprocess\b|\b(exit|abort)\s*\(",
     Language.C: _C_EXIT, Language.CPP: _C_EXIT,
 }
 
@@ -81,7 +81,7 @@ _LIBC_NAMES = ("read|write|pread|pwrite|readv|writev|fread|fwrite|fork|vfork|clo
 # Runner tampering in compiled and other languages, by pattern (a further line: the runners
 # themselves do not trust what the program prints, see sdk.sandbox.languages).
 _OTHER_TAMPER = {
-    "c": (r"__attribute__\s*\(\(\s*(constructor|destructor)|\.init_array|\.fini_array|\bdlsym\b|/proc/"
+    "c": (r"__attribute__\s*\(\(\s*(constructor|destructor)|\.init_array|\.fini_array|\bdlsym\b|/proc/|\.incbin\b|#\s*embed\b"
           r"|\bTLTEST\b|\bTLFAIL\b|\btl_(test|tests|count|run|report|nonce|sys)\b"
           r"|^[\w \t\*]*?\b(?:" + _LIBC_NAMES + r")\s*\([^;{)]*\)\s*(?:noexcept\s*)?\{"),
     "java": (r"addShutdownHook|java\.lang\.reflect|\.setAccessible\s*\(|getDeclaredField|sun\.misc\.Unsafe|/proc/"
@@ -91,7 +91,18 @@ _OTHER_TAMPER = {
            r"|\bObject\.defineProperty\s*\(\s*(assert|require)|\brequire\s*\(\s*['\"](node:)?assert"),
     "go": (r"\bfunc\s+(TestMain|init)\s*\(|\"testing\"|--- (PASS|FAIL|SKIP)|=== RUN|/proc/|\bgo:linkname\b"
            r"|\"(unsafe|reflect|os/exec)\""),
-    "rust": (r"\bunsafe\b|/proc/|test \S+ \.\.\. ok|#\[(no_mangle|export_name|link_section)|\bstd::process::Command\b"),
+    "rust": (r"\bunsafe\b|/proc/|test \S+ \.\.\. ok|\b(no_mangle|export_name|link_section)\b|\bstd::process::Command\b"
+             r"|\binclude(_str|_bytes)?\s*!"),
+}
+# Reading the run's folder (issue 14, round 6): listing it, or a test-like file name in a string. The
+# tests of compiled languages are no longer on disk when the program runs; JS and Go tests are.
+_TEST_NAME = r"[\"'`][^\"'`\n]*(\.test\.|\.spec\.|_test\.go|Test\.(java|class)|\btest_\w*\.(c|cc|cpp|rs))"
+_OTHER_READS = {
+    "c": r"\b(opendir|readdir|scandir|glob|nftw|ftw)\s*\(|" + _TEST_NAME,
+    "java": r"\bFiles\s*\.\s*(walk|list|find|newDirectoryStream)\b|\.list(Files)?\s*\(|" + _TEST_NAME,
+    "js": r"\b(readdirSync|readdir|opendirSync|opendir|globSync)\b|" + _TEST_NAME,
+    "go": r"\b(ReadDir|Readdir|Readdirnames|Glob|Walk|WalkDir)\s*\(|" + _TEST_NAME,
+    "rust": r"\bread_dir\b|" + _TEST_NAME,
 }
 _TAMPER_KEY = {Language.C: "c", Language.CPP: "c", Language.JAVA: "java", Language.JAVASCRIPT: "js",
                Language.TYPESCRIPT: "js", Language.GO: "go", Language.RUST: "rust"}
@@ -159,6 +170,10 @@ def _other_language_scan(code: str, language: Language) -> list[Finding]:
     hit = re.search(tamper, bare, re.MULTILINE) if tamper else None
     if hit:
         found.append(Finding(flag="runner_tampering", detail=f"touches the test runner: {hit.group(0).strip()[:60]!r}"))
+    reads = _OTHER_READS.get(_TAMPER_KEY.get(language, ""))
+    hit = re.search(reads, bare) if reads else None
+    if hit:
+        found.append(Finding(flag="reads_tests", detail=f"reads the run's folder: {hit.group(0).strip()[:60]!r}"))
     return found
 
 

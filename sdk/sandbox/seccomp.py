@@ -4,7 +4,8 @@ Default action: allow. Denied with ``EPERM`` (the program sees an ordinary error
 language runtime that probes a feature keeps working): ptrace, process_vm_readv/writev,
 mount/umount2/pivot_root/chroot, unshare/setns, keyctl/add_key/request_key, bpf,
 perf_event_open, userfaultfd, io_uring_* (io_uring can open sockets past seccomp), module and
-kexec loading, reboot, swapon/off, open_by_handle_at, and all of System V IPC (shm, msg, sem)
+kexec loading, reboot, swapon/off, open_by_handle_at, setting or removing extended attributes
+(one on a warm slot's ``/tmp`` outlived the wipe), and all of System V IPC (shm, msg, sem)
 and POSIX message queues (issue 14: they outlive a request in a warm slot's IPC namespace,
 and SysV shared memory is not bounded by ``memory_mb``). ``socket()`` is denied with ``EACCES``
 for every address family except ``AF_UNIX`` (runtimes use Unix socketpairs internally; the
@@ -32,7 +33,11 @@ DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
           # slot's later task would see them) and shm is not bounded by RLIMIT_AS: unavailable
           "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
           "semctl", "semtimedop", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
-          "mq_getsetattr")
+          "mq_getsetattr",
+          # extended attributes: one set on the root of a warm slot's /tmp or /dev/shm survived the wipe
+          # (issue 14, round 6: tests/sandbox/test_hostile_round6.py); nothing the tasks need
+          "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "setxattrat",
+          "removexattrat")
 _lock = threading.Lock()
 _path: str | None = None
 

@@ -3,7 +3,8 @@
 usage: tl_build.py --fd N --spec SPEC.json
 
 Reads the nonce from stdin, copies the read-only work folder to $TMPDIR/build (compilers and
-``go``/``node`` want to write next to the sources), runs the optional compile command with its
+``go``/``node`` want to write next to the sources), adds the test sources of a compiled language
+from stdin (they are never in the work folder) and deletes them after compiling, runs the optional compile command with its
 own timeout, then the test command, and emits nonce-tagged events: ``start``,
 ``compile_error``/``compile_timeout``, ``compiled``, ``run`` (exit code, stdout tail),
 ``run_timeout``, ``artifact`` (report files), ``end``.
@@ -36,7 +37,7 @@ def main():
     """Compile the task's sources inside the sandbox and report the outcome on the result pipe."""
     argv = sys.argv[1:]
     fd, spec_path = int(argv[argv.index("--fd") + 1]), argv[argv.index("--spec") + 1]
-    nonce = _read_nonce()
+    nonce, secret = _read_stdin()
 
     def emit(**event):
         os.write(fd, (nonce + " " + json.dumps(event) + "\n").encode("utf-8", "replace"))
@@ -48,6 +49,7 @@ def main():
     build = os.path.join(tmp, "build")
     shutil.copytree(os.getcwd(), build, dirs_exist_ok=True)
     os.chdir(build)
+    _write(secret)   # the tests: never in the work folder, gone again before the program runs
     for name, target in spec.get("links", {}).items():   # node_modules -> the read-only test dependencies
         if not os.path.lexists(name):
             os.symlink(target, name)
@@ -67,6 +69,8 @@ def main():
             emit(event="compile_error", message=p.stdout.decode("utf-8", "replace")[-4000:])
             return
         emit(event="compiled")
+    for path in secret:
+        os.unlink(path)
     refusal = _elf_refusal(spec["elf"]) if spec.get("elf") else None
     if refusal:   # solution code could run in the C/C++ runner before it starts: never run it
         emit(event="binary_refused", message=refusal)
@@ -172,16 +176,28 @@ def _guard_ids():
     return ",".join(dict.fromkeys(str(v) for pid, pgid in chain for v in (pid, -pgid) if abs(v) > 1))
 
 
-def _read_nonce() -> str:
-    """The run's nonce, one line on stdin; stdin is then replaced by /dev/null."""
-    data = b""
-    while not data.endswith(b"\n") and len(data) < 256:
-        chunk = os.read(0, 256)
+def _read_stdin():
+    """The run's nonce (first line of stdin), then the test sources of a compiled language as JSON
+    (``{path: source}``, issue 14: never on disk while the program runs; empty for others); stdin is
+    then replaced by /dev/null."""
+    chunks = []
+    while True:
+        chunk = os.read(0, 1 << 16)
         if not chunk:
             break
-        data += chunk
+        chunks.append(chunk)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    return data.decode().strip()
+    nonce, _, rest = b"".join(chunks).partition(b"\n")
+    return nonce.decode().strip(), json.loads(rest) if rest.strip() else {}
+
+
+def _write(files):
+    """Write ``{path: text}`` under the current folder."""
+    for path, text in files.items():
+        if os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(text)
 
 
 def _no_dump():

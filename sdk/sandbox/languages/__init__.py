@@ -67,6 +67,7 @@ SPEC_FILE = ".tl_spec.json"
 GUARD_FILE = ".tl_node_guard.cjs"
 REPORTER_FILE = ".tl_node_report.cjs"   # node's JUnit reporter, keeping a test file's load error
 LAUNCHER_FILE = "TlJUnit.java"
+OFF_DISK = (Language.C, Language.CPP, Language.JAVA, Language.RUST)   # compiled first: tests on stdin, gone at run time
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,8 @@ def execute(backend, req: ExecRequest, uid: int | None, deps: str | None = None)
         build["links"] = {"node_modules": backend.deps_path(deps) + "/node_modules"}
         build["env"]["TL_NODE_DEPS"] = backend.deps_path(deps)
     files[SPEC_FILE] = json.dumps(build)
+    # compiled languages: the tests travel on stdin, so the program under test never reads their source
+    secret = {p: files.pop(p) for p in req.tests} if spec.language in OFF_DISK else {}
     lim = req.limits
     limits = lim.model_copy(update={"memory_mb": max(lim.memory_mb, spec.as_floor_mb),
                                     "scratch_mb": max(lim.scratch_mb, spec.scratch_floor_mb),
@@ -144,7 +147,7 @@ def execute(backend, req: ExecRequest, uid: int | None, deps: str | None = None)
     argv = [python, "-I", "-S", "-B", backend.runtime() + "/tl_build.py", "--fd", "{report_fd}", "--spec", SPEC_FILE]
     nonce = secrets.token_hex(16)
     with Workspace(files, uid, deps=deps) as ws:
-        raw = backend.run(argv, ws, limits, uid, (nonce + "\n").encode(),
+        raw = backend.run(argv, ws, limits, uid, (nonce + "\n").encode() + (json.dumps(secret).encode() if secret else b""),
                           timeout_s=req.limits.compile_timeout_s + req.limits.timeout_s + 2)
     return _verdict(spec, req, raw, _events(raw.report, nonce))
 
@@ -239,7 +242,7 @@ def _verdict(spec: LangSpec, req: ExecRequest, raw, events: list[dict]) -> ExecR
                       _go_repo_build_failure(req, raw, tests) or (f"{detail}:\n{err[-1500:]}" if err else detail))[-2000:]
     elif status == ExecStatus.FAILED and _go_repo_build_failure(req, raw, tests):
         detail = (detail + "; " + _go_repo_build_failure(req, raw, tests))[-2000:]
-    return ExecResult(status=status, tests=tests, exit_code=run.get("exit", raw.exit_code), flags=_flags(events, tests, spec.language),
+    return ExecResult(status=status, tests=tests, exit_code=run.get("exit", raw.exit_code), flags=_flags(events, tests, spec.language, req.framework),
                       stdout=raw.stdout.decode("utf-8", "replace"), stderr=raw.stderr.decode("utf-8", "replace"),
                       stdout_truncated=raw.stdout_truncated, stderr_truncated=raw.stderr_truncated,
                       wall_s=round(raw.wall_s, 4), cpu_s=round(raw.cpu_s, 4), detail=detail)
@@ -250,12 +253,18 @@ _SENT = {-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, -signal.SIGQUIT, -sig
          -signal.SIGUSR1, -signal.SIGUSR2, -signal.SIGALRM}
 
 
-def _flags(events: list[dict], tests: tuple[TestOutcome, ...], lang: Language) -> tuple[str, ...]:
+def _flags(events: list[dict], tests: tuple[TestOutcome, ...], lang: Language,
+           framework: Framework | None = None) -> tuple[str, ...]:
     """``runner_tampering`` when the code under test tried to signal the runner or the driver
     (tl_test.h's seccomp guard stopped a test child: ``tampering_signal``), stopped the runner
     (found stopped at the timeout), or killed the C/C++ channel runner with a signal (a JVM may
-    also meet the memory cgroup's SIGKILL)."""
+    also meet the memory cgroup's SIGKILL); for Go and Rust (results parsed from the test binary's
+    output) when every result says passed but the binary exited with a failure (issue 14, round 6:
+    a line completed by the code under test, a pass printed before closing stdout)."""
     run = next((e for e in events if e.get("event") == "run"), {})
+    if framework in (Framework.GO, Framework.RUST) and tests and isinstance(run.get("exit"), int) and run["exit"] > 0 \
+            and all(t.outcome in ("passed", "skipped") for t in tests):
+        return ("runner_tampering",)
     channel = any(e.get("event") == "channel_used" for e in events) and lang in (Language.C, Language.CPP)
     if any(e.get("event") in ("binary_refused", "channel_forged") for e in events):
         return ("runner_tampering",)

@@ -49,11 +49,13 @@ def parse_junit(xml: str) -> tuple[TestOutcome, ...]:
     return tuple(out)
 
 
-def go_events(stream: str, *, top_level_only: bool = False) -> list[tuple[str, str, str, str]]:
+def go_events(stream: str, *, top_level_only: bool = False, repeat: bool = False) -> list[tuple[str, str, str, str]]:
     """``(package, test, outcome, message)`` of each test in a ``go test -json`` stream (test2json
-    events; the last action of a test wins; a failure keeps the tail of its output lines as message).
+    events; the last action of a test wins (``repeat``: listed once per action, so a test that ended
+    twice is a duplicate result); a failure keeps the tail of its output lines as message).
     ``top_level_only`` leaves subtests (``TestA/case``) to their parent."""
     results: dict[tuple[str, str], str] = {}
+    ends: dict[tuple[str, str], int] = {}
     output: dict[tuple[str, str], list[str]] = {}
     for line in stream.splitlines():
         try:
@@ -68,12 +70,15 @@ def go_events(stream: str, *, top_level_only: bool = False) -> list[tuple[str, s
             output.setdefault(key, []).append(str(ev.get("Output", "")))
         elif ev.get("Action") in ("pass", "fail", "skip"):
             results[key] = {"pass": "passed", "fail": "failed", "skip": "skipped"}[ev["Action"]]
-    return [(p, t, o, "".join(output.get((p, t), []))[-MSG:] if o == "failed" else "") for (p, t), o in results.items()]
+            ends[key] = ends.get(key, 0) + 1
+    # a test that ended more than once (a "--- PASS" line the code under test printed) is reported once per end
+    return [(p, t, o, "".join(output.get((p, t), []))[-MSG:] if o == "failed" else "")
+            for (p, t), o in results.items() for _ in range(ends[(p, t)] if repeat else 1)]
 
 
 def parse_go_json(stream: str) -> tuple[TestOutcome, ...]:
     """Results from ``go test -json`` of one package (subtests included), named by test function."""
-    return tuple(TestOutcome(name=t, outcome=o, message=m) for _, t, o, m in go_events(stream))
+    return tuple(TestOutcome(name=t, outcome=o, message=m) for _, t, o, m in go_events(stream, repeat=True))
 
 
 _LIBTEST = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)\s*$", re.M)
