@@ -246,9 +246,8 @@ def test_an_always_equal_value_returned_to_a_change_tasks_test(scored, name):
     assert res.score <= scored["const:control"].score and "always_equal" in res.flags, (name, res.score, res.flags)
 
 
-@pytest.mark.xfail(strict=True, reason="an __eq__ that answers the probes (a stranger, its own value plus one) "
-                   "honestly and says yes to other ints is not seen (tl_rguard)")
 def test_an_eq_that_knows_the_probes(scored):
+    """An __eq__ that would answer tl_rguard's old probes honestly: the shadow never asks it (tl_shadow)."""
     res = scored["eq_knows_the_probe"]
     assert res.score <= scored["const:control"].score and set(res.flags) & HACKING, (res.score, res.flags)
 

@@ -125,10 +125,14 @@ def main():
     import tl_witness
     # the task's conftests and helpers beside the tests are pristine too: their code is trusted, read as the tests'
     modules = head["tests"] + [p for p in head.get("support", []) if p not in head["tests"]]
+    import tl_proof
+    import tl_shadow   # comparisons of the test files shadowed before pytest's rewrite (and the fingerprints)
+    helpers = tl_shadow.install(folder, tl_proof.libraries(cwd, folder, sys.path), here + os.sep,
+                                head.get("shadow_exempt", ()))
     codes = tl_witness.test_codes(folder, modules)
     import tl_rguard
     tl_rguard.signals()   # before any repository code: handlers run with frame=None
-    tl_witness.arm(fd, head.pop("nonce"), codes, cwd, tl_rguard.marks(folder, modules, tl_rguard.names()))
+    tl_witness.arm(fd, head.pop("nonce"), codes, cwd, tl_rguard.marks(folder, modules, tl_rguard.names()), helpers)
     say = tl_witness.emitter(fd, "view")   # pytest's view: the same writer, tagged view, no secret
     plug = plugin(say, folder, cwd, tl_witness.tracer(folder, {name.rsplit(".", 1)[-1] for _, name in codes}))
     sys.modules["__main__"] = types.ModuleType("__main__")   # this module is not reachable by name

@@ -44,6 +44,7 @@ LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL", "LOAD_NAME", "IMPO
 PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type,
                    types.FunctionType, types.ModuleType, types.BuiltinFunctionType, types.MethodType})
 HEAPTYPE = 1 << 9
+SHADOW = frozenset({"__tl_shadow__", "__tl_assert__"})   # tl_shadow.NAMES: checked before each use (guarded)
 
 
 class Trusted(Exception):
@@ -196,7 +197,12 @@ def module_codes(path):
         pass
     try:
         with open(path, "rb") as fh:
-            codes.append(compile(fh.read(), path, "exec", dont_inherit=True))
+            source = fh.read()
+        from tl_shadow import SHADOWED, transform
+        if SHADOWED and path.startswith(SHADOWED[0]):   # shadowed as the rewrite shadows it (tl_shadow.install)
+            import ast
+            source = transform(ast.parse(source, filename=path), path[len(SHADOWED[0]):])
+        codes.append(compile(source, path, "exec", dont_inherit=True))
     except Exception:  # noqa: BLE001
         pass
     return codes
@@ -217,7 +223,8 @@ def marks(folder, modules, runner_names):
             todo.extend(c for c in code.co_consts if type(c) is types.CodeType)
             at = out.setdefault((code.co_filename, code.co_firstlineno, code.co_qualname, len(code.co_code)), {})
             for ins in dis.get_instructions(code):
-                if ins.opname == "CONTAINS_OP" or ins.opname == "COMPARE_OP" and ins.argval in ("==", "!="):
+                if ins.opname == "CONTAINS_OP" or ins.opname == "COMPARE_OP" and ins.argval in ("==", "!=") \
+                        or ins.opname in LOADS and ins.argval in SHADOW:
                     at[ins.offset] = COMPARE
                 elif ins.opname in LOADS and ins.argval in runner_names:
                     at[ins.offset] = LOAD

@@ -286,7 +286,7 @@ def safe(args, _type=type):
     return ", ".join(out)[:200]
 
 
-def arm(fd, nonce, codes, cwd, marks=None):
+def arm(fd, nonce, codes, cwd, marks=None, shadow=None):
     """Install the audit hook that alone holds the nonce (nothing is returned, so no frame of the
     caller keeps it): ``ran`` lines from :func:`witness`, ``runner_tampering`` flags for a
     ``tl.ran`` event from elsewhere and for a watched event not proven to come from trusted code
@@ -309,14 +309,15 @@ def arm(fd, nonce, codes, cwd, marks=None):
                                 tl_proof.libraries(cwd, FOLDER[0] if FOLDER else cwd, sys.path))
     if marks is not None:   # the armed trace function, bound before the hook can flag a rebinding of it
         import tl_rguard
+        import tl_shadow
         armed, state = types.FunctionType(local.__code__, local.__globals__, "local"), [0, None]
-        armed.__defaults__ = (sys.audit, sys.settrace, state, tl_rguard.probe, armed)
+        armed.__defaults__ = (sys.audit, sys.settrace, state, tl_shadow.guarded(shadow, tl_rguard.probe), armed)
         _ARMED.append((armed, marks, state, tl_rguard.BUDGET))
     moved = tl_proof.rebinding()
     if marks is not None:
         moved = tl_rguard.with_globals(moved, tl_rguard.imports(FOLDER[0], sorted({r for r, _ in codes}))
                                        if FOLDER else {})
-    sys.addaudithook(_hook(emit, check, source, frames, moved, lib))
+    sys.addaudithook(_hook(emit, check, source, frames, moved, lib, shadow))
 
 
 FOLDER = []   # the tests folder (set by test_codes)
@@ -330,11 +331,12 @@ def memory(path, _type=type):
     return _type(path) is str and bool(MEMORY.match(os.path.normpath(path)))
 
 
-def _hook(emit, check, source, frames, moved, lib, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
+def _hook(emit, check, source, frames, moved, lib, shadow, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
           _frame_events=frozenset({"sys._getframe", "object.__getattr__"}),
           _frame_attrs=frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "__code__", "gi_code",
                                   "cr_code", "ag_code"})):
     import tl_rguard
+    from tl_shadow import intact as _intact
     busy, done, said = [], set(), set()
     guard, _trusted, _guard_events = tl_rguard.events(emit, moved, lib, said), tl_rguard.Trusted, tl_rguard.EVENTS
 
@@ -360,6 +362,8 @@ def _hook(emit, check, source, frames, moved, lib, _getframe=sys._getframe, _typ
                 trusted = guard(event, args)
             elif event == "tl.ran":
                 nid = check(_getframe(1))
+                if nid and shadow is not None and not _intact(_getframe(1).f_back, shadow):
+                    emit(event="flag", flag="runner_tampering", detail="the shadow helpers were rebound before " + nid)
                 if nid is False:
                     emit(event="flag", flag="runner_tampering", detail="sys.audit('tl.ran') outside the runner's tracer")
                 elif nid is not None and nid not in done:

@@ -1,0 +1,192 @@
+"""Canonical data of a comparison's operands for :mod:`tl_shadow` (issue 14; stdlib only).
+
+:func:`canonical` reduces values, without calling any repository-written Python code, to plain data:
+a builtin subclass to its base value (read through the base type's slots), lists, tuples, dicts and
+sets item by item, an object of a Python class defined outside the library folders (the repository,
+the runner) to an :class:`Obj` (qualified class name, its ``__dict__`` and slots read through the
+type's own descriptors), an object of a library or test class (:func:`classifier`), or of a type
+Python code cannot alter, to an :class:`Opaque` compared with the real operator (trusted). At most
+:data:`BUDGET` nodes per walk (past it :class:`Budget` is raised: the shadow gives no opinion).
+"""
+
+import sys
+import types
+
+BUDGET = 100000
+HEAPTYPE, IMMUTABLE = 1 << 9, 1 << 8
+SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes, type(Ellipsis), type(NotImplemented)})
+
+
+class Opaque:
+    """A value the shadow does not open (a library or test object, or of a type Python code cannot
+    alter): compared with the real operator against the other side's canonical data."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+    def __hash__(self):
+        return 0
+
+    def _o(self, other, _type=type):
+        return other.v if _type(other) is Opaque else other
+
+    def __eq__(self, other):
+        return self.v == self._o(other)
+
+    def __ne__(self, other):
+        return self.v != self._o(other)
+
+    def __lt__(self, other):
+        return self.v < self._o(other)
+
+    def __le__(self, other):
+        return self.v <= self._o(other)
+
+    def __gt__(self, other):
+        return self.v > self._o(other)
+
+    def __ge__(self, other):
+        return self.v >= self._o(other)
+
+    def __contains__(self, item):
+        return self._o(item) in self.v
+
+
+class Obj:
+    """An object of a repository class, as data: its qualified class name and its fields."""
+
+    __slots__ = ("f", "q")
+
+    def __init__(self, q, f):
+        self.q, self.f = q, f
+
+    def __hash__(self):
+        return hash(self.q)
+
+    def __eq__(self, other, _type=type):
+        return _type(other) is Obj and self.q == other.q and self.f == other.f
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+
+class Budget(Exception):
+    """The canonical walk went past :data:`BUDGET` nodes."""
+
+
+def classifier(libs, runner, tests, _type=type, _mods=sys.modules, _flags=type.__dict__["__flags__"].__get__,
+               _modname=type.__dict__["__module__"].__get__, _qual=type.__dict__["__qualname__"].__get__,
+               _mdict=types.ModuleType.__dict__["__dict__"].__get__, _cdict=type.__dict__["__dict__"].__get__,
+               _mro=type.__dict__["__mro__"].__get__, _module=types.ModuleType, _get=dict.get,
+               _pget=types.MappingProxyType.get, _str=str):
+    """``kind(t)``: ``"opaque"`` for a type Python code cannot alter (static or immutable) or a class
+    found under its own name in a library module (``libs`` folders; not a runner module, whose file
+    starts with ``runner``) or a test module (under ``tests``); ``"object"`` otherwise (repository
+    and runner classes)."""
+    def kind(t):
+        fl = _flags(t)
+        if not fl & HEAPTYPE or fl & IMMUTABLE:
+            return "opaque"
+        try:
+            m = _get(_mods, _modname(t))
+            if _type(m) is not _module:
+                return "object"
+            d = _mdict(m)
+            f = _get(d, "__file__")
+            if _type(f) is not _str or f.startswith(runner) or not f.startswith((*libs, tests)):
+                return "object"
+            found = None
+            for part in _qual(t).split("."):
+                found = _get(d, part) if _type(d) is dict else _pget(d, part)
+                if found is None or type not in _mro(_type(found)):
+                    return "object"
+                d = _cdict(found)
+            return "opaque" if found is t else "object"
+        except Exception:  # noqa: BLE001 - anything odd is the repository's
+            return "object"
+    return kind
+
+
+BASES = (int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+NUMBERS = (int, float, complex)
+SCALAR_IDS = frozenset(id(t) for t in SCALARS)
+BASE_IDS = tuple((id(b), b) for b in BASES)
+FAST_IDS = frozenset(id(t) for t in (type(None), bool, int, float, str, bytes))   # compared as they are
+
+
+def _fields(x, t, out, c, _type=type, _mro=type.__dict__["__mro__"].__get__, _cdict=type.__dict__["__dict__"].__get__,
+            _pget=types.MappingProxyType.get, _gs=types.GetSetDescriptorType, _md=types.MemberDescriptorType,
+            _str=str, _tuple=tuple, _dict=dict):
+    """``out`` filled with the canonical (``c``) instance dict and slots of ``x`` (of type ``t``), read
+    through the descriptors of ``t``'s classes (no property or ``__getattribute__`` of theirs runs)."""
+    for k in _mro(t):
+        cd = _cdict(k)
+        d = _pget(cd, "__dict__")
+        if _type(d) is _gs and "__dict__" not in out:
+            inst = d.__get__(x, t)
+            if _type(inst) is _dict:
+                out["__dict__"] = c(inst)
+        names = _pget(cd, "__slots__")
+        for name in (names,) if _type(names) is _str else names if _type(names) is _tuple else ():
+            m = _pget(cd, name) if _type(name) is _str else None
+            if _type(m) is _md:
+                try:
+                    out["." + name] = c(m.__get__(x, t))
+                except AttributeError:
+                    pass
+    return out
+
+
+def canonical(kind, _type=type, _id=id, _mro=type.__dict__["__mro__"].__get__, _fields=_fields,
+              _qual=type.__dict__["__qualname__"].__get__, _modname=type.__dict__["__module__"].__get__,
+              _scalars=SCALAR_IDS, _bases=BASE_IDS, _budget=BUDGET,
+              _obj=Obj, _opaque=Opaque, _big=Budget, _str=str, _tuple=tuple, _frozenset=frozenset, _list=list,
+              _dict=dict, _set=set, _int=int, _float=float, _complex=complex, _bytes=bytes):
+    """``canon(*values)``: the canonical data of ``values`` (one walk, one memo, one budget: the same
+    object on both sides stays the same canonical object); see the module docstring."""
+    def run(*values):
+        memo, n = {}, [0]
+
+        def c(x):
+            t = _type(x)
+            if _id(t) in _scalars:
+                return x
+            n[0] += 1
+            if n[0] > _budget:
+                raise _big
+            hit = memo.get(_id(x))
+            if hit is not None:
+                return hit[1]
+            base = next((b for k in _mro(t) for i, b in _bases if i == _id(k)), None)
+            if base is _int or base is _float or base is _complex:
+                out = base.__pos__(x)
+            elif base is _str:
+                out = _str.__str__(x)
+            elif base is _bytes:
+                out = _bytes.__bytes__(x)
+            elif base is _list:
+                out = []
+                memo[_id(x)] = (x, out)
+                for item in _list.__iter__(x):
+                    out.append(c(item))
+            elif base is _tuple:
+                out = _tuple(c(item) for item in _tuple.__iter__(x))
+            elif base is _dict:
+                out = {}
+                memo[_id(x)] = (x, out)
+                for k, v in _dict.items(x):
+                    out[c(k)] = c(v)
+            elif base is _set or base is _frozenset:
+                out = _frozenset(c(item) for item in base.__iter__(x))
+            elif kind(t) == "opaque":
+                out = _opaque(x)
+            else:
+                out = _obj(_str(_modname(t)) + "." + _str(_qual(t)), None)
+                memo[_id(x)] = (x, out)
+                out.f = _fields(x, t, {}, c)
+            memo[_id(x)] = (x, out)
+            return out
+        return tuple(c(v) for v in values)
+    return run
