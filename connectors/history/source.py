@@ -306,10 +306,13 @@ class _Miner:
                               **ctx.metadata(self.opts.context)})
 
     def _validate(self, tasks: list[Task]) -> list[Task]:
+        from sdk.rewards.change import calibrate
         from sdk.rewards.config import RewardConfig
         from sdk.rewards.tiered import score_batch
 
         results = score_batch(tasks, [f"```diff\n{t.reference}```" for t in tasks], self.sandbox, RewardConfig())
+        tasks, results = calibrate(tasks, results, lambda ts: score_batch(
+            ts, [f"```diff\n{t.reference}```" for t in ts], self.sandbox, RewardConfig()))
         kept = []
         for task, res in zip(tasks, results):
             if res.status.value == "ok" and res.score is not None and res.score >= 1.0 - 1e-9:

@@ -57,7 +57,7 @@ from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits
 from sdk.sandbox.languages.goguard import unguarded_go
-from sdk.tasks.change import ChangeVerifier, module_groups
+from sdk.tasks.change import ChangeVerifier, exempt_site, module_groups
 from sdk.tasks.records import Task
 from sdk.types import Framework, Language
 
@@ -85,7 +85,8 @@ def run_request(verifier: ChangeVerifier, files: dict[str, str], test_files: lis
     framework = Framework.PYTEST_REPO if verifier.framework == Framework.PYTEST else verifier.framework
     return ExecRequest(language=verifier.language, framework=framework, solution="",
                        tests={p: verifier.tests[p] for p in test_files}, files={**files, **verifier.support},
-                       target_path=verifier.target_path, limits=base, requirements=verifier.requirements)
+                       target_path=verifier.target_path, limits=base, requirements=verifier.requirements,
+                       shadow_exempt=verifier.shadow_exempt)
 
 
 def test_groups(verifier: ChangeVerifier) -> list[tuple[list[str], bool]]:
@@ -219,3 +220,23 @@ def finish(task: Task, plan: ChangePlan, results: list[ExecResult], weights: Rew
                         exec_status=main.status, detail=detail,
                         fail_to_pass_failing=tuple(t for t, ok in f2p.items() if not ok),
                         pass_to_pass_broken=tuple(broken))
+
+
+def calibrate(tasks: list[Task], results: list[RewardResult], rescore, rounds: int = 4) -> tuple[list[Task], list[RewardResult]]:
+    """Tasks whose reference is flagged only by a shadow comparison (an honest ``__eq__`` over some
+    fields, a value equal to an int: ``_runner/tl_shadow.py``) get that site in their verifier's
+    ``shadow_exempt`` and are scored again (``rescore(tasks) -> results``), up to ``rounds`` times
+    (one site per flagged run and round); the others are kept as they are."""
+    tasks, results = list(tasks), list(results)
+    for _ in range(rounds):
+        redo = {}
+        for i, (task, res) in enumerate(zip(tasks, results)):
+            site = exempt_site(res.detail) if set(res.flags) == {"always_equal"} else None
+            if site and isinstance(task.verifier, ChangeVerifier) and site not in task.verifier.shadow_exempt:
+                redo[i] = task.model_copy(update={"verifier": task.verifier.model_copy(
+                    update={"shadow_exempt": (*task.verifier.shadow_exempt, site)})})
+        if not redo:
+            break
+        for i, res in zip(redo, rescore(list(redo.values()))):
+            tasks[i], results[i] = redo[i], res
+    return tasks, results

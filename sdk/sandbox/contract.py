@@ -86,6 +86,8 @@ class ExecRequest(BaseModel):
             of the sandboxed ``sys.path``. Empty: the standard library and pytest only. For JavaScript/
             TypeScript: npm ``name@spec`` strings, installed with the lockfile among ``files``
             (:mod:`sdk.sandbox.npmdeps`) into a read-only ``node_modules`` beside the task.
+        shadow_exempt: ``pytest_repo`` only: comparison sites (``file:line:col``) of the test files
+            whose shadow (``_runner/tl_shadow.py``) is not flagged (the reference's own disagree).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -100,6 +102,7 @@ class ExecRequest(BaseModel):
     prelude: str = ""
     limits: Limits = Field(default_factory=Limits)
     requirements: tuple[str, ...] = ()
+    shadow_exempt: tuple[str, ...] = ()
 
     def cache_key(self) -> str:
         """sha256 over everything that can change the verdict (code, tests, language, limits)."""

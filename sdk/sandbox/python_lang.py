@@ -111,7 +111,7 @@ def plan(req: ExecRequest) -> Plan | ExecResult:
     nonce = secrets.token_hex(16)
     payload = {"nonce": nonce, "mode": MODES[req.framework],
                "tests": dict(req.tests), "conftests": conftests, "test_path": tests[0], "target": req.target_path,
-               "entry": req.entry_point,
+               "entry": req.entry_point, "shadow_exempt": list(req.shadow_exempt),
                "limits": req.limits.model_dump()}
     if req.target_path in req.files:   # the task's own file, for its value classes (harness only: stdin)
         payload["original"] = req.files[req.target_path]

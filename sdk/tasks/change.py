@@ -22,6 +22,7 @@ its union.
 from __future__ import annotations
 
 import fnmatch
+import re
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -78,6 +79,16 @@ def module_groups(paths: list[str]) -> list[list[str]]:
     return groups
 
 
+SHADOW_SITE = re.compile(r"\bshadow (\S+:\d+:\d+): ")
+
+
+def exempt_site(detail: str) -> str | None:
+    """The test site named by a shadow comparison's ``always_equal`` flag in a reward's ``detail``
+    (``... shadow tests/t.py:12:4: A == int says yes ...``), or None."""
+    m = SHADOW_SITE.search(detail or "")
+    return m.group(1) if m else None
+
+
 class ChangeVerifier(Frozen):
     """Judge a unified diff against the repository at the parent commit (see the module docstring).
 
@@ -95,6 +106,10 @@ class ChangeVerifier(Frozen):
             patched, are support files of the run; see :mod:`sdk.rewards.change` for what that means).
         timeout_s: wall-clock seconds for one run of the tests.
         requirements: pip requirements the tests need, installed by :mod:`sdk.sandbox.deps`.
+        shadow_exempt: comparison sites (``tests/test_x.py:12:4``) of the tests whose shadow
+            comparison (``_runner/tl_shadow.py``) is not flagged: where the reference's own values
+            disagree with their canonical data (an honest ``__eq__`` over some fields), found when
+            the reference is validated (:func:`exempt_site`).
     """
 
     kind: Literal["change"] = "change"
@@ -110,6 +125,7 @@ class ChangeVerifier(Frozen):
     target_path: str = "_tl_change.py"
     timeout_s: float = 60.0
     requirements: tuple[str, ...] = ()
+    shadow_exempt: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> ChangeVerifier:

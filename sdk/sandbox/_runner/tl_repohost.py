@@ -69,7 +69,7 @@ def start(payload, cwd, folder):
     tests = sorted(payload["tests"])
     support = sorted(p for p in payload.get("conftests", {}) if p.endswith(".py") and p not in payload["tests"])
     head = {"nonce": nonce, "fd": wfd, "folder": folder, "tests": tests, "support": support, "cwd": cwd,
-            "path": list(payload.get("path", [])),
+            "path": list(payload.get("path", [])), "shadow_exempt": list(payload.get("shadow_exempt") or []),
             "args": ARGS + ["--rootdir", folder, "--confcutdir", folder, "-c", os.path.join(folder, "pytest.ini")]
             + [os.path.join(folder, p) for p in tests]}
     proc = subprocess.Popen([sys.executable, "-I", "-S", "-B", os.path.join(HERE, "tl_repo.py")], cwd=cwd,

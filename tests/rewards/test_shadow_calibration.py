@@ -1,0 +1,58 @@
+"""Shadow comparisons calibrated on the reference (issue 14, ``_runner/tl_shadow.py``): a change task
+whose reference has an honest non-structural ``==`` (a value class equal to a plain int) is flagged at
+that comparison until mining records the site in ``ChangeVerifier.shadow_exempt``
+(:func:`sdk.rewards.change.calibrate`, run by the git_history source); then the reference scores 1.0 unflagged, while the
+same test's other comparisons stay shadowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdk.rewards.change import calibrate
+from sdk.rewards.config import RewardConfig
+from sdk.rewards.tiered import score_batch
+from sdk.tasks.change import ChangeVerifier, exempt_site
+from sdk.tasks.records import Message, Source, Task
+from tests.connectors.history_repo import OPS, TEST_TEXT
+from tests.rewards.test_change_reward import INIT
+from tests.rewards.test_redteam_round4 import _mul
+
+# mul returns a value class whose == compares its number with a plain int (honest, not structural)
+MONEY = ("", "", "class Money:", "    def __init__(self, v):", "        self.v = v", "", "    def __eq__(self, o):",
+         "        return self.v == (o.v if isinstance(o, Money) else o)", "", "    __hash__ = None")
+REFERENCE = _mul("    return Money(a * b)", extra=MONEY)
+TEST = ("def test_mul():\n    from calc import mul\n    assert mul(2, 3) == 6\n"
+        "    assert [mul(1, 1).v] == [1]\n")
+# a liar at the test's other comparison (the list of .v values), not the exempt one
+LIAR = _mul("    return Money(a * b)", extra=(*MONEY, "", "", "class _L(int):", "    __hash__ = int.__hash__", "",
+                                            "    def __eq__(self, o):", "        return True", "", "",
+                                            "Money.__init__ = lambda self, v: setattr(self, 'v', _L(v + 1))"))
+
+
+def _task(exempt: tuple[str, ...] = ()) -> Task:
+    verifier = ChangeVerifier(files={"calc/__init__.py": INIT, "calc/ops.py": OPS},
+                              tests={"tests/test_ops.py": TEST, "tests/test_text.py": TEST_TEXT},
+                              fail_to_pass=("tests/test_ops.py::test_mul",),
+                              pass_to_pass=("tests/test_text.py::test_concat",), shadow_exempt=exempt)
+    return Task(domain="python/calc", prompt=(Message(role="user", content="Add mul"),), verifier=verifier,
+                reference=REFERENCE, source=Source(connector="git_history"))
+
+
+def test_exempt_site_reads_the_flag_detail():
+    assert exempt_site("always_equal: shadow tests/t.py:12:4: Money == int says yes, their ...") == "tests/t.py:12:4"
+    assert exempt_site("0/1 fail-to-pass pass") is None
+
+
+def test_the_reference_calibrates_and_other_comparisons_stay_shadowed(real_sandbox):
+    def rescore(tasks, diffs=None):
+        return score_batch(tasks, [f"```diff\n{d or t.reference}```\n" for t, d in
+                                   zip(tasks, diffs or [None] * len(tasks))], real_sandbox, RewardConfig())
+
+    first = rescore([_task()])
+    assert first[0].flags == ("always_equal",) and exempt_site(first[0].detail), first[0].detail
+    tasks, results = calibrate([_task()], first, rescore)
+    site = exempt_site(first[0].detail)
+    assert tasks[0].verifier.shadow_exempt == (site,)
+    assert results[0].score == pytest.approx(1.0) and not results[0].flags, results[0].detail
+    liar = rescore(tasks, [LIAR])[0]
+    assert "always_equal" in liar.flags and exempt_site(liar.detail) != site, liar.detail
