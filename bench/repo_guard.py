@@ -1,9 +1,10 @@
-"""What the run-time layers of change tasks cost (issue 14, ``sdk/sandbox/_runner/tl_rguard.py``).
+"""What the run-time layers of change tasks cost (issue 14, ``sdk/sandbox/_runner/tl_rguard.py``, and
+the shadow comparisons of ``tl_shadow.py``).
 
 Runs one pytest session of a call-dense test (a loop in the test's own frame: ``==`` on a
 repository function's result, ``in``, ``pytest.raises``) in a fresh interpreter with the witness
 armed as ``tl_repo`` arms it, once without the layers (the trace function of before: no opcode
-events, no probes, no stand-ins) and once with them, alternating, and prints the per-mode median
+events, no probes, no stand-ins, no shadow) and once with them, alternating, and prints the per-mode median
 time of the test's call phase (where the layers act; the session's setup is the same in both)
 and the ratio layers / without. Not a test: a figure for the README.
 
@@ -49,11 +50,15 @@ CHILD = """import os, sys, time
 sys.path[:0] = [{runner!r}, {root!r}]
 import pytest, tl_witness, tl_rguard
 folder, layers = {folder!r}, {layers}
+helpers = None
+if layers:   # the shadow comparisons, installed as tl_repo installs them (before the fingerprints)
+    import tl_proof, tl_shadow
+    helpers = tl_shadow.install(folder, tl_proof.libraries({root!r}, folder, sys.path), {runner!r} + os.sep)
 codes = tl_witness.test_codes(folder, ["test_dense.py"])
 marks = tl_rguard.marks(folder, ["test_dense.py"], tl_rguard.names()) if layers else None
 if layers:
     tl_rguard.signals()
-tl_witness.arm(os.open(os.devnull, os.O_WRONLY), "n" * 32, codes, {root!r}, marks)
+tl_witness.arm(os.open(os.devnull, os.O_WRONLY), "n" * 32, codes, {root!r}, marks, helpers)
 tracer = tl_witness.tracer(folder, {{"test_dense"}})
 
 

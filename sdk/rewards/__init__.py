@@ -47,9 +47,15 @@ Covered:
   with the witness's evidence that the genuine test function returned normally
   (``_runner/tl_witness.py``); a running test's frame (``sys._getframe``, ``inspect``, ``tb_frame``,
   ``gi_frame``, ``logging.currentframe``) or a test function's code (``__code__``, ``f_code``,
-  ``dis``) reaching repository code is ``runner_tampering`` (H4, ``_runner/tl_proof.py``). Layers
-  of ``_runner/tl_rguard.py``: before each ``==``/``!=``/``in`` of the test's own frame, its
-  operands' ``__eq__`` is probed with a stranger and a near value (``always_equal`` when it says
+  ``dis``) reaching repository code is ``runner_tampering`` (H4, ``_runner/tl_proof.py``). Shadow
+  comparisons (``_runner/tl_shadow.py``): after pytest's rewrite, each single comparison, ``+ - * /``
+  and ``self.assertEqual``-like call inside the test files' and conftests' functions is recomputed
+  on canonical data no repository code produces (builtin subclasses as their base values, repository
+  objects as class name and fields, library and test objects compared by their own trusted
+  operator); a yes the canonical data contradicts is ``always_equal`` unless the site is in
+  ``ChangeVerifier.shadow_exempt`` (where the reference's own values disagree, found at mining).
+  Layers of ``_runner/tl_rguard.py``: before each remaining ``==``/``!=``/``in`` of the test's own
+  frame, its operands' ``__eq__`` is probed with a stranger and a near value (``always_equal`` when it says
   yes); before the test's frame loads a pytest/unittest name the runner modules and the test
   module's own imported runner names are checked (``pytest.raises`` swapped and put back within the
   test, a test module's ``raises`` rebound: ``runner_tampering``); a signal
@@ -94,22 +100,20 @@ Not covered (known gaps):
   a boundary (only running the tests out of that process, as function tasks do, would be one).
   Open (strict xfails in ``tests/rewards/test_redteam_round4.py``): the test module's globals
   through ``sys.modules`` (a test's ``pytestmark`` parametrize table, constants); a ``_signal``
-  module made afresh through importlib (its handlers get the real frame); an ``__eq__`` that knows
-  the probes (answers them honestly, says yes otherwise) or counts its calls; comparisons outside
-  the test's own frame (``self.assertEqual``, a helper) or after its first 20,000 opcodes are not
-  probed; the layers' state is
+  module made afresh through importlib (its handlers get the real frame); the layers' state is
   reachable Python (bound as defaults; a changed ``__defaults__`` is flagged, a mutated object is
   not). Honest repository code that reads frames during a test, or a signal handler's frame, is
   flagged too; a conftest's ``pytest_assertrepr_compare`` is not called during the call (pytest's
   own diff is kept).
-  Also open (round 5, strict xfails in ``tests/rewards/test_redteam_round5.py``; each a wrong value
-  passing one idiomatic test at 1.0 unflagged): ``pytest.approx`` and ``abs(x - y) < eps`` decided by
-  the value's ``__rsub__``/``__sub__`` (only ``__eq__``/``__ne__`` are probed); a liar two container
-  levels deep; an ``__eq__`` that is library code (``typing.cast``, ``total_ordering``'s ``__ge__``
-  over a lying ``__lt__``: trusted, never probed); a class with no builtin base equal to any int
-  (probed with a stranger only); an ``==`` whose answer's truth value raises (numpy's idiom: taken
-  for a refusal); an ``__eq__`` that measures its stack depth or swaps its ``__class__`` when probed;
-  ``tl_rguard.Probe`` itself given a lying ``__eq__`` through ``sys.modules``.
+  Shadow comparisons leave open (``_runner/tl_shadow.py`` says each): the shadow helper rebound in
+  ``builtins`` and put back from an untraced frame (a helper function of the test module; strict
+  xfail in ``tests/rewards/test_redteam_round5.py``; seen in the test's own frame within its first
+  20,000 opcodes and at its return); a bare truth test (``assert x``), ``is``, augmented
+  assignment, comparisons at a test module's top level or in helper modules that are not test files
+  or conftests; a comparison past 100,000 canonical nodes, or one whose canonical data cannot be
+  ordered or hashed (no opinion); a repository value inside a library container the shadow does not
+  open (``deque``, an object of a library class), or a library class whose methods the repository
+  rebinds; a liar at a site of ``shadow_exempt`` (the reference's own disagreement there).
 - An honest solution too slow for every hidden input is flagged ``hardcoded_outputs``.
 - Code tasks have no format reward (only answer tasks). The brace-language duplicate scan is
   textual (no preprocessor, no macros; C++/Java overloads that differ only in parameter names

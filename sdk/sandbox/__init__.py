@@ -71,8 +71,9 @@ What is NOT isolated or not covered:
 
 - change tasks (``pytest_repo``): the repository's tests run in the candidate's process
   (``_runner/tl_repo.py``); the verdict is re-derived from the nonce-tagged evidence of an audit
-  hook (``_runner/tl_witness.py``) with run-time layers (``_runner/tl_rguard.py``), not a process
-  boundary: what they leave open is said once, in :mod:`sdk.rewards`;
+  hook (``_runner/tl_witness.py``) with run-time layers (``_runner/tl_rguard.py``) and shadow
+  comparisons of the test files (``_runner/tl_shadow.py``, ``ExecRequest.shadow_exempt``), not a
+  process boundary: what they leave open is said once, in :mod:`sdk.rewards`;
 
 - the warm supervisor serves many requests of its slot (issue 14's throughput): what a *test*
   changes in it carries over unless the fingerprint checked after each request sees it (modules,

@@ -151,8 +151,10 @@ HOLES = {  # name: why it gets through (strict xfails); the probe's holes are cl
 }
 # a lie that fires only when its __eq__ is called twice at different stack depths (the probe's call and the
 # test's): the shadow never calls it, so it never lies and is scored as the wrong answer it is (no flag to raise)
-# (the call-counting liar lies on every third call: the shadow makes none, so the test's one call is honest)
-NEVER_LIES = ("eq_by_stack_depth", "eq_counts_its_calls")
+# (the call-counting liar lies on every third call: the shadow makes none, so the test's one call is honest;
+# the class-swapping liar swaps only when the probe asks about a stranger, and the shadowed test frame has no
+# bare comparison left to probe)
+NEVER_LIES = ("eq_by_stack_depth", "eq_counts_its_calls", "class_swapped_by_the_probe")
 
 
 def _task(kind: str) -> Task:

@@ -30,7 +30,7 @@ class Opaque:
         return 0
 
     def _o(self, other, _type=type):
-        return other.v if _type(other) is Opaque else other
+        return other.v if _type(other) is _type(self) else other
 
     def __eq__(self, other):
         return self.v == self._o(other)
@@ -66,7 +66,7 @@ class Obj:
         return hash(self.q)
 
     def __eq__(self, other, _type=type):
-        return _type(other) is Obj and self.q == other.q and self.f == other.f
+        return _type(other) is _type(self) and self.q == other.q and self.f == other.f
 
     def __ne__(self, other):
         return not self.__eq__(other)
@@ -80,40 +80,52 @@ def classifier(libs, runner, tests, _type=type, _mods=sys.modules, _flags=type._
                _modname=type.__dict__["__module__"].__get__, _qual=type.__dict__["__qualname__"].__get__,
                _mdict=types.ModuleType.__dict__["__dict__"].__get__, _cdict=type.__dict__["__dict__"].__get__,
                _mro=type.__dict__["__mro__"].__get__, _module=types.ModuleType, _get=dict.get,
-               _pget=types.MappingProxyType.get, _str=str):
+               _pget=types.MappingProxyType.get, _str=str, _id=object.__hash__, _heap=HEAPTYPE,
+               _immutable=IMMUTABLE, _exc=Exception, _dict=dict):
     """``kind(t)``: ``"opaque"`` for a type Python code cannot alter (static or immutable) or a class
     found under its own name in a library module (``libs`` folders; not a runner module, whose file
     starts with ``runner``) or a test module (under ``tests``); ``"object"`` otherwise (repository
     and runner classes)."""
+    seen, where = {}, (*libs, tests)   # seen: classes judged "object" (a forged entry can only add flags)
+
     def kind(t):
         fl = _flags(t)
-        if not fl & HEAPTYPE or fl & IMMUTABLE:
+        if not fl & _heap or fl & _immutable:
             return "opaque"
+        hit = _get(seen, _id(t))
+        if hit is not None and hit[0] is t and hit[1] == "object":
+            return "object"
+        out = judge(t)
+        if out == "object":
+            seen[_id(t)] = (t, out)
+        return out
+
+    def judge(t):
         try:
             m = _get(_mods, _modname(t))
             if _type(m) is not _module:
                 return "object"
             d = _mdict(m)
             f = _get(d, "__file__")
-            if _type(f) is not _str or f.startswith(runner) or not f.startswith((*libs, tests)):
+            if _type(f) is not _str or f.startswith(runner) or not f.startswith(where):
                 return "object"
             found = None
             for part in _qual(t).split("."):
-                found = _get(d, part) if _type(d) is dict else _pget(d, part)
+                found = _get(d, part) if _type(d) is _dict else _pget(d, part)
                 if found is None or type not in _mro(_type(found)):
                     return "object"
                 d = _cdict(found)
             return "opaque" if found is t else "object"
-        except Exception:  # noqa: BLE001 - anything odd is the repository's
+        except _exc:  # anything odd is the repository's
             return "object"
     return kind
 
 
 BASES = (int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
 NUMBERS = (int, float, complex)
-SCALAR_IDS = frozenset(id(t) for t in SCALARS)
-BASE_IDS = tuple((id(b), b) for b in BASES)
-FAST_IDS = frozenset(id(t) for t in (type(None), bool, int, float, str, bytes))   # compared as they are
+SCALAR_IDS = frozenset(object.__hash__(t) for t in SCALARS)   # identity keys: builtins.id is audited
+BASE_IDS = {object.__hash__(b): b for b in BASES}
+FAST_IDS = frozenset(object.__hash__(t) for t in (type(None), bool, int, float, str, bytes))   # compared as they are
 
 
 def _fields(x, t, out, c, _type=type, _mro=type.__dict__["__mro__"].__get__, _cdict=type.__dict__["__dict__"].__get__,
@@ -139,9 +151,9 @@ def _fields(x, t, out, c, _type=type, _mro=type.__dict__["__mro__"].__get__, _cd
     return out
 
 
-def canonical(kind, _type=type, _id=id, _mro=type.__dict__["__mro__"].__get__, _fields=_fields,
+def canonical(kind, _type=type, _id=object.__hash__, _mro=type.__dict__["__mro__"].__get__, _fields=_fields,
               _qual=type.__dict__["__qualname__"].__get__, _modname=type.__dict__["__module__"].__get__,
-              _scalars=SCALAR_IDS, _bases=BASE_IDS, _budget=BUDGET,
+              _scalars=SCALAR_IDS, _bases=BASE_IDS, _bget=dict.get, _budget=BUDGET,
               _obj=Obj, _opaque=Opaque, _big=Budget, _str=str, _tuple=tuple, _frozenset=frozenset, _list=list,
               _dict=dict, _set=set, _int=int, _float=float, _complex=complex, _bytes=bytes):
     """``canon(*values)``: the canonical data of ``values`` (one walk, one memo, one budget: the same
@@ -159,7 +171,12 @@ def canonical(kind, _type=type, _id=id, _mro=type.__dict__["__mro__"].__get__, _
             hit = memo.get(_id(x))
             if hit is not None:
                 return hit[1]
-            base = next((b for k in _mro(t) for i, b in _bases if i == _id(k)), None)
+            base = _bget(_bases, _id(t))
+            if base is None and _id(t) not in _bases:
+                for k in _mro(t):
+                    base = _bget(_bases, _id(k))
+                    if base is not None:
+                        break
             if base is _int or base is _float or base is _complex:
                 out = base.__pos__(x)
             elif base is _str:
@@ -188,5 +205,5 @@ def canonical(kind, _type=type, _id=id, _mro=type.__dict__["__mro__"].__get__, _
                 out.f = _fields(x, t, {}, c)
             memo[_id(x)] = (x, out)
             return out
-        return tuple(c(v) for v in values)
+        return _tuple(c(v) for v in values)
     return run

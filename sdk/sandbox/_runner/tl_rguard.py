@@ -5,18 +5,20 @@ boundary: each closes a route a red-team cheat took (``tests/rewards/test_redtea
 says what it leaves open. Their state is bound as default arguments (replacing a runner function's
 ``__defaults__`` or ``__code__`` is flagged by the witness's hook), never read from module globals.
 
-- Comparisons (:func:`probe`, run by the test frame's trace function before each ``==``, ``!=`` or
-  ``in`` of a genuine test function, :func:`marks`): each local of the test's frame, and each item
-  of a local list, tuple, set or dict, whose class's ``__eq__`` (or ``__ne__``) is not a builtin
-  type's, nor genuine library or test code (the witness's hook decides, ``tl.lib``), is asked here
-  whether it equals a fresh object of a private class and, for a subclass of ``int``, ``float``,
-  ``complex``, ``str``, ``bytes`` or ``tuple``, a plain value one step from its own. An answer that
-  does not depend on its operand (``return type(o)``, an ``__eq__`` set on the class after it was
-  made) says yes: flagged ``always_equal``. Not covered: an ``__eq__`` that answers the probe
-  honestly and lies on a later call (counting its calls), comparisons made outside the test's
-  own frame (``self.assertEqual``, a helper function), and those after the first :data:`BUDGET`
-  opcodes of the test's frame (a long loop in the test's body: the cost stays bounded, measured
-  by ``bench/repo_guard.py``).
+- Comparisons: decided by the shadow of :mod:`tl_shadow` (the test files' comparisons, ``+ - * /``
+  and ``self.assertEqual``-like calls recomputed on canonical data; what it leaves open is said
+  there). Before each use of its helpers' names in a genuine test function's frame (:func:`marks`,
+  :data:`SHADOW`), within the first :data:`BUDGET` opcodes of that frame, the trace function checks
+  they are still the helpers (:func:`tl_shadow.guarded`: ``runner_tampering``), as the witness's hook
+  does when the test returns. The older probe (:func:`probe`) stays for the ``==``/``!=``/``in``
+  left in a test's frame (none after the shadow, but for code the shadow does not rewrite): each
+  local of the frame, and each item of a local container, whose class's ``__eq__`` (or ``__ne__``)
+  is neither a builtin type's nor genuine library or test code (``tl.lib``), is asked whether it
+  equals a fresh :class:`Probe` and, for a builtin subclass, a plain value one step from its own;
+  an answer that does not depend on its operand is ``always_equal``. Not covered by the probe
+  (covered by the shadow where it rewrites): an ``__eq__`` that answers the probe honestly and lies
+  later, comparisons outside the test's own frame, and those past the opcode budget (the cost stays
+  bounded, measured by ``bench/repo_guard.py``).
 - Runner names (:func:`marks`): before the test's frame loads a public name of pytest's or
   unittest's modules (``pytest.raises``...), the hook compares those modules with their state when
   armed (:func:`tl_proof.rebinding`, ``tl.step``), and the test module's own names bound to them at
@@ -181,7 +183,7 @@ def names():
 
 
 BUDGET = 20000   # opcode events traced per test frame: a loop in the test's own frame stays cheap after that
-COMPARE, LOAD = 2, 1
+COMPARE, LOAD, HELPER = 2, 1, 3
 
 
 def module_codes(path):
@@ -223,9 +225,10 @@ def marks(folder, modules, runner_names):
             todo.extend(c for c in code.co_consts if type(c) is types.CodeType)
             at = out.setdefault((code.co_filename, code.co_firstlineno, code.co_qualname, len(code.co_code)), {})
             for ins in dis.get_instructions(code):
-                if ins.opname == "CONTAINS_OP" or ins.opname == "COMPARE_OP" and ins.argval in ("==", "!=") \
-                        or ins.opname in LOADS and ins.argval in SHADOW:
+                if ins.opname == "CONTAINS_OP" or ins.opname == "COMPARE_OP" and ins.argval in ("==", "!="):
                     at[ins.offset] = COMPARE
+                elif ins.opname in LOADS and ins.argval in SHADOW:
+                    at[ins.offset] = HELPER
                 elif ins.opname in LOADS and ins.argval in runner_names:
                     at[ins.offset] = LOAD
     return types.MappingProxyType({k: types.MappingProxyType(v) for k, v in out.items() if v})

@@ -51,6 +51,7 @@ OPS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator
        lambda a, b: a in b, lambda a, b: a not in b, operator.add, operator.sub, operator.mul, operator.truediv)
 CMP = {ast.Eq: 0, ast.NotEq: 1, ast.Lt: 2, ast.LtE: 3, ast.Gt: 4, ast.GtE: 5, ast.In: 6, ast.NotIn: 7}
 ARITH = {ast.Add: 8, ast.Sub: 9, ast.Mult: 10, ast.Div: 11}
+SIGNS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "+", "-", "*", "/", "~=")   # by op, for the flag's text
 POSITIVE = frozenset({0, 2, 3, 4, 5, 6})   # the real answer True means "equal/ordered/contained"
 # unittest methods: name -> the shadow operator on their first two arguments (12: almost equal)
 ASSERTS = {"assertEqual": 0, "assertEquals": 0, "assertListEqual": 0, "assertTupleEqual": 0, "assertDictEqual": 0,
@@ -130,18 +131,30 @@ def _truth(r, cr, _type=type, _bool=bool, _opaque=Opaque, _obj=Obj):
     return _bool(r) if t is _opaque else None if t is _obj else _bool(cr)
 
 
+def _flat(x, _type=type, _id=object.__hash__, _fast=FAST_IDS, _len=len, _list=list, _tuple=tuple):
+    """True for an exact scalar, or a list or tuple of at most 64 exact scalars (checked inline)."""
+    t = _type(x)
+    if _id(t) in _fast:
+        return True
+    if t is not _list and t is not _tuple or _len(x) > 64:
+        return False
+    for item in x:
+        if _id(_type(item)) not in _fast:
+            return False
+    return True
+
+
 def helper(kind, exempt, flag=sys.audit, _ops=OPS, _type=type, _bool=bool, _len=len, _almost=_almost,
-           _qual=type.__dict__["__qualname__"].__get__,
-           _fast=FAST_IDS, _id=id, _seq=(list, tuple),
-           _positive=POSITIVE, _numbers=NUMBERS, _opaque=Opaque, truth=_truth, _exc=Exception):
+           _qual=type.__dict__["__qualname__"].__get__, _fast=FAST_IDS, _id=object.__hash__, _seq=(list, tuple),
+           _positive=POSITIVE, _numbers=NUMBERS, truth=_truth, _flat=_flat, _exc=Exception, _signs=SIGNS, _opaque=Opaque,
+           _enumerate=enumerate):
     """``(shadow, check_assert)``: the builtins ``__tl_shadow__`` and ``__tl_assert__`` (see the
     module docstring); ``kind`` is :func:`classifier`'s, ``exempt`` a frozenset of sites."""
     canon = canonical(kind)
 
     def say(site, a, op, b):
-        sign = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "+", "-", "*", "/", "~=")[op]
-        flag("tl.flag", "always_equal",
-             f"shadow {site}: {_qual(_type(a))} {sign} {_qual(_type(b))} says yes, their canonical values say no")
+        flag("tl.flag", "always_equal", f"shadow {site}: {_qual(_type(a))} {_signs[op]} {_qual(_type(b))} says yes, "
+                                        "their canonical values say no")
 
     def check(site, op, a, b, r):
         ca, cb, cr = canon(a, b, r)
@@ -153,7 +166,7 @@ def helper(kind, exempt, flag=sys.audit, _ops=OPS, _type=type, _bool=bool, _len=
             return
         if _type(r) is not _bool and _type(cr) in _seq and _type(ca) in _seq and _len(cr) == _len(ca):
             other = cb if _type(cb) in _seq and _len(cb) == _len(ca) else None
-            for i, x in enumerate(ca):
+            for i, x in _enumerate(ca):
                 got = truth(cr[i].v if _type(cr[i]) is _opaque else None, cr[i])
                 want = _ops[op](x, cb if other is None else other[i])
                 if _type(want) is _bool and got is not None and got != want and (got if op in _positive else want):
@@ -167,6 +180,8 @@ def helper(kind, exempt, flag=sys.audit, _ops=OPS, _type=type, _bool=bool, _len=
     def shadow(site, op, a, b):
         r = _ops[op](a, b)
         if (_id(_type(a)) in _fast and _id(_type(b)) in _fast) or site in exempt:
+            return r
+        if _type(r) is _bool and _flat(a) and _flat(b):   # flat builtin values: nothing to shadow, no call
             return r
         try:
             check(site, op, a, b, r)
@@ -219,25 +234,25 @@ def install(folder, libs, runner, exempt=(), _builtins=builtins):
 SHADOWED = []   # the tests folder once installed: tl_rguard.module_codes shadows its plain compile too
 
 
-def intact(frame, want, _get=dict.get, _type=type, _names=NAMES):
+def intact(frame, want, _get=dict.get, _type=type, _names=NAMES, _dict=dict):
     """True when neither helper name is shadowed by ``frame``'s globals and its builtins hold ``want``
     (the two helpers, in :data:`NAMES` order)."""
     g, b = frame.f_globals, frame.f_builtins
-    if _type(g) is not dict or _type(b) is not dict:
+    if _type(g) is not _dict or _type(b) is not _dict:
         return False
-    return all(_get(g, n) is None and _get(b, n) is w for n, w in zip(_names, want))
+    return _get(g, _names[0]) is None and _get(g, _names[1]) is None and _get(b, _names[0]) is want[0] \
+        and _get(b, _names[1]) is want[1]
 
 
 def guarded(shadow, probe, _audit=sys.audit, _intact=intact):
     """What the armed trace function (:func:`tl_witness.local`) runs before a comparison mark of a
     test's frame (:func:`tl_rguard.marks`): with the helpers ``shadow`` (:func:`install`'s; ``None``:
     not shadowed), flag ``runner_tampering`` when the frame would not reach them by their names
-    (:func:`intact`); then ``probe`` (:func:`tl_rguard.probe`)."""
-    if shadow is None:
-        return probe
-
-    def check(frame, _want=tuple(shadow), _probe=probe):
-        if not _intact(frame, _want):
+    (:func:`intact`) before a helper's name (mark 3); ``probe`` (:func:`tl_rguard.probe`) before a
+    comparison (mark 2). Called as ``check(frame, kind)``."""
+    def check(frame, kind, _want=tuple(shadow) if shadow is not None else None, _probe=probe):
+        if kind != 3:
+            _probe(frame)
+        elif _want is not None and not _intact(frame, _want):
             _audit("tl.flag", "runner_tampering", "the shadow helpers were rebound while a test ran")
-        _probe(frame)
     return check

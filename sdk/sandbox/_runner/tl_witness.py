@@ -165,8 +165,8 @@ def local(frame, event, arg, _audit=sys.audit, _settrace=sys.settrace, _state=No
             kind = _state[1].get(frame.f_lasti)
             if kind == 1:
                 _audit("tl.step")
-            elif kind == 2:
-                _probe(frame)
+            elif kind:   # 2: a comparison (probed), 3: a shadow helper's name (tl_shadow.guarded)
+                _probe(frame, kind)
         return local if _self is None else _self
     if event == "return":
         if _SEEKING:
