@@ -233,8 +233,8 @@ def calibrate(tasks: list[Task], results: list[RewardResult], rescore, rounds: i
         for i, (task, res) in enumerate(zip(tasks, results)):
             site = exempt_site(res.detail) if set(res.flags) == {"always_equal"} else None
             if site and isinstance(task.verifier, ChangeVerifier) and site not in task.verifier.shadow_exempt:
-                redo[i] = task.model_copy(update={"verifier": task.verifier.model_copy(
-                    update={"shadow_exempt": (*task.verifier.shadow_exempt, site)})})
+                redo[i] = task.with_(verifier=task.verifier.model_copy(   # with_: a new content-hash id
+                    update={"shadow_exempt": (*task.verifier.shadow_exempt, site)}))
         if not redo:
             break
         for i, res in zip(redo, rescore(list(redo.values()))):

@@ -10,6 +10,7 @@ import pytest
 
 from sdk.rewards.change import calibrate
 from sdk.rewards.config import RewardConfig
+from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.rewards.tiered import score_batch
 from sdk.tasks.change import ChangeVerifier, exempt_site
 from sdk.tasks.records import Message, Source, Task
@@ -41,6 +42,17 @@ def _task(exempt: tuple[str, ...] = ()) -> Task:
 def test_exempt_site_reads_the_flag_detail():
     assert exempt_site("always_equal: shadow tests/t.py:12:4: Money == int says yes, their ...") == "tests/t.py:12:4"
     assert exempt_site("0/1 fail-to-pass pass") is None
+
+
+def test_a_calibrated_task_gets_its_new_content_hash_id():
+    """A task that stays flagged after calibration is quarantined with its new verifier: its id is the
+    new content's hash (git_history on toolz failed here: 'task id ... does not match its content hash')."""
+    flagged = RewardResult(score=0.0, status=RewardStatus.SUSPECTED_HACKING, flags=("always_equal",),
+                           detail="always_equal: shadow tests/test_ops.py:3:11: Money == int says yes, ...")
+    tasks, results = calibrate([_task()], [flagged], lambda ts: [flagged for _ in ts])
+    assert tasks[0].verifier.shadow_exempt == ("tests/test_ops.py:3:11",) and results == [flagged]
+    assert tasks[0].id == tasks[0].content_hash() != _task().id
+    assert Task.model_validate(tasks[0].model_dump()) == tasks[0]
 
 
 def test_the_reference_calibrates_and_other_comparisons_stay_shadowed(real_sandbox):
