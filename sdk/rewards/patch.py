@@ -20,6 +20,10 @@ from pathlib import Path
 
 _FENCE = re.compile(r"```(?:diff|patch|udiff)?[^\n`]*\n(.*?)```", re.DOTALL)  # no ` in the info string:
 # with [^\n]* a run of backticks without a newline was quadratic (200k backticks: 23 s, now 6 ms)
+# fences on lines of their own: a diff's own lines start with ' ', '+', '-', '@', '\\' or a header word,
+# so a line that starts with ``` ends the block, while ``` inside a changed Markdown file or docstring
+# (`` ```go`` in a README hunk) does not (the loose pattern above cut such a diff short)
+_LINE_FENCE = re.compile(r"^```(?:diff|patch|udiff)?[^\n`]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _GIT_HEADER = re.compile(r"^diff --git (?:\"?a/)?(\S+?)\"? (?:\"?b/)?(\S+?)\"?$")
 _BINARY = re.compile(r"^(?:GIT binary patch|Binary files )", re.MULTILINE)
 _MODES = re.compile(r"^(?:new file |deleted file |new |old )?mode (120000|160000)", re.MULTILINE)
@@ -54,11 +58,12 @@ class Applied:
 
 def extract_diff(completion: str) -> str | None:
     """The unified diff in ``completion``: the first fenced block that looks like one (```diff,
-    ```patch or a bare fence), else the text from the first ``diff --git`` / ``--- `` line;
-    None when there is none."""
-    for block in _FENCE.findall(completion):
-        if _looks_like_diff(block):
-            return block
+    ```patch or a bare fence; fences on lines of their own first, so a hunk holding ``` stays
+    whole), else the text from the first ``diff --git`` / ``--- `` line; None when there is none."""
+    for pattern in (_LINE_FENCE, _FENCE):   # fences on their own lines first, then anywhere
+        for block in pattern.findall(completion):
+            if _looks_like_diff(block):
+                return block
     lines = completion.splitlines(keepends=True)
     for i, line in enumerate(lines):
         if line.startswith("diff --git ") or (line.startswith("--- ") and i + 1 < len(lines)

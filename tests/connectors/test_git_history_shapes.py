@@ -51,3 +51,23 @@ def test_a_test_module_with_a_docstring_collects_and_makes_a_task(tmp_path, sand
     assert [q.reason for q in result.quarantined] == []
     assert [t.source.commit for t in result.tasks] == [shas[1]]
     assert result.tasks[0].verifier.fail_to_pass == ("test_text.py::test_shout",)
+
+
+README = "# text\n\n```python\nfrom text import shout\nshout('a')\n```\n"
+
+
+def test_a_commit_that_changes_a_fenced_block_in_markdown_keeps_its_whole_reference(tmp_path, sandbox):
+    """The reference travels as a ```diff block; a hunk line holding ``` (a README's code fence) once
+    ended that block early: ``reference_fails`` (``patch failed: README.md``)."""
+    shas, result = mine(tmp_path, [
+        ({"text.py": "def shout(s):\n    return s.upper()\n", "README.md": README,
+          "tests/test_text.py": "from text import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A'\n"},
+         "Initial"),
+        ({"text.py": "def shout(s):\n    return s.upper() + '!'\n",
+          "README.md": README.replace("```python", "```py").replace("```\n", "```\n\nNow with a bang.\n"),
+          "tests/test_text.py": "from text import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A!'\n"},
+         "Shout with a bang"),
+    ], sandbox)
+    assert [q.reason for q in result.quarantined] == []
+    task = result.tasks[0]
+    assert task.source.commit == shas[1] and "+```py\n" in task.reference and "README.md" in task.reference
