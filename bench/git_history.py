@@ -52,6 +52,31 @@ def bare_pytest(repo: Path, sha: str, test_files: list[str]) -> float:
         return time.perf_counter() - start
 
 
+def _record_shadow_flags() -> list[tuple[str, list[str], str]]:
+    """Wrap ``sdk.rewards.change.calibrate`` (the source imports it at call time) so that every flagged
+    reference result it sees, before and during calibration, is recorded: ``(commit, flags, detail)``."""
+    from sdk.rewards import change
+
+    seen: list[tuple[str, list[str], str]] = []
+    real = change.calibrate
+
+    def note(tasks, results):
+        for task, res in zip(tasks, results):
+            if res.flags:
+                seen.append((task.source.commit if task.source else "?", list(res.flags), res.detail or ""))
+
+    def calibrate(tasks, results, rescore, rounds=4):
+        note(tasks, results)
+
+        def again(ts):
+            out = rescore(ts)
+            note(ts, out)
+            return out
+        return real(tasks, results, again, rounds)
+    change.calibrate = calibrate
+    return seen
+
+
 def print_mining(repo: Path, counts: dict, tasks: list, quarantined: list, took: float | None) -> int:
     """Print commits scanned / skipped, tasks built, quarantined by reason, the split and sizes;
     with ``took`` (seconds) the mining time per commit. Returns the number of candidate commits."""
@@ -65,6 +90,12 @@ def print_mining(repo: Path, counts: dict, tasks: list, quarantined: list, took:
         example = next(q.reason for q in quarantined if q.reason.startswith(reason))
         shas = [q.source.commit[:10] for q in quarantined if q.reason.startswith(reason) and q.source][:4]
         print(f"  {reason}: {n}   e.g. {example[:160]!r}  commits {' '.join(shas)}")
+    for q in quarantined:
+        if q.reason.startswith("reference_fails"):
+            print(f"  reference_fails {q.source.commit[:10] if q.source else '?'}: {q.reason[:400]!r}")
+    calibrated = [t for t in tasks if getattr(t.verifier, "shadow_exempt", ())]
+    print(f"references calibrated (shadow_exempt non-empty): {len(calibrated)} of {len(tasks)}"
+          + "".join(f"\n  {t.source.commit[:10]}: {', '.join(t.verifier.shadow_exempt)}" for t in calibrated))
     splits = Counter(t.split for t in tasks)
     print(f"split: train {splits[Split.TRAIN]}, held-out {splits[Split.HELDOUT]} (held-out commits are the newest)")
     if tasks:
@@ -125,6 +156,7 @@ def main() -> None:
     sandbox = make_sandbox(SandboxConfig(concurrency=args.concurrency, cache=False))
     opts = {"path": str(args.repo.resolve()), "max_commits": args.max_commits, "reruns": args.reruns,
             "max_tasks": args.max_tasks}
+    flagged = _record_shadow_flags()
     start = time.perf_counter()
     try:
         result = GitHistorySource(opts, Path.cwd(), "python/history", sandbox=sandbox).read()
@@ -132,6 +164,8 @@ def main() -> None:
         sandbox.close()
     took = time.perf_counter() - start
     candidates = print_mining(args.repo, result.counts, result.tasks, result.quarantined, took)
+    print(f"shadow flags on references before calibration: {len(flagged)}"
+          + "".join(f"\n  {sha[:10]} {flags}: {detail[:300]!r}" for sha, flags, detail in flagged))
     if result.tasks:
         last = result.tasks[-1]
         base = bare_pytest(args.repo, last.source.commit, sorted(last.verifier.tests))

@@ -57,7 +57,7 @@ from sdk.rewards.patch import PatchError, apply_diff, extract_diff, split_diff
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, Limits
 from sdk.sandbox.languages.goguard import unguarded_go
-from sdk.tasks.change import ChangeVerifier, exempt_site, module_groups
+from sdk.tasks.change import ChangeVerifier, exempt_sites, module_groups
 from sdk.tasks.records import Task
 from sdk.types import Framework, Language
 
@@ -189,7 +189,9 @@ def finish(task: Task, plan: ChangePlan, results: list[ExecResult], weights: Rew
     hacks = [f for r in results for f in r.flags if f in HACKING_FLAGS]
     if hacks:
         return RewardResult(score=0.0, components=comp, status=RewardStatus.SUSPECTED_HACKING,
-                            flags=tuple(dict.fromkeys(plan.flags + hacks)), exec_status=main.status, detail=main.detail,
+                            flags=tuple(dict.fromkeys(plan.flags + hacks)), exec_status=main.status,
+                            detail="; ".join(dict.fromkeys(r.detail for r in results if r.detail and
+                                                           set(r.flags) & set(HACKING_FLAGS))) or main.detail,
                             fail_to_pass_failing=verifier.fail_to_pass)
     f2p: dict[str, bool] = {}
     p2p: dict[str, bool] = {}
@@ -226,15 +228,16 @@ def calibrate(tasks: list[Task], results: list[RewardResult], rescore, rounds: i
     """Tasks whose reference is flagged only by a shadow comparison (an honest ``__eq__`` over some
     fields, a value equal to an int: ``_runner/tl_shadow.py``) get that site in their verifier's
     ``shadow_exempt`` and are scored again (``rescore(tasks) -> results``), up to ``rounds`` times
-    (one site per flagged run and round); the others are kept as they are."""
+    (every site the flags' details name: up to 8 per run and round); the others are kept as they are."""
     tasks, results = list(tasks), list(results)
     for _ in range(rounds):
         redo = {}
         for i, (task, res) in enumerate(zip(tasks, results)):
-            site = exempt_site(res.detail) if set(res.flags) == {"always_equal"} else None
-            if site and isinstance(task.verifier, ChangeVerifier) and site not in task.verifier.shadow_exempt:
+            sites = exempt_sites(res.detail) if set(res.flags) == {"always_equal"} else ()
+            new = tuple(s for s in sites if s not in getattr(task.verifier, "shadow_exempt", sites))
+            if new and isinstance(task.verifier, ChangeVerifier):
                 redo[i] = task.with_(verifier=task.verifier.model_copy(   # with_: a new content-hash id
-                    update={"shadow_exempt": (*task.verifier.shadow_exempt, site)}))
+                    update={"shadow_exempt": (*task.verifier.shadow_exempt, *new)}))
         if not redo:
             break
         for i, res in zip(redo, rescore(list(redo.values()))):

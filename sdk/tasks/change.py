@@ -89,6 +89,12 @@ def exempt_site(detail: str) -> str | None:
     return m.group(1) if m else None
 
 
+def exempt_sites(detail: str) -> tuple[str, ...]:
+    """Every test site named by shadow comparisons' flags in ``detail`` (:func:`exempt_site`), in
+    order, each once (the runner keeps up to 8 per run; a reward joins its runs' details)."""
+    return tuple(dict.fromkeys(SHADOW_SITE.findall(detail or "")))
+
+
 class ChangeVerifier(Frozen):
     """Judge a unified diff against the repository at the parent commit (see the module docstring).
 

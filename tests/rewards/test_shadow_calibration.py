@@ -6,18 +6,23 @@ same test's other comparisons stay shadowed."""
 
 from __future__ import annotations
 
+import importlib
+import sys
+from pathlib import Path
+
 import pytest
 
 from sdk.rewards.change import calibrate
 from sdk.rewards.config import RewardConfig
 from sdk.rewards.result import RewardResult, RewardStatus
 from sdk.rewards.tiered import score_batch
-from sdk.tasks.change import ChangeVerifier, exempt_site
+from sdk.tasks.change import ChangeVerifier, exempt_site, exempt_sites
 from sdk.tasks.records import Message, Source, Task
 from tests.connectors.history_repo import OPS, TEST_TEXT
 from tests.rewards.test_change_reward import INIT
 from tests.rewards.test_redteam_round4 import _mul
 
+RUNNER = str(Path(__file__).resolve().parents[2] / "sdk" / "sandbox" / "_runner")
 # mul returns a value class whose == compares its number with a plain int (honest, not structural)
 MONEY = ("", "", "class Money:", "    def __init__(self, v):", "        self.v = v", "", "    def __eq__(self, o):",
          "        return self.v == (o.v if isinstance(o, Money) else o)", "", "    __hash__ = None")
@@ -53,6 +58,40 @@ def test_a_calibrated_task_gets_its_new_content_hash_id():
     assert tasks[0].verifier.shadow_exempt == ("tests/test_ops.py:3:11",) and results == [flagged]
     assert tasks[0].id == tasks[0].content_hash() != _task().id
     assert Task.model_validate(tasks[0].model_dump()) == tasks[0]
+
+
+def test_every_site_a_flag_names_is_exempted_at_once():
+    """A reward's detail names several shadow sites (each run keeps up to 8; toolz's test_curried.py
+    flagged a second site in its pass-to-pass run, which the first run's detail did not carry)."""
+    detail = ("always_equal: shadow tests/test_ops.py:3:11: Money == int says yes, ...; shadow tests/test_ops.py:4:11:"
+              " list == list says yes, ...; always_equal: shadow tests/test_text.py:9:4: curry != curry says yes")
+    flagged = RewardResult(score=0.0, status=RewardStatus.SUSPECTED_HACKING, flags=("always_equal",), detail=detail)
+    assert exempt_sites(detail) == ("tests/test_ops.py:3:11", "tests/test_ops.py:4:11", "tests/test_text.py:9:4")
+    calls = []
+    tasks, _ = calibrate([_task()], [flagged], lambda ts: calls.append(ts) or [flagged for _ in ts])
+    assert tasks[0].verifier.shadow_exempt == exempt_sites(detail) and len(calls) == 1
+
+
+def forwarded_flags(events: list[dict]) -> dict[str, str]:
+    """``tl_repohost.forward``'s flags for trusted ``events`` (then pytest's end)."""
+    sys.path.insert(0, RUNNER)
+    try:
+        tl_repohost = importlib.import_module("tl_repohost")
+    finally:
+        sys.path.remove(RUNNER)
+
+    class Chan:
+        def emit(self, **_):
+            pass
+    return tl_repohost.forward(Chan(), [(True, e) for e in events] + [(False, {"event": "end"})], 0)
+
+
+def test_the_runner_keeps_several_shadow_sites():
+    flags = forwarded_flags([{"event": "flag", "flag": "always_equal", "detail": f"shadow t.py:{n}:4: A == B says yes"}
+                             for n in range(12)] + [{"event": "flag", "flag": "runner_tampering", "detail": "x"},
+                                                    {"event": "flag", "flag": "runner_tampering", "detail": "y"}])
+    assert exempt_sites("always_equal: " + flags["always_equal"]) == tuple(f"t.py:{n}:4" for n in range(8))
+    assert flags["runner_tampering"] == "x"
 
 
 def test_the_reference_calibrates_and_other_comparisons_stay_shadowed(real_sandbox):
