@@ -5,10 +5,13 @@ a builtin subclass to its base value (read through the base type's slots), lists
 sets item by item, an object of a Python class defined outside the library folders (the repository,
 the runner) to an :class:`Obj` (qualified class name, its ``__dict__`` and slots read through the
 type's own descriptors), an object of a library or test class (:func:`classifier`), or of a type
-Python code cannot alter, to an :class:`Opaque` compared with the real operator (trusted). At most
+Python code cannot alter, to an :class:`Opaque` compared with the real operator (trusted; met by an :class:`Obj`, the
+library or test object's own operator answers, as a repository ``__eq__`` returning NotImplemented
+lets it). A ``functools.partial`` is opened as data (function, arguments, keywords). At most
 :data:`BUDGET` nodes per walk (past it :class:`Budget` is raised: the shadow gives no opinion).
 """
 
+import functools
 import sys
 import types
 
@@ -65,10 +68,14 @@ class Obj:
     def __hash__(self):
         return hash(self.q)
 
-    def __eq__(self, other, _type=type):
+    def __eq__(self, other, _type=type, _opaque=Opaque):
+        if _type(other) is _opaque:   # a library or test object decides, with its real operator (reflected)
+            return NotImplemented
         return _type(other) is _type(self) and self.q == other.q and self.f == other.f
 
-    def __ne__(self, other):
+    def __ne__(self, other, _type=type, _opaque=Opaque):
+        if _type(other) is _opaque:
+            return NotImplemented
         return not self.__eq__(other)
 
 
@@ -121,7 +128,10 @@ def classifier(libs, runner, tests, _type=type, _mods=sys.modules, _flags=type._
     return kind
 
 
-BASES = (int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+PARTIAL = functools.partial
+# functools.partial (a subclass too) is opened as data: its function, arguments and keywords (read through
+# its own member descriptors), so that two equal partials (toolz's curry holds one) are equal canonically
+BASES = (int, float, complex, str, bytes, list, tuple, dict, set, frozenset, PARTIAL)
 NUMBERS = (int, float, complex)
 SCALAR_IDS = frozenset(object.__hash__(t) for t in SCALARS)   # identity keys: builtins.id is audited
 BASE_IDS = {object.__hash__(b): b for b in BASES}
@@ -151,11 +161,18 @@ def _fields(x, t, out, c, _type=type, _mro=type.__dict__["__mro__"].__get__, _cd
     return out
 
 
+def _partial_fields(x, t, c, _fields=_fields, _func=PARTIAL.__dict__["func"].__get__,
+                    _args=PARTIAL.__dict__["args"].__get__, _kw=PARTIAL.__dict__["keywords"].__get__):
+    """A partial's (``x`` of type ``t``) canonical function, arguments, keywords and own fields (:func:`_fields`)."""
+    return _fields(x, t, {".func": c(_func(x)), ".args": c(_args(x)), ".keywords": c(_kw(x))}, c)
+
+
 def canonical(kind, _type=type, _id=object.__hash__, _mro=type.__dict__["__mro__"].__get__, _fields=_fields,
               _qual=type.__dict__["__qualname__"].__get__, _modname=type.__dict__["__module__"].__get__,
               _scalars=SCALAR_IDS, _bases=BASE_IDS, _bget=dict.get, _budget=BUDGET,
               _obj=Obj, _opaque=Opaque, _big=Budget, _str=str, _tuple=tuple, _frozenset=frozenset, _list=list,
-              _dict=dict, _set=set, _int=int, _float=float, _complex=complex, _bytes=bytes):
+              _dict=dict, _set=set, _int=int, _float=float, _complex=complex, _bytes=bytes, _partial=PARTIAL,
+              _pfields=_partial_fields):
     """``canon(*values)``: the canonical data of ``values`` (one walk, one memo, one budget: the same
     object on both sides stays the same canonical object); see the module docstring."""
     def run(*values):
@@ -197,12 +214,12 @@ def canonical(kind, _type=type, _id=object.__hash__, _mro=type.__dict__["__mro__
                     out[c(k)] = c(v)
             elif base is _set or base is _frozenset:
                 out = _frozenset(c(item) for item in base.__iter__(x))
-            elif kind(t) == "opaque":
+            elif base is not _partial and kind(t) == "opaque":
                 out = _opaque(x)
-            else:
+            else:   # a repository object, or a partial: as data
                 out = _obj(_str(_modname(t)) + "." + _str(_qual(t)), None)
                 memo[_id(x)] = (x, out)
-                out.f = _fields(x, t, {}, c)
+                out.f = _pfields(x, t, c) if base is _partial else _fields(x, t, {}, c)
             memo[_id(x)] = (x, out)
             return out
         return _tuple(c(v) for v in values)
