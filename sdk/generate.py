@@ -9,10 +9,14 @@ answer the reward parses is complete there, and everything after it is prose the
 reads (issue 15: "stop generation at the closing fence"). Each completion comes back with why it
 stopped: ``stop`` (closing fence), ``eos`` or ``length`` (field case E1).
 
-Greedy batches (``temperature == 0``) decode in :meth:`HFGenerator._greedy`, a loop that drops each
-finished row from the batch and its KV cache (``generate`` keeps computing a finished row, padding it,
-until the batch's longest row ends): the same tokens as ``generate`` (``tests/eval/test_eval_generation.py``),
-fewer row-steps when rows end at different lengths. Sampling keeps ``generate`` (its random draws).
+Batches decode in :meth:`HFGenerator._pruned`, a loop that drops each finished row from the batch and
+its KV cache (``generate`` keeps computing a finished row, padding it, until the batch's longest row
+ends): the same tokens as ``generate`` (``tests/eval/test_eval_generation.py``), fewer row-steps when
+rows end at different lengths. Greedy picks the argmax. Sampling draws as ``generate`` does, with its
+own logits processors (temperature, top-k), from a full-batch probability table in which finished rows
+are a certain pad: ``torch.multinomial`` draws row i from the generator's numbers for row i whatever the
+other rows hold, and one draw per step over the full batch consumes the generator as ``generate`` does,
+so a fixed seed gives ``generate``'s samples (tested over several batches).
 """
 
 from __future__ import annotations
@@ -106,7 +110,7 @@ class HFGenerator:
         temperature: 0 = greedy.
         seed: sampling seed.
         stop_at_fence: stop a sequence at its closing code fence (:class:`FenceStop`).
-        prune_done: greedy batches drop finished rows as they end (:meth:`_greedy`); False: ``generate``.
+        prune_done: batches drop finished rows as they end (:meth:`_pruned`); False: ``generate``.
     """
 
     streams_batches = True  # ``__call__`` takes ``on_batch`` (sdk.train.expert_iteration.sample_round uses it)
@@ -170,15 +174,16 @@ class HFGenerator:
             kwargs["temperature"] = self.temperature
         if self.stop_at_fence:
             kwargs["stopping_criteria"] = StoppingCriteriaList([FenceStop(self.tokenizer, prompt_len)])
-        if self.temperature <= 0 and self.prune_done:
-            return self._greedy(enc)
+        if self.prune_done:
+            return self._pruned(enc)
         with torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
         return [self._decode(row) for row in out[:, prompt_len:]]
 
-    def _greedy(self, enc) -> list[tuple[str, int, str]]:
-        """Greedy decoding of one left-padded batch, each row leaving the batch (and the KV cache) the
-        step it ends: EOS, or its closing fence (:func:`fence_closed_line`, as :class:`FenceStop`)."""
+    def _pruned(self, enc) -> list[tuple[str, int, str]]:
+        """Decoding of one left-padded batch, each row leaving the batch (and the KV cache) the step it
+        ends: EOS, or its closing fence (:func:`fence_closed_line`, as :class:`FenceStop`). Next tokens
+        come from :meth:`_picker` (argmax, or ``generate``'s sampling)."""
         import torch
         from transformers import DynamicCache
 
@@ -186,13 +191,14 @@ class HFGenerator:
         mask = enc["attention_mask"]
         pos = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # as generate's, for left padding
         cache, rows = DynamicCache(config=model.config), list(range(mask.shape[0]))
+        pick = self._picker(enc["input_ids"])
         new: list[list[int]] = [[] for _ in rows]
         with torch.inference_mode():
             out = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=pos, cache=cache,
                         use_cache=True, logits_to_keep=1)
             last = pos[:, -1:]
             for step in range(self.max_new_tokens):
-                nxt = out.logits[:, -1, :].argmax(-1)
+                nxt = pick(out.logits[:, -1, :], rows)
                 keep = []
                 for j, r in enumerate(rows):
                     new[r].append(int(nxt[j]))
@@ -209,6 +215,37 @@ class HFGenerator:
                 last = last + 1
                 out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=last, cache=cache, use_cache=True)
         return [self._decode(torch.tensor(ids)) for ids in new]
+
+    def _picker(self, prompt_ids) -> Callable:
+        """``pick(logits, rows) -> next tokens`` for the live ``rows`` (indices into the batch) from
+        their last-position ``logits``: the argmax when greedy; else ``generate``'s draw: its logits
+        processors for this config (temperature, top-k ...) on float32 logits, softmax, and one
+        ``torch.multinomial`` over the full batch, finished rows a certain pad (module docstring)."""
+        import torch
+
+        if self.temperature <= 0:
+            return lambda logits, rows: logits.argmax(-1)
+        model, pad = self.model, self.tokenizer.pad_token_id
+        conf, kwargs = model._prepare_generation_config(
+            None, do_sample=True, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
+            pad_token_id=pad, eos_token_id=self.tokenizer.eos_token_id)
+        procs = model._get_logits_processor(generation_config=conf, input_ids_seq_length=prompt_ids.shape[1],
+                                            device=prompt_ids.device, model_kwargs=kwargs)
+        seqs = {i: prompt_ids[i] for i in range(prompt_ids.shape[0])}  # each live row's ids so far
+
+        def pick(logits, rows):
+            ids = torch.stack([seqs[r] for r in rows])
+            scores = procs(ids, logits.to(copy=True, dtype=torch.float32))
+            probs = torch.zeros(len(seqs), scores.shape[-1], dtype=scores.dtype, device=scores.device)
+            probs[:, pad] = 1.0
+            live = torch.tensor(rows, device=scores.device)
+            probs[live] = torch.nn.functional.softmax(scores, dim=-1)
+            nxt = torch.multinomial(probs, num_samples=1).squeeze(1)[live]
+            for r, t in zip(rows, nxt):
+                seqs[r] = torch.cat([seqs[r], t.view(1)])
+            return nxt
+
+        return pick
 
     def _decode(self, row) -> tuple[str, int, str]:
         """``(text, new tokens, stop reason)`` of one generated row (pads removed, cut after EOS)."""

@@ -51,9 +51,9 @@ def _varied_model(tiny_model_dir, out_dir) -> str:
     return str(out_dir)
 
 
-def test_greedy_pruning_gives_generate_rows(tiny_model_dir, tmp_path):
-    """Greedy decoding that drops finished rows (the default) returns the rows ``generate`` does,
-    rows ending at different steps: the EOS is a token the rows emit at different positions."""
+def _pruned_and_generate_rows(tiny_model_dir, tmp_path, temperature: float, batch_size: int, n: int):
+    """Rows of HFGenerator with and without dropping finished rows (``prune_done``), the EOS set to a
+    token the rows emit at different positions (so rows end at different steps)."""
     import collections
 
     from sdk.generate import chat_texts
@@ -71,11 +71,28 @@ def test_greedy_pruning_gives_generate_rows(tiny_model_dir, tmp_path):
     probe.close()
     rows = {}
     for prune in (False, True):
-        gen = HFGenerator(path, batch_size=6, max_new_tokens=12, temperature=0.0, prune_done=prune)
+        gen = HFGenerator(path, batch_size=batch_size, max_new_tokens=12, temperature=temperature, prune_done=prune)
         gen.tokenizer.eos_token = stop_token
         try:
-            rows[prune] = gen(prompts, 1)
+            rows[prune] = gen(prompts, n)
         finally:
             gen.close()
+    return rows
+
+
+def test_greedy_pruning_gives_generate_rows(tiny_model_dir, tmp_path):
+    """Greedy decoding that drops finished rows (the default) returns the rows ``generate`` does,
+    rows ending at different steps: the EOS is a token the rows emit at different positions."""
+    rows = _pruned_and_generate_rows(tiny_model_dir, tmp_path, 0.0, 6, 1)
     assert rows[True] == rows[False]
     assert len({n for (_, n, _), in rows[False]}) > 1  # rows ended at different steps: pruning was exercised
+
+
+def test_sampling_pruning_gives_generate_samples(tiny_model_dir, tmp_path):
+    """Sampling that drops finished rows draws ``generate``'s samples for the same seed: 2 samples of
+    6 prompts in 4 batches of 3 (the generator's state carries from batch to batch), rows ending at
+    different steps; and the samples are not all alike (sampling, not greedy)."""
+    rows = _pruned_and_generate_rows(tiny_model_dir, tmp_path, 1.0, 3, 2)
+    assert rows[True] == rows[False]
+    flat = [s for per_prompt in rows[False] for s in per_prompt]
+    assert len({n for _, n, _ in flat}) > 1 and len({t for t, _, _ in flat}) > 2
