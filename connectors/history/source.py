@@ -33,6 +33,7 @@ only its parent's files and its own commit's tests: nothing from its future.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +42,16 @@ from pydantic import Field
 from connectors.history.context import build_context, mean_recall_pct
 from connectors.history.gitrepo import Commit, GitRepo
 from connectors.history.mine import changed_tests, discover, run_states
+from connectors.history.reasons import (
+    in_nested,
+    nested_go_modules,
+    nested_reason,
+    no_task_reason,
+    note,
+    progress_log,
+    reference_reason,
+    untouched_reason,
+)
 from sdk.sandbox.contract import Limits, Sandbox
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.change import (
@@ -184,13 +195,18 @@ class _Miner:
     def mine(self) -> SourceResult:
         """Scan, build, validate and split; counts in :attr:`SourceResult.counts`."""
         tasks: list[Task] = []
-        for commit in self.repo.commits(self.opts.rev, self.opts.max_commits):
+        commits, start = self.repo.commits(self.opts.rev, self.opts.max_commits), time.perf_counter()
+        for n, commit in enumerate(commits, 1):
             if self.opts.max_tasks is not None and len(tasks) >= self.opts.max_tasks:
                 break
             self.counts["commits_scanned"] += 1
+            held = len(self.result.quarantined)
             task = self._commit(commit)
             if task is not None:
                 tasks.append(task)
+            if task is not None or len(self.result.quarantined) > held:
+                note(n, len(commits), commit.sha, "task" if task else self.result.quarantined[-1].reason.split(":")[0],
+                     len(tasks), len(self.result.quarantined), time.perf_counter() - start)
         if self.opts.validate_references and tasks:
             tasks = self._validate(tasks)
         self.result.tasks = time_split(tasks, self.opts.heldout_fraction)
@@ -259,9 +275,14 @@ class _Miner:
         p_source, _, p_tests = self._split_files(parent_files)
         c_source, support, c_tests = self._split_files(commit_files)
         touched = {p for p in test_paths if p in c_tests}
+        nested = nested_go_modules(commit_files) if self.language == Language.GO else []
+        if nested and touched and all(in_nested(p, nested) for p in touched):
+            self._quarantine(commit, nested_reason(sorted(touched), nested))
+            return None
+        c_tests = {p: t for p, t in c_tests.items() if not in_nested(p, nested)}
+        touched = {p for p in touched if p in c_tests}
         if not touched:
-            self._quarantine(commit, "tests_cannot_run: the commit changes test-side files but no test module "
-                                     "that exists at the commit")
+            self._quarantine(commit, untouched_reason(test_paths, commit_files))
             return None
         if self.language == Language.GO:
             selected = select_go_test_files(c_tests, touched, source_paths, c_source, self.opts.max_test_files)
@@ -274,7 +295,7 @@ class _Miner:
         at_parent, at_commit = run_states(self.sandbox, [{**p_source, **support}, {**c_source, **support}], tests,
                                           runs, self.limits, tuple(self.opts.requirements), target, self.language)
         found = discover(at_parent, at_commit, changed_tests(p_tests, tests), touched, self.opts.max_pass_to_pass)
-        why = _no_task_reason(found, touched)
+        why = no_task_reason(found, touched, self.language == Language.GO, commit_files)
         if why:
             self._quarantine(commit, why)
             return None
@@ -292,7 +313,8 @@ class _Miner:
                                   fail_to_pass=tuple(found.fail_to_pass), pass_to_pass=tuple(found.pass_to_pass),
                                   test_globs=self.tests_g, runner_globs=self.runner_g, target_path=target,
                                   timeout_s=self.opts.test_timeout_s, requirements=tuple(self.opts.requirements))
-        reference = self.repo.diff(commit.parent, commit.sha, ref_paths)
+        dropped = sorted(p for p in ref_paths if verifier.protected(p))   # go.mod, loader files: no diff may edit them
+        reference = self.repo.diff(commit.parent, commit.sha, [p for p in ref_paths if p not in dropped])
         ctx = build_context(self.opts.context, p_source, source_paths, commit.message, self.opts.context_chars,
                             self.ext, self.opts.retriever, self.opts.context_chunk_chars)
         prompt = PROMPT.rsplit("{context}", 1)[0].format(name=self.repo.path.name.removesuffix(".git"),
@@ -303,6 +325,7 @@ class _Miner:
                     metadata={"parent": commit.parent, "commit_time": commit.time, "subject": commit.subject,
                               "source_files": source_paths, "flaky": found.flaky[:50],
                               "fail_to_pass": len(found.fail_to_pass), "pass_to_pass": len(found.pass_to_pass),
+                              **({"dropped_from_reference": dropped} if dropped else {}),
                               **ctx.metadata(self.opts.context)})
 
     def _validate(self, tasks: list[Task]) -> list[Task]:
@@ -310,43 +333,18 @@ class _Miner:
         from sdk.rewards.config import RewardConfig
         from sdk.rewards.tiered import score_batch
 
+        progress_log.info(f"git_history: scoring the {len(tasks)} references (each commit's own diff must earn 1.0)")
         results = score_batch(tasks, [f"```diff\n{t.reference}```" for t in tasks], self.sandbox, RewardConfig())
         tasks, results = calibrate(tasks, results, lambda ts: score_batch(
             ts, [f"```diff\n{t.reference}```" for t in ts], self.sandbox, RewardConfig()))
         kept = []
         for task, res in zip(tasks, results):
-            if res.status.value == "ok" and res.score is not None and res.score >= 1.0 - 1e-9:
+            if res.status.value == "ok" and res.score is not None and res.score >= 1.0 - 1e-9 and not res.flags:
                 kept.append(task)
-            else:
-                self.result.quarantined.append(Quarantined(
-                    reason=f"reference_fails: the commit's own diff scored {res.score} ({res.status.value}: "
-                           f"{res.detail[:300]})", task=task, source=task.source))
+            else:   # a flagged reference would not complete its own change (sdk.eval.change)
+                self.result.quarantined.append(Quarantined(reason=reference_reason(
+                    res, task.metadata.get("dropped_from_reference", [])), task=task, source=task.source))
         return kept
-
-
-def _no_task_reason(found, touched: set[str]) -> str | None:
-    """Why a commit makes no task, or None."""
-    if found.commit.failure:
-        return f"tests_cannot_run: at the commit: {found.commit.failure}"
-    if found.parent.failure:  # a timeout or sandbox fault at the parent says nothing about the tests
-        return f"tests_cannot_run: at the parent: {found.parent.failure}"
-    ran = {i.split("::")[0] for r in found.commit.runs for i in r}
-    if not ran & touched:
-        errors = "; ".join(f"{p}: {_last_error(e)}" for p, e in sorted(found.commit.uncollected.items()) if p in touched)
-        return f"tests_cannot_run: the commit's test modules do not run at the commit ({errors or 'no tests collected'})"
-    if not found.fail_to_pass:
-        flaky = [i for i in found.changed if i in found.flaky]
-        if flaky:
-            return f"flaky_fail_to_pass: the only candidates are flaky ({', '.join(sorted(flaky)[:3])})"
-        return "no_fail_to_pass: no test the commit adds or changes fails at the parent and passes at the commit"
-    return None
-
-
-def _last_error(message: str) -> str:
-    """The last ``E   ...`` line of a pytest error (the exception itself), else the message's start."""
-    lines = [ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ")] or \
-        [ln.strip() for ln in message.splitlines() if ".go:" in ln]   # go build errors
-    return (lines[-1] if lines else message)[:200]
 
 
 def select_test_files(tests: dict[str, str], touched: set[str], source_paths: list[str], budget: int) -> list[str]:

@@ -4,6 +4,7 @@ builds a small generated repository whose commits have that shape and mines it i
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,17 @@ def sandbox():
     yield from history_repo.module_sandbox()
 
 
-def mine(root: Path, commits: list[tuple[dict[str, str], str]], sandbox, **options):
-    """Build ``root/r`` from ``commits`` (files, message), oldest first, and mine it; ``(shas, result)``."""
+def mine(root: Path, commits: list[tuple[dict[str, str | None], str]], sandbox, **options):
+    """Build ``root/r`` from ``commits`` (files, None to delete one; message), oldest first, and mine
+    it; ``(shas, result)``."""
     repo = root / "r"
     repo.mkdir(parents=True)
     history_repo.git(repo, "init", "-q", "-b", "main")
-    shas = [history_repo.commit(repo, files, message, day) for day, (files, message) in enumerate(commits, 1)]
+    shas = []
+    for day, (files, message) in enumerate(commits, 1):
+        for gone in [p for p, text in files.items() if text is None]:
+            (repo / gone).unlink()
+        shas.append(history_repo.commit(repo, {p: t for p, t in files.items() if t is not None}, message, day))
     opts = {"path": "r", "reruns": 0, "heldout_fraction": 0.0, **options}
     return shas, GitHistorySource(opts, root, "python/shapes", sandbox=sandbox).read()
 
@@ -40,17 +46,31 @@ def test_shout():
 '''
 
 
-def test_a_test_module_with_a_docstring_collects_and_makes_a_task(tmp_path, sandbox):
+def test_a_test_module_with_a_docstring_collects_and_makes_a_task(tmp_path, sandbox, caplog):
     """pytest puts its rewrite's imports after the docstring with no end line; the shadow pass once
-    gave them end line 1 (``ValueError: AST node line range (6, 1) is not valid``: tests_cannot_run)."""
-    shas, result = mine(tmp_path, [
+    gave them end line 1 (``ValueError: AST node line range (6, 1) is not valid``: tests_cannot_run).
+    Each candidate commit prints a progress line (mining a long history once printed nothing)."""
+    progress = logging.getLogger("tuneloop.progress")
+    progress.addHandler(caplog.handler)
+    caplog.set_level(logging.INFO, logger="tuneloop.progress")
+    try:
+        shas, result = _mine_docstring(tmp_path, sandbox)
+    finally:
+        progress.removeHandler(caplog.handler)
+    assert [q.reason for q in result.quarantined] == []
+    assert [t.source.commit for t in result.tasks] == [shas[1]]
+    assert result.tasks[0].verifier.fail_to_pass == ("test_text.py::test_shout",)
+    lines = [r.getMessage() for r in caplog.records if r.name == "tuneloop.progress"]
+    assert any(ln.startswith(f"git_history: commit 1/1 {shas[1][:10]}: task (1 tasks, 0 quarantined") for ln in lines)
+    assert "git_history: scoring the 1 references (each commit's own diff must earn 1.0)" in lines
+
+
+def _mine_docstring(tmp_path, sandbox):
+    return mine(tmp_path, [
         ({"text.py": "def shout(s):\n    return s.upper()\n", "test_text.py": DOCSTRING_TEST.replace(' + "!"', "")
           .replace('"A!"', '"A"')}, "Initial"),
         ({"text.py": "def shout(s):\n    return s.upper() + '!'\n", "test_text.py": DOCSTRING_TEST}, "Shout with a bang"),
     ], sandbox)
-    assert [q.reason for q in result.quarantined] == []
-    assert [t.source.commit for t in result.tasks] == [shas[1]]
-    assert result.tasks[0].verifier.fail_to_pass == ("test_text.py::test_shout",)
 
 
 README = "# text\n\n```python\nfrom text import shout\nshout('a')\n```\n"

@@ -1,0 +1,104 @@
+"""Why a commit makes no task (the quarantine reasons of the ``git_history`` source), nested Go
+modules, and the source's progress lines.
+
+Reasons start with their key (``tests_cannot_run``, ``no_fail_to_pass``, ``flaky_fail_to_pass``,
+``reference_fails``), then say what was seen, so a user can tell a commit whose tests cannot run
+from one that simply adds no deciding test.
+"""
+
+from __future__ import annotations
+
+import logging
+
+progress_log = logging.getLogger("tuneloop.progress")
+
+GOPATH_HINT = ("; no go.mod at the commit: a tree from before Go modules, whose imports of its own packages "
+               "do not resolve in module mode")
+FLAG_HINTS = {"edits_ci": "the commit changes a file the change reward treats as runner configuration "
+                          "(go.mod/go.sum, CI files, pytest.ini, ...): those edits are dropped from every diff, "
+                          "its own included",
+              "edits_tests": "the commit's source diff touches a test-side path"}
+
+
+def folder(path: str) -> str:
+    """``a/b/c.go`` -> ``a/b``; a root file -> ``''``."""
+    return path.rpartition("/")[0]
+
+
+def no_task_reason(found, touched: set[str], go: bool = False, commit_files: dict[str, str] | None = None) -> str | None:
+    """Why a commit makes no task (``found``: the :class:`~connectors.history.mine.Discovery`), or
+    None. Go (``go``): a touched test file counts as run when any test of its package ran (a
+    helper ``_test.go`` file defines no test of its own); ``commit_files`` without a root
+    ``go.mod`` add :data:`GOPATH_HINT` to a ``tests_cannot_run`` reason."""
+    hint = GOPATH_HINT if go and commit_files is not None and "go.mod" not in commit_files else ""
+    if found.commit.failure:
+        return f"tests_cannot_run: at the commit: {found.commit.failure}{hint}"
+    if found.parent.failure:  # a timeout or sandbox fault at the parent says nothing about the tests
+        return f"tests_cannot_run: at the parent: {found.parent.failure}"
+    ran = {i.split("::")[0] for r in found.commit.runs for i in r}
+    hit = {folder(p) for p in ran} & {folder(p) for p in touched} if go else ran & touched
+    if not hit:
+        errors = "; ".join(f"{p}: {last_error(e)}" for p, e in sorted(found.commit.uncollected.items()) if p in touched)
+        return (f"tests_cannot_run: the commit's test modules do not run at the commit "
+                f"({errors or 'no tests collected'}){hint}")
+    if not found.fail_to_pass:
+        flaky = [i for i in found.changed if i in found.flaky]
+        if flaky:
+            return f"flaky_fail_to_pass: the only candidates are flaky ({', '.join(sorted(flaky)[:3])})"
+        return "no_fail_to_pass: no test the commit adds or changes fails at the parent and passes at the commit"
+    return None
+
+
+def untouched_reason(test_paths: list[str], commit_files: dict[str, str]) -> str:
+    """The reason for a commit that changes test-side files but no test module present at the
+    commit: it deletes test modules or changes only support files (conftest, helpers, data), so no
+    test it adds or changes can fail at the parent; its tests could run."""
+    gone = [p for p in test_paths if p not in commit_files]
+    kept = [p for p in test_paths if p in commit_files]
+    what = "; ".join(part for part in (f"deletes {', '.join(gone[:3])}" if gone else "",
+                                       f"changes only test support files {', '.join(kept[:3])}" if kept else "") if part)
+    return f"no_fail_to_pass: the commit changes no test module that exists at the commit ({what})"
+
+
+def last_error(message: str) -> str:
+    """The last ``E   ...`` line of a pytest error (the exception itself), else the message's start."""
+    lines = [ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ")] or \
+        [ln.strip() for ln in message.splitlines() if ".go:" in ln]   # go build errors
+    return (lines[-1] if lines else message)[:200]
+
+
+def reference_reason(res, dropped: list[str] = ()) -> str:
+    """``reference_fails`` for a reference scored ``res`` (a :class:`~sdk.rewards.result.RewardResult`):
+    its score, status and detail, the flags raised with what they mean here, and the files the
+    commit changed that were ``dropped`` from the reference (no change may edit them: ``go.mod``,
+    loader files), which it may have needed."""
+    flags = "".join(f"; flagged {f}" + (f": {FLAG_HINTS[f]}" if f in FLAG_HINTS else "") for f in res.flags)
+    if dropped:
+        flags += (f"; the commit also changes {', '.join(dropped[:3])}, runner configuration that no change may "
+                  f"edit here (left out of the reference)")
+    return f"reference_fails: the commit's own diff scored {res.score} ({res.status.value}: {res.detail[:300]}){flags}"
+
+
+def nested_go_modules(files: dict[str, str]) -> list[str]:
+    """Folders (not the root) holding a ``go.mod`` of their own: separate modules, whose packages
+    ``go test`` from the root does not build."""
+    return sorted(folder(p) for p in files if p.endswith("/go.mod"))
+
+
+def in_nested(path: str, nested: list[str]) -> bool:
+    """``path`` lies under one of the ``nested`` module folders."""
+    return any(path.startswith(d + "/") for d in nested)
+
+
+def nested_reason(paths: list[str], nested: list[str]) -> str:
+    """``tests_cannot_run`` for a commit whose touched tests all lie in nested Go modules."""
+    mods = sorted({d for d in nested for p in paths if p.startswith(d + "/")})
+    return (f"tests_cannot_run: the commit's test files ({', '.join(paths[:3])}) belong to a nested module "
+            f"({', '.join(m + '/go.mod' for m in mods)}); only the root module's packages are run")
+
+
+def note(n: int, total: int, sha: str, outcome: str, tasks: int, quarantined: int, spent: float) -> None:
+    """One progress line per candidate commit on the ``tuneloop.progress`` logger (``tuneloop``
+    shows it on stderr; ``bench/git_history.py`` too)."""
+    progress_log.info(f"git_history: commit {n}/{total} {sha[:10]}: {outcome} ({tasks} tasks, {quarantined} "
+                      f"quarantined so far, {spent:.0f} s)")
