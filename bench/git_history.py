@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -40,15 +41,22 @@ from sdk.tasks.records import Split
 from sdk.tasks.taskset import TaskSet
 
 
-def bare_pytest(repo: Path, sha: str, test_files: list[str]) -> float:
-    """Seconds for one plain pytest run of ``test_files`` at commit ``sha``, outside the sandbox."""
+def bare_pytest(repo: Path, sha: str, test_files: list[str], go: bool = False) -> float:
+    """Seconds for one plain pytest run of ``test_files`` at commit ``sha``, outside the sandbox (Go:
+    one ``go test`` of their packages, with a fresh build cache as the sandbox has)."""
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["git", "clone", "-q", str(repo), tmp + "/w"], check=True)
         subprocess.run(["git", "-C", tmp + "/w", "checkout", "-q", sha], check=True)
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *test_files], cwd=tmp + "/w",
-                       capture_output=True, timeout=600, check=False,
-                       env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+        if go:
+            pkgs = sorted({"./" + f.rpartition("/")[0] if "/" in f else "." for f in test_files})
+            subprocess.run(["go", "test", "-count=1", *pkgs], cwd=tmp + "/w", capture_output=True, timeout=600,
+                           check=False, env={**os.environ, "GOCACHE": tmp + "/cache", "GOPATH": tmp + "/gopath",
+                                             "GOPROXY": "off", "GOFLAGS": "-mod=mod"})
+        else:
+            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *test_files],
+                           cwd=tmp + "/w", capture_output=True, timeout=600, check=False,
+                           env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
         return time.perf_counter() - start
 
 
@@ -157,6 +165,9 @@ def main() -> None:
     opts = {"path": str(args.repo.resolve()), "max_commits": args.max_commits, "reruns": args.reruns,
             "max_tasks": args.max_tasks}
     flagged = _record_shadow_flags()
+    progress = logging.getLogger("tuneloop.progress")   # one line per candidate commit, on stderr
+    progress.addHandler(logging.StreamHandler(sys.stderr))
+    progress.setLevel(logging.INFO)
     start = time.perf_counter()
     try:
         result = GitHistorySource(opts, Path.cwd(), "python/history", sandbox=sandbox).read()
@@ -168,8 +179,10 @@ def main() -> None:
           + "".join(f"\n  {sha[:10]} {flags}: {detail[:300]!r}" for sha, flags, detail in flagged))
     if result.tasks:
         last = result.tasks[-1]
-        base = bare_pytest(args.repo, last.source.commit, sorted(last.verifier.tests))
-        print(f"baseline: one bare pytest run of the newest task's test modules at its commit, outside the sandbox: "
+        go = last.verifier.language.value == "go"
+        base = bare_pytest(args.repo, last.source.commit, sorted(last.verifier.tests), go)
+        print(f"baseline: one bare {'go test' if go else 'pytest'} run of the newest task's test modules at its "
+              f"commit, outside the sandbox: "
               f"{base:.2f} s; mining cost per candidate / baseline = {took / max(candidates, 1) / base:.1f}x "
               f"(mining runs 2 x (1 + reruns) sandboxed runs per candidate, plus the reference's validation)")
 
