@@ -222,5 +222,7 @@ def canonical(kind, _type=type, _id=object.__hash__, _mro=type.__dict__["__mro__
                 out.f = _pfields(x, t, c) if base is _partial else _fields(x, t, {}, c)
             memo[_id(x)] = (x, out)
             return out
-        return _tuple(c(v) for v in values)
+        out = _tuple(c(v) for v in values)
+        del c   # its cell holds it: each walk left a cycle for the collector (past the budget it still does)
+        return out
     return run
