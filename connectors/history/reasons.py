@@ -25,12 +25,16 @@ def folder(path: str) -> str:
     return path.rpartition("/")[0]
 
 
-def no_task_reason(found, touched: set[str], go: bool = False, commit_files: dict[str, str] | None = None) -> str | None:
+def no_task_reason(found, touched: set[str], go: bool = False, commit_files: dict[str, str] | None = None,
+                   left_out: list[str] = ()) -> str | None:
     """Why a commit makes no task (``found``: the :class:`~connectors.history.mine.Discovery`), or
     None. Go (``go``): a touched test file counts as run when any test of its package ran (a
     helper ``_test.go`` file defines no test of its own); ``commit_files`` without a root
-    ``go.mod`` add :data:`GOPATH_HINT` to a ``tests_cannot_run`` reason."""
+    ``go.mod`` add :data:`GOPATH_HINT` to a ``tests_cannot_run`` reason, and code files ``left_out``
+    of the snapshot are named there (the tests may import them)."""
     hint = GOPATH_HINT if go and commit_files is not None and "go.mod" not in commit_files else ""
+    if left_out:
+        hint += f"; left out of the snapshot (over max_file_kb, or not UTF-8 text): {', '.join(left_out[:3])}"
     if found.commit.failure:
         return f"tests_cannot_run: at the commit: {found.commit.failure}{hint}"
     if found.parent.failure:  # a timeout or sandbox fault at the parent says nothing about the tests
@@ -47,6 +51,16 @@ def no_task_reason(found, touched: set[str], go: bool = False, commit_files: dic
             return f"flaky_fail_to_pass: the only candidates are flaky ({', '.join(sorted(flaky)[:3])})"
         return "no_fail_to_pass: no test the commit adds or changes fails at the parent and passes at the commit"
     return None
+
+
+def left_out_reason(paths: list[str], max_file_kb: int) -> str | None:
+    """``snapshot_too_large`` for a commit that changes code files the snapshot left out (``paths``:
+    larger than ``max_file_kb`` KiB, not UTF-8 text), or None when it changes none: its reference
+    could not apply, its tests could not import them."""
+    if not paths:
+        return None
+    return (f"snapshot_too_large: the commit changes files left out of the snapshot (larger than max_file_kb "
+            f"{max_file_kb} KiB, or not UTF-8 text): {', '.join(paths[:3])}; raise max_file_kb to mine it")
 
 
 def untouched_reason(test_paths: list[str], commit_files: dict[str, str]) -> str:

@@ -39,19 +39,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from connectors.history import reasons
 from connectors.history.context import build_context, mean_recall_pct
 from connectors.history.gitrepo import Commit, GitRepo
 from connectors.history.mine import changed_tests, discover, run_states
-from connectors.history.reasons import (
-    in_nested,
-    nested_go_modules,
-    nested_reason,
-    no_task_reason,
-    note,
-    progress_log,
-    reference_reason,
-    untouched_reason,
-)
 from sdk.sandbox.contract import Limits, Sandbox
 from sdk.sources import SourceOptions, SourceResult, TaskSource
 from sdk.tasks.change import (
@@ -181,6 +172,7 @@ class _Miner:
     def __init__(self, src: GitHistorySource, repo: GitRepo, sandbox: Sandbox) -> None:
         self.src, self.repo, self.sandbox = src, repo, sandbox
         self._changed: set[str] = set()
+        self._left_out: set[str] = set()   # code files of this commit's snapshots too large or not UTF-8
         self.opts: GitHistoryOptions = src.options  # type: ignore[assignment]
         go = self.opts.language == "go" or (self.opts.language == "auto" and repo.has_file(self.opts.rev, "go.mod"))
         self.language = Language.GO if go else Language.PYTHON
@@ -205,20 +197,21 @@ class _Miner:
             if task is not None:
                 tasks.append(task)
             if task is not None or len(self.result.quarantined) > held:
-                note(n, len(commits), commit.sha, "task" if task else self.result.quarantined[-1].reason.split(":")[0],
-                     len(tasks), len(self.result.quarantined), time.perf_counter() - start)
+                outcome = "task" if task else self.result.quarantined[-1].reason.split(":")[0]
+                reasons.note(n, len(commits), commit.sha, outcome, len(tasks), len(self.result.quarantined),
+                             time.perf_counter() - start)
         if self.opts.validate_references and tasks:
             tasks = self._validate(tasks)
         self.result.tasks = time_split(tasks, self.opts.heldout_fraction)
         recall = mean_recall_pct([t.metadata.get("context_recall") for t in self.result.tasks])
         if recall is not None:
             self.counts["context_recall_mean_pct"] = recall
-        reasons: dict[str, int] = {}
+        by_reason: dict[str, int] = {}
         for q in self.result.quarantined:
             key = "quarantined_" + q.reason.split(":")[0]
-            reasons[key] = reasons.get(key, 0) + 1
+            by_reason[key] = by_reason.get(key, 0) + 1
         self.result.counts = {**self.counts, "tasks": len(self.result.tasks),
-                              "quarantined": len(self.result.quarantined), **dict(sorted(reasons.items()))}
+                              "quarantined": len(self.result.quarantined), **dict(sorted(by_reason.items()))}
         return self.result
 
     def _kind(self, path: str) -> str:
@@ -247,16 +240,21 @@ class _Miner:
         if not test_paths:
             self.counts["skipped_no_test_change"] += 1
             return None
+        self._left_out = set()
         parent_files, commit_files = self._snapshot(commit.parent), self._snapshot(commit.sha)
         size = sum(len(t) for t in commit_files.values()) // 1024
-        if size > self.opts.max_snapshot_kb:
-            self._quarantine(commit, f"snapshot_too_large: {size} KiB of text files (max_snapshot_kb "
-                                     f"{self.opts.max_snapshot_kb})")
+        why = f"snapshot_too_large: {size} KiB of text files (max_snapshot_kb {self.opts.max_snapshot_kb})" \
+            if size > self.opts.max_snapshot_kb else \
+            reasons.left_out_reason(sorted(self._left_out & set(kinds)), self.opts.max_file_kb)
+        if why:
+            self._quarantine(commit, why)
             return None
         return self._build(commit, parent_files, commit_files, source_paths, test_paths)
 
     def _snapshot(self, sha: str) -> dict[str, str]:
-        files, _ = self.repo.snapshot(sha, self.opts.max_file_kb * 1024)
+        files, skipped = self.repo.snapshot(sha, self.opts.max_file_kb * 1024)
+        self._left_out |= {p for p in skipped if self._kind(p) in ("source", "test")
+                           and not matches(p, tuple(self.opts.exclude))}
         return {p: t for p, t in files.items() if not matches(p, tuple(self.opts.exclude))}
 
     def _split_files(self, files: dict[str, str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -275,14 +273,14 @@ class _Miner:
         p_source, _, p_tests = self._split_files(parent_files)
         c_source, support, c_tests = self._split_files(commit_files)
         touched = {p for p in test_paths if p in c_tests}
-        nested = nested_go_modules(commit_files) if self.language == Language.GO else []
-        if nested and touched and all(in_nested(p, nested) for p in touched):
-            self._quarantine(commit, nested_reason(sorted(touched), nested))
+        nested = reasons.nested_go_modules(commit_files) if self.language == Language.GO else []
+        if nested and touched and all(reasons.in_nested(p, nested) for p in touched):
+            self._quarantine(commit, reasons.nested_reason(sorted(touched), nested))
             return None
-        c_tests = {p: t for p, t in c_tests.items() if not in_nested(p, nested)}
+        c_tests = {p: t for p, t in c_tests.items() if not reasons.in_nested(p, nested)}
         touched = {p for p in touched if p in c_tests}
         if not touched:
-            self._quarantine(commit, untouched_reason(test_paths, commit_files))
+            self._quarantine(commit, reasons.untouched_reason(test_paths, commit_files))
             return None
         if self.language == Language.GO:
             selected = select_go_test_files(c_tests, touched, source_paths, c_source, self.opts.max_test_files)
@@ -295,7 +293,8 @@ class _Miner:
         at_parent, at_commit = run_states(self.sandbox, [{**p_source, **support}, {**c_source, **support}], tests,
                                           runs, self.limits, tuple(self.opts.requirements), target, self.language)
         found = discover(at_parent, at_commit, changed_tests(p_tests, tests), touched, self.opts.max_pass_to_pass)
-        why = no_task_reason(found, touched, self.language == Language.GO, commit_files)
+        why = reasons.no_task_reason(found, touched, self.language == Language.GO, commit_files,
+                                     sorted(self._left_out))
         if why:
             self._quarantine(commit, why)
             return None
@@ -333,7 +332,8 @@ class _Miner:
         from sdk.rewards.config import RewardConfig
         from sdk.rewards.tiered import score_batch
 
-        progress_log.info(f"git_history: scoring the {len(tasks)} references (each commit's own diff must earn 1.0)")
+        reasons.progress_log.info(f"git_history: scoring the {len(tasks)} references "
+                                  "(each commit's own diff must earn 1.0)")
         results = score_batch(tasks, [f"```diff\n{t.reference}```" for t in tasks], self.sandbox, RewardConfig())
         tasks, results = calibrate(tasks, results, lambda ts: score_batch(
             ts, [f"```diff\n{t.reference}```" for t in ts], self.sandbox, RewardConfig()))
@@ -342,7 +342,7 @@ class _Miner:
             if res.status.value == "ok" and res.score is not None and res.score >= 1.0 - 1e-9 and not res.flags:
                 kept.append(task)
             else:   # a flagged reference would not complete its own change (sdk.eval.change)
-                self.result.quarantined.append(Quarantined(reason=reference_reason(
+                self.result.quarantined.append(Quarantined(reason=reasons.reference_reason(
                     res, task.metadata.get("dropped_from_reference", [])), task=task, source=task.source))
         return kept
 

@@ -91,3 +91,21 @@ def test_a_commit_that_changes_a_fenced_block_in_markdown_keeps_its_whole_refere
     assert [q.reason for q in result.quarantined] == []
     task = result.tasks[0]
     assert task.source.commit == shas[1] and "+```py\n" in task.reference and "README.md" in task.reference
+
+
+def test_a_commit_changing_a_file_left_out_of_the_snapshot_says_so(tmp_path, sandbox):
+    """A test module over ``max_file_kb`` is left out of the snapshot; the commit changing it was
+    once 'tests_cannot_run: ... no test module that exists at the commit'."""
+    pad = "# " + "x" * 1500 + "\n"
+    shas, result = mine(tmp_path, [
+        ({"text.py": "def shout(s):\n    return s.upper()\n",
+          "tests/test_text.py": pad + "from text import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A'\n"},
+         "Initial"),
+        ({"text.py": "def shout(s):\n    return s.upper() + '!'\n",
+          "tests/test_text.py": pad + "from text import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A!'\n"},
+         "Shout with a bang"),
+    ], sandbox, max_file_kb=1)
+    assert result.tasks == []
+    assert [q.reason for q in result.quarantined] == [
+        "snapshot_too_large: the commit changes files left out of the snapshot (larger than max_file_kb 1 KiB, "
+        "or not UTF-8 text): tests/test_text.py; raise max_file_kb to mine it"]
