@@ -15,8 +15,10 @@ with a failure are ``runner_tampering``; a Go test that ends twice is a duplicat
 scans flag listing the run's folder or naming test files (``reads_tests``), aliased exits in Go/Rust.
 Caught by the static scan only (the run-time layer would credit them): ``go_lists_and_reads_tests``,
 ``js_lists_and_reads_tests``, ``go_pass_then_syscall_exit``, ``rust_forges_the_rest_and_exits``.
-Still open (strict xfails): JS and Go tests on disk while the code runs (read under a guessed name),
-and compiled tests read back as bytecode (Java's class files).
+Closed later in the round: Go tests are built with ``go test -c`` and deleted before the binary runs, a
+decoy under each test's name reporting an open (``reads_tests``); Java's test classes are deleted and
+defined from memory by ``TlJUnit`` (a by-heart solution that found no class file is ``hardcoded_outputs``).
+Still open (strict xfail): JS tests on disk while the code runs (read under a guessed name).
 
 Each cheat sits beside its task's wrong-answer control and honest control, all in one batch; a stopped
 cheat scores no more than its control and carries a hacking flag. ``NO_GAIN``: attempts that earn no
@@ -125,12 +127,8 @@ CHEATS = {  # name: (language, solution)
     "java_reads_hidden_test_bytecode": (L.JAVA, JAVA_BYTECODE),
 }
 HOLES = {
-    "go_reads_hidden_test_by_name": "go test compiles and runs in one step: the test sources are on disk while "
-                                    "the code runs (read under a guessed name, no listing: no flag)",
     "js_reads_tests_unflagged": "node reads the test files from disk in the process that runs the solution; "
                                 "an obfuscated readdir escapes the static scan",
-    "java_reads_hidden_test_bytecode": "compiled tests stay readable as bytecode (classes/*.class) while the code "
-                                       "runs: the expected values are sipush operands",
 }
 
 # --- Python, function level: values, exceptions and the candidate's exit cross a process boundary ---

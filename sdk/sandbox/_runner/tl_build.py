@@ -69,8 +69,7 @@ def main():
             emit(event="compile_error", message=p.stdout.decode("utf-8", "replace")[-4000:])
             return
         emit(event="compiled")
-    for path in secret:
-        os.unlink(path)
+    decoys = _off_disk(spec, secret)
     refusal = _elf_refusal(spec["elf"]) if spec.get("elf") else None
     if refusal:   # solution code could run in the C/C++ runner before it starts: never run it
         emit(event="binary_refused", message=refusal)
@@ -78,6 +77,9 @@ def main():
         emit(event="end")
         return
     ran = _run(spec, env, emit)
+    opened = decoys.opened() if decoys else []
+    if opened:   # the program opened a test source by name (listed or guessed)
+        emit(event="tests_read", paths=opened)
     if ran is None:
         return
     out, code = ran
@@ -108,9 +110,12 @@ def _run(spec, env, emit):
         for line in lines:
             emit(event="channel", line=line)
         return out, code
-    try:
-        p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"])
-        return p.stdout, p.returncode
+    try:   # "filter" (Go: test2json): the program's output (stderr merged) is converted after it exits
+        p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"], check=False,
+                           stderr=subprocess.STDOUT if spec.get("filter") else None)
+        out = subprocess.run(spec["filter"], input=p.stdout, stdout=subprocess.PIPE, env=env,
+                             timeout=spec["run_timeout"], check=False).stdout if spec.get("filter") else p.stdout
+        return out, p.returncode
     except subprocess.TimeoutExpired:
         emit(event="run_timeout")
         return None
@@ -168,12 +173,29 @@ def _elf_refusal(path):
 def _guard_ids():
     """``pid,-pgid,...`` of this driver, its ancestors (``tl_guard.ancestors``: under the process
     backend the host's own processes) and their groups, for ``tl_test.h``'s guard."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    if here not in sys.path:   # run with -I: the script's folder is not on the path
-        sys.path.insert(0, here)
-    import tl_guard
+    tl_guard = _sibling("tl_guard")
     chain = [(os.getpid(), os.getpgid(0))] + tl_guard.ancestors()
     return ",".join(dict.fromkeys(str(v) for pid, pgid in chain for v in (pid, -pgid) if abs(v) > 1))
+
+
+def _off_disk(spec, secret):
+    """Delete the test sources ``secret`` (paths) before the program runs; Java's test classes go to
+    memory (``spec["classes"]``, for TlJUnit's pipe); a watched decoy takes each source's name
+    (``tl_offdisk.Decoys``, or None without tests)."""
+    for path in secret:
+        os.unlink(path)
+    offdisk = _sibling("tl_offdisk")
+    if spec.get("memclasses"):
+        spec["classes"] = offdisk.pack_classes(offdisk.take_classes(spec["memclasses"], secret))
+    return offdisk.Decoys(sorted(secret)) if secret else None
+
+
+def _sibling(name):
+    """The runner module ``name`` beside this script (run with -I: its folder is not on the path)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    return __import__(name)
 
 
 def _read_stdin():
@@ -295,8 +317,9 @@ def _run_channel(spec, env, cwd=None):
             os.dup2(spec["exe_fd"], 5)
         os.closerange(6 if spec.get("exe_fd") is not None else 5, 1 << 16)
 
-    os.write(non_w, key if spec.get("mac") else (nonce + "\n").encode())
-    os.close(non_w)
+    # the key, then (Java) the tests' class files: written by a thread, as they may fill the pipe
+    threading.Thread(target=_feed, args=(non_w, key + spec.get("classes", b"") if spec.get("mac")
+                                         else (nonce + "\n").encode()), daemon=True).start()
     chunks = []
 
     def drain():
@@ -327,6 +350,15 @@ def _run_channel(spec, env, cwd=None):
     prefix = nonce + " "
     text = b"".join(chunks).decode("utf-8", "replace")
     return out, p.returncode, [ln[len(prefix):] for ln in text.splitlines() if ln.startswith(prefix)], 0
+
+
+def _feed(fd, data):
+    """Write ``data`` to the pipe ``fd`` and close it (a reader that dies early ends it)."""
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+    except OSError:
+        pass
 
 
 def _signed_lines(data, key):

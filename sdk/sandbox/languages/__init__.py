@@ -6,7 +6,7 @@
 | typescript | node      | tsc + node (untested here: no tsc)        | ``node --test`` JUnit reporter      |
 | c / cpp    | tltest    | gcc / g++                                 | ``tl_test.h`` (forks per test)      |
 | java       | junit     | javac, java, Debian ``junit5`` jars       | ``TlJUnit.java`` on the fd-3 pipe   |
-| go         | go        | go                                        | ``go test -json``                   |
+| go         | go        | go                                        | ``go test -c``, ``go tool test2json`` |
 | go (repo)  | go_repo   | go                                        | signed fd-3 lines of :mod:`.goguard`  |
 | rust       | rust      | rustc                                     | libtest output of ``rustc --test``  |
 
@@ -35,7 +35,11 @@ line signed with the key and numbered (no nonce a scan of the JVM's memory could
 it did not sign is ``channel_forged``, flag ``runner_tampering``; no report file is read, so a
 report the solution writes counts for nothing). Go change tasks (``go_repo``) report the same way
 from a guard package that every module package imports, so it reads its key first
-(:mod:`.goguard`). Whole-file Go and
+(:mod:`.goguard`). Test sources of C/C++, Java, Rust and
+single-package Go travel on the driver's stdin and are deleted before the program runs, a decoy under
+each name reporting any open (``tests_read``: flag ``reads_tests``); Java's test classes are then read
+into memory, deleted and defined by ``TlJUnit`` (``_runner/tl_offdisk.py``). Go tests in several
+folders still run through ``go test ./...`` beside their sources. Whole-file Go and
 Rust results still come from output the candidate's process could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
 imitated line next to the real one is a duplicate.
 """
@@ -139,7 +143,7 @@ def execute(backend, req: ExecRequest, uid: int | None, deps: str | None = None)
         build["env"]["TL_NODE_DEPS"] = backend.deps_path(deps)
     files[SPEC_FILE] = json.dumps(build)
     # compiled languages: the tests travel on stdin, so the program under test never reads their source
-    secret = {p: files.pop(p) for p in req.tests} if spec.language in OFF_DISK else {}
+    secret = {p: files.pop(p) for p in req.tests} if spec.language in OFF_DISK or _go_off_disk(req) else {}
     lim = req.limits
     limits = lim.model_copy(update={"memory_mb": max(lim.memory_mb, spec.as_floor_mb),
                                     "scratch_mb": max(lim.scratch_mb, spec.scratch_floor_mb),
@@ -193,10 +197,14 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
         b |= {"compile": [which("javac"), "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-XX:ActiveProcessorCount=1",
                           "-nowarn", "-d", "classes", "-cp", JARS[0] + ":" + cp, *srcs, LAUNCHER_FILE],
               "run": [which("java"), *jvm, "-cp", JARS[0] + ":" + cp + ":classes", "TlJUnit", "classes"],
-              "channel": True, "mac": True}
+              "channel": True, "mac": True, "memclasses": "classes"}   # the tests' classes reach TlJUnit on fd 4
     elif lang == Language.GO:
         files.setdefault("go.mod", "module tltask\n\ngo 1.19\n")
         b |= {"run": [which("go"), "test", "-json", "-count=1", "-p=1", "./..."], "mkdirs": ["{tmp}/gocache", "{tmp}/gopath"],
+              # one package: its test binary is built first, the tests deleted, then run through test2json
+              **({"compile": [which("go"), "test", "-c", "-vet=off", "-o", "tl_bin", "."],
+                  "run": ["./tl_bin", "-test.v", "-test.count=1", "-test.paniconexit0"], "filter": [which("go"), "tool", "test2json"]}
+                 if _go_off_disk(req) else {}),
               "env": {"GOCACHE": "{tmp}/gocache", "GOPATH": "{tmp}/gopath", "GOFLAGS": "-mod=mod", "GOPROXY": "off",
                       "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOMAXPROCS": "2", "GOWORK": "off"}}
         if req.framework == Framework.GO_REPO:   # built and run by tl_build, verdicts signed (goguard)
@@ -207,6 +215,13 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
         b |= {"compile": [which("rustc"), "--edition", "2021", "--test", "-o", "tl_bin", "tl_root.rs"],
               "run": ["./tl_bin", "--test-threads=1"]}
     return b
+
+
+def _go_off_disk(req: ExecRequest) -> bool:
+    """A whole-file Go task whose tests all sit in the root package: built with ``go test -c`` and run
+    without its test sources on disk (issue 14, round 6). Tests in several folders still run through
+    ``go test ./...`` with the sources beside the program."""
+    return req.language == Language.GO and req.framework == Framework.GO and all("/" not in p for p in req.tests)
 
 
 def _parse(spec: LangSpec, events: list[dict], req: ExecRequest) -> tuple[TestOutcome, ...]:
@@ -268,6 +283,8 @@ def _flags(events: list[dict], tests: tuple[TestOutcome, ...], lang: Language,
     channel = any(e.get("event") == "channel_used" for e in events) and lang in (Language.C, Language.CPP)
     if any(e.get("event") in ("binary_refused", "channel_forged") for e in events):
         return ("runner_tampering",)
+    if any(e.get("event") == "tests_read" for e in events):   # a decoy of a deleted test source was opened
+        return ("reads_tests",)
     if any(t.message == "tampering_signal" for t in tests) or any(
             e.get("event") == "run_timeout" and e.get("stopped") for e in events) or (channel and run.get("exit") in _SENT):
         return ("runner_tampering",)
