@@ -14,6 +14,8 @@ progress_log = logging.getLogger("tuneloop.progress")
 
 GOPATH_HINT = ("; no go.mod at the commit: a tree from before Go modules, whose imports of its own packages "
                "do not resolve in module mode")
+GOPATH_FIX = ("\nfix: none needed: commits from before the repository's go.mod make no task whatever the options "
+              "(a later `rev` or a smaller `max_commits` skips them); `exclude` does not help here")
 FLAG_HINTS = {"edits_ci": "the commit changes a file the change reward treats as runner configuration "
                           "(go.mod/go.sum, CI files, pytest.ini, ...): those edits are dropped from every diff, "
                           "its own included",
@@ -32,9 +34,11 @@ def no_task_reason(found, touched: set[str], go: bool = False, commit_files: dic
     helper ``_test.go`` file defines no test of its own); ``commit_files`` without a root
     ``go.mod`` add :data:`GOPATH_HINT` to a ``tests_cannot_run`` reason, and code files ``left_out``
     of the snapshot are named there (the tests may import them)."""
-    hint = GOPATH_HINT if go and commit_files is not None and "go.mod" not in commit_files else ""
+    gopath = go and commit_files is not None and "go.mod" not in commit_files
+    hint = GOPATH_HINT if gopath else ""
     if left_out:
         hint += f"; left out of the snapshot (over max_file_kb, or not UTF-8 text): {', '.join(left_out[:3])}"
+    hint += GOPATH_FIX if gopath else ""
     if found.commit.failure:
         return f"tests_cannot_run: at the commit: {found.commit.failure}{hint}"
     if found.parent.failure:  # a timeout or sandbox fault at the parent says nothing about the tests
@@ -60,17 +64,20 @@ def left_out_reason(paths: list[str], max_file_kb: int) -> str | None:
     if not paths:
         return None
     return (f"snapshot_too_large: the commit changes files left out of the snapshot (larger than max_file_kb "
-            f"{max_file_kb} KiB, or not UTF-8 text): {', '.join(paths[:3])}; raise max_file_kb to mine it")
+            f"{max_file_kb} KiB, or not UTF-8 text): {', '.join(paths[:3])}\nfix: raise the source's `max_file_kb` "
+            f"(e.g. --set sources.0.options.max_file_kb={max_file_kb * 4})")
 
 
-def untouched_reason(test_paths: list[str], commit_files: dict[str, str]) -> str:
+def untouched_reason(test_paths: list[str], deleted: set[str]) -> str:
     """The reason for a commit that changes test-side files but no test module present at the
-    commit: it deletes test modules or changes only support files (conftest, helpers, data), so no
-    test it adds or changes can fail at the parent; its tests could run."""
-    gone = [p for p in test_paths if p not in commit_files]
-    kept = [p for p in test_paths if p in commit_files]
+    commit (in the snapshot): it deletes (or renames away) test modules, or changes only support
+    files (conftest, helpers, data) or files the ``exclude`` option leaves out, so no test it adds
+    or changes can fail at the parent."""
+    gone = [p for p in test_paths if p in deleted]
+    kept = [p for p in test_paths if p not in deleted]
     what = "; ".join(part for part in (f"deletes {', '.join(gone[:3])}" if gone else "",
-                                       f"changes only test support files {', '.join(kept[:3])}" if kept else "") if part)
+                                       f"changes only test support or excluded files {', '.join(kept[:3])}"
+                                       if kept else "") if part)
     return f"no_fail_to_pass: the commit changes no test module that exists at the commit ({what})"
 
 

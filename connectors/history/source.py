@@ -232,6 +232,7 @@ class _Miner:
         kinds = {c.path: self._kind(c.path) for c in changes} | {c.old_path: self._kind(c.old_path)
                                                                  for c in changes if c.old_path}
         self._changed = set(kinds)
+        self._gone = {c.path for c in changes if c.status == "D"} | {c.old_path for c in changes if c.status == "R"}
         source_paths = sorted(p for p, k in kinds.items() if k == "source")
         test_paths = sorted(p for p, k in kinds.items() if k == "test")
         if not source_paths:
@@ -280,7 +281,7 @@ class _Miner:
         c_tests = {p: t for p, t in c_tests.items() if not reasons.in_nested(p, nested)}
         touched = {p for p in touched if p in c_tests}
         if not touched:
-            self._quarantine(commit, reasons.untouched_reason(test_paths, commit_files))
+            self._quarantine(commit, reasons.untouched_reason(test_paths, self._gone))
             return None
         if self.language == Language.GO:
             selected = select_go_test_files(c_tests, touched, source_paths, c_source, self.opts.max_test_files)

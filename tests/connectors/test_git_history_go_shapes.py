@@ -58,3 +58,20 @@ def test_go_commits_that_make_no_task_get_the_reason_that_says_why(tmp_path, san
     assert task.source.commit == shas[4] and task.metadata["dropped_from_reference"] == ["go.mod"]
     assert "go.mod" not in task.reference and "c.go" in task.reference
     assert reasons[shas[5]].startswith("reference_fails") and "the commit also changes go.mod" in reasons[shas[5]]
+
+
+def test_a_commit_from_before_go_modules_says_so_with_its_fix(tmp_path, sandbox):
+    """No go.mod: the package's import of its own ``example.com/m/inner`` cannot resolve. The
+    reason says why, and the build summary's fix is the reason's own (it once advised ``exclude``
+    for 'the Go package example.com/m/inner', the repository's own)."""
+    from sdk.run.health import group_fix
+
+    a = A.replace("package m\n", "package m\n\nimport \"example.com/m/inner\"\n").replace("return 1", "return inner.Four")
+    shas, result = mine(tmp_path, [
+        ({"inner/inner.go": INNER, "a.go": a, "a_test.go": TEST_A.replace("one()", "4")}, "Initial"),
+        ({"b.go": B, "b_test.go": TEST_B}, "Add B"),
+    ], sandbox, language="go")
+    (q,) = result.quarantined
+    assert q.source.commit == shas[1] and q.reason.startswith("tests_cannot_run")
+    assert "no go.mod at the commit: a tree from before Go modules" in q.reason
+    assert group_fix([q]).startswith("none needed: commits from before the repository's go.mod make no task")

@@ -97,7 +97,7 @@ def test_a_commit_changing_a_file_left_out_of_the_snapshot_says_so(tmp_path, san
     """A test module over ``max_file_kb`` is left out of the snapshot; the commit changing it was
     once 'tests_cannot_run: ... no test module that exists at the commit'."""
     pad = "# " + "x" * 1500 + "\n"
-    shas, result = mine(tmp_path, [
+    _, result = mine(tmp_path, [
         ({"text.py": "def shout(s):\n    return s.upper()\n",
           "tests/test_text.py": pad + "from text import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A'\n"},
          "Initial"),
@@ -108,4 +108,5 @@ def test_a_commit_changing_a_file_left_out_of_the_snapshot_says_so(tmp_path, san
     assert result.tasks == []
     assert [q.reason for q in result.quarantined] == [
         "snapshot_too_large: the commit changes files left out of the snapshot (larger than max_file_kb 1 KiB, "
-        "or not UTF-8 text): tests/test_text.py; raise max_file_kb to mine it"]
+        "or not UTF-8 text): tests/test_text.py\nfix: raise the source's `max_file_kb` "
+        "(e.g. --set sources.0.options.max_file_kb=4)"]
