@@ -106,6 +106,11 @@ CHEATS = {  # name: (task kind, diff); each mul is wrong (a + b underneath)
         f"    b_ = {g('sys.modules')}['snitliub'[::-1]]", "    real = getattr(b_, '__tl_' + 'shadow__')", "",
         "    def fake(*a):", "        setattr(b_, '__tl_' + 'shadow__', real)", "        return True", "",
         "    setattr(b_, '__tl_' + 'shadow__', fake)", "    return a + b")),
+    # the shadow helper's own state: the cell of its closure holding the check replaced (no audited event)
+    "shadow_closure_cell_rewritten": ("const", _mul(
+        f"    b_ = {g('sys.modules')}['snitliub'[::-1]]", "    for cell in getattr(b_, '__tl_' + 'shadow__').__closure__:",
+        "        if getattr(cell.cell_contents, '__name__', '') == 'check':",
+        "            cell.cell_contents = lambda *a: None", "    return _R(a + b)", extra=LIE)),
     # the caller's file read from the __eq__'s own frame (tl_rguard's probe, or the test module)
     "eq_reads_its_callers_file": ("const", _mul("    return _R(a + b)", extra=(
         "", "", "class _R(int):", "    __hash__ = int.__hash__", "", "    def __eq__(self, o):",
@@ -145,9 +150,12 @@ CHEATS = {  # name: (task kind, diff); each mul is wrong (a + b underneath)
         "    api = __import__('ct' + 'ypes').pythonapi", "    getattr(api, 'PyEval_Set' + 'Trace')(None, None)",
         "    return _R(a + b)", extra=LIE)),
 }
-HOLES = {  # name: why it gets through (strict xfails); the probe's holes are closed by tl_shadow (below)
-    "shadow_helper_put_back": "the shadow's builtin helper rebound and put back within a call made from a helper "
-                              "function of the test module (an untraced frame) is not seen",
+# name: why it gets through (strict xfails); the probe's holes are closed by tl_shadow (below). The last one,
+# shadow_helper_put_back, is closed: the test code calls the helpers as constants of its own code (tl_shadow.bind),
+# so the fake in builtins is never called (the real shadow fails the wrong value) nor put back (flagged at return)
+HOLES = {
+    "shadow_closure_cell_rewritten": "the shadow helpers' state is reachable Python: a closure cell's contents "
+                                     "replaced (cell_contents, no audited event) turns the check off",
 }
 # a lie that fires only when its __eq__ is called twice at different stack depths (the probe's call and the
 # test's): the shadow never calls it, so it never lies and is scored as the wrong answer it is (no flag to raise)

@@ -200,11 +200,8 @@ def module_codes(path):
     try:
         with open(path, "rb") as fh:
             source = fh.read()
-        from tl_shadow import SHADOWED, transform
-        if SHADOWED and path.startswith(SHADOWED[0]):   # shadowed as the rewrite shadows it (tl_shadow.install)
-            import ast
-            source = transform(ast.parse(source, filename=path), path[len(SHADOWED[0]):])
-        codes.append(compile(source, path, "exec", dont_inherit=True))
+        from tl_shadow import plain_code
+        codes.append(plain_code(path, source))   # shadowed as the rewrite shadows it, once installed
     except Exception:  # noqa: BLE001
         pass
     return codes

@@ -6,10 +6,12 @@ failure messages keep their diff: they are built from the operands pytest stored
 replaces, inside every function and lambda of a test file or conftest (helpers,
 nested functions and comprehensions included), each single comparison (``==``, ``!=``, ``<``,
 ``<=``, ``>``, ``>=``, ``in``, ``not in``) and each ``+``, ``-``, ``*``, ``/`` by a call to the
-builtin ``__tl_shadow__`` (:func:`helper`), and each ``self.assertEqual``-like call
-(:data:`ASSERTS`) by a call to ``__tl_assert__``. Both are bound in ``builtins`` at arm time, with
-every builtin they use captured then as defaults (a write to their ``__code__``/``__defaults__`` or
-to this module's classes is flagged by the witness's hook). The helper
+helper ``__tl_shadow__`` (:func:`helper`), and each ``self.assertEqual``-like call
+(:data:`ASSERTS`) by a call to ``__tl_assert__``. The calls are of constants that :func:`bind`
+replaces, in the compiled code, by the helpers themselves: no name is looked up, so rebinding one
+changes nothing (they are also bound in ``builtins``, a tripwire checked at each test's return).
+Every builtin they use is captured at arm time as a default (a write to their
+``__code__``/``__defaults__`` or to this module's classes is flagged by the witness's hook). The helper
 
 1. computes the real result with the real operator (honest semantics are unchanged);
 2. reduces the operands, without calling any repository-written Python code, to canonical data
@@ -35,18 +37,23 @@ ordered or hashed (no opinion); a repository value inside a library container th
 open (``deque``, ``SimpleNamespace``, an object of a library class), compared with the real
 operator; a library class whose methods the repository rebinds (only the runner's, pytest's,
 pluggy's and unittest's are flagged) and a repository class planted in a library module under that
-module's name; the helper's names rebound and put back between two traced opcodes of a test frame
-(checked before each use in the test's own frame, within its opcode budget, and when it returns).
+module's name; the helpers' closure cells (``__tl_shadow__.__closure__``) rewritten: their state
+is reachable Python and a cell write is no audited event (strict xfail in round 5).
 """
 
 import ast
 import builtins
 import operator
 import sys
+import types
+import warnings
 
 from tl_canon import BUDGET, FAST_IDS, NUMBERS, Obj, Opaque, canonical, classifier  # noqa: F401
 
 NAMES = ("__tl_shadow__", "__tl_assert__")
+# what the rewritten test code calls: constants that :func:`bind` replaces by the helpers themselves
+SLOTS = ("\x00tl_shadow\x00", "\x00tl_assert\x00")
+CALLED_CONSTANT = r"'str' object is not callable"   # compile's SyntaxWarning for a slot's call, silenced
 OPS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
        lambda a, b: a in b, lambda a, b: a not in b, operator.add, operator.sub, operator.mul, operator.truediv)
 CMP = {ast.Eq: 0, ast.NotEq: 1, ast.Lt: 2, ast.LtE: 3, ast.Gt: 4, ast.GtE: 5, ast.In: 6, ast.NotIn: 7}
@@ -79,7 +86,7 @@ class Shadowing(ast.NodeTransformer):
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _scope
 
     def _call(self, name, node, args, keywords=()):
-        call = ast.Call(ast.Name(name, ast.Load()), [self._site(node), *args], list(keywords))
+        call = ast.Call(ast.Constant(SLOTS[NAMES.index(name)]), [self._site(node), *args], list(keywords))
         for new in (call, call.func, *call.args):   # only the nodes made here: never fix_missing_locations,
             if getattr(new, "lineno", None) is None:   # whose root default end line 1 breaks pytest's own
                 ast.copy_location(new, node)           # imports placed after a docstring (end_lineno None)
@@ -111,9 +118,31 @@ class Shadowing(ast.NodeTransformer):
 
 
 def transform(tree, rel):
-    """Rewrite the module ``tree`` of test file ``rel`` in place (see the module docstring); returns it."""
+    """Rewrite the module ``tree`` of test file ``rel`` in place (see the module docstring); returns it.
+    Its calls are of :data:`SLOTS` constants: compile it with :func:`compiled` (or :func:`bind` the code)."""
     Shadowing(rel).visit(tree)
     return tree
+
+
+def bind(code, helpers, _code=types.CodeType, _type=type, _str=str, _slots=SLOTS):
+    """``code`` with each :data:`SLOTS` constant, in it and in the code objects it holds, replaced by
+    its helper (``helpers``: :func:`install`'s two): the test code reaches the helpers as constants of
+    its own (immutable) code, so rebinding a name (``builtins.__tl_shadow__``) changes nothing."""
+    consts = []
+    for c in code.co_consts:
+        if _type(c) is _code:
+            c = bind(c, helpers)
+        elif _type(c) is _str and c in _slots:
+            c = helpers[_slots.index(c)]
+        consts.append(c)
+    return code.replace(co_consts=tuple(consts))
+
+
+def compiled(source, path, helpers):
+    """``compile(source, path, "exec")`` of a :func:`transform`-ed tree, :func:`bind`-ed to ``helpers``."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", CALLED_CONSTANT, SyntaxWarning)
+        return bind(compile(source, path, "exec", dont_inherit=True), helpers)
 
 
 
@@ -228,12 +257,26 @@ def install(folder, libs, runner, exempt=(), _builtins=builtins):
         _real(mod, source, module_path, config)   # first: pytest's diff is built from its own operands
         if _type(module_path) is _str and module_path.startswith(_root):
             transform(mod, module_path[len(_root):])
-    rewrite.rewrite_asserts = rewrite_asserts
-    SHADOWED[:] = [root]
+    def rewrite_test(fn, config, _real=rewrite._rewrite_test, _root=root, _helpers=(shadow, check_assert)):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", CALLED_CONSTANT, SyntaxWarning)
+            out = _real(fn, config)
+        return (*out[:-1], bind(out[-1], _helpers)) if str(fn).startswith(_root) else out
+    rewrite.rewrite_asserts, rewrite._rewrite_test = rewrite_asserts, rewrite_test
+    sys.dont_write_bytecode = True   # code holding the helpers cannot be marshalled into a .pyc
+    SHADOWED[:] = [root, (shadow, check_assert)]
     return shadow, check_assert
 
 
-SHADOWED = []   # the tests folder once installed: tl_rguard.module_codes shadows its plain compile too
+SHADOWED = []   # the tests folder and the helpers once installed: tl_rguard.module_codes shadows its plain compile too
+
+
+def plain_code(path, source):
+    """The module code of test file ``path`` (its ``source``) compiled plainly, shadowed and bound as
+    pytest's rewrite is once :func:`install`-ed (:func:`tl_rguard.module_codes`)."""
+    if SHADOWED and path.startswith(SHADOWED[0]):
+        return compiled(transform(ast.parse(source, filename=path), path[len(SHADOWED[0]):]), path, SHADOWED[1])
+    return compile(source, path, "exec", dont_inherit=True)
 
 
 def intact(frame, want, _get=dict.get, _type=type, _names=NAMES, _dict=dict):

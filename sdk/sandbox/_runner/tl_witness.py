@@ -89,10 +89,12 @@ def emitter(fd, nonce, _write=os.write, _quote=json.encoder.encode_basestring_as
     return emit
 
 
-def fingerprint(code, _sha=hashlib.sha256, _code=types.CodeType, _type=type, _repr=repr, _safe=SAFE):
+def fingerprint(code, _sha=hashlib.sha256, _code=types.CodeType, _type=type, _repr=repr, _safe=SAFE,
+                _function=types.FunctionType, _key=object.__hash__):
     """A digest of a code object and those it holds (name, bytecode, names, constants, exception
     table, flags, file, first line); ``None`` when a field or constant is not of an exact builtin
-    type (no method of a foreign object is ever called)."""
+    type (no method of a foreign object is ever called). A function constant (the shadow's helpers,
+    :func:`tl_shadow.bind`) counts by identity: code bound to other functions differs."""
     def names(t):
         if _type(t) is not tuple or any(_type(x) is not str for x in t):
             raise ValueError
@@ -106,6 +108,8 @@ def fingerprint(code, _sha=hashlib.sha256, _code=types.CodeType, _type=type, _re
             return (t.__name__, tuple(const(x) for x in c))
         if t in _safe:
             return (t.__name__, _repr(c))
+        if t is _function:
+            return ("function", _key(c))
         raise ValueError
 
     def walk(co):
@@ -362,8 +366,9 @@ def _hook(emit, check, source, frames, moved, lib, shadow, _getframe=sys._getfra
                 trusted = guard(event, args)
             elif event == "tl.ran":
                 nid = check(_getframe(1))
-                if nid and shadow is not None and not _intact(_getframe(1).f_back, shadow):
-                    emit(event="flag", flag="runner_tampering", detail="the shadow helpers were rebound before " + nid)
+                if nid is not False and shadow is not None and not _intact(_getframe(1).f_back, shadow):
+                    emit(event="flag", flag="runner_tampering", detail="the shadow helpers were rebound before "
+                                                                        "a test returned")   # or raised
                 if nid is False:
                     emit(event="flag", flag="runner_tampering", detail="sys.audit('tl.ran') outside the runner's tracer")
                 elif nid is not None and nid not in done:
