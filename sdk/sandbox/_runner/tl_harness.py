@@ -248,10 +248,10 @@ def run(chan, payload, remote, started):
     os.chdir(cwd)
     if payload["target"].startswith("src/"):   # src layout: the package imports from src/
         payload["path"] = [os.path.join(cwd, "src")] + list(payload.get("path", []))
-    mine = os.path.realpath(cwd) + os.sep   # warm: /tmp/run (and its src/), which the candidate can write, is
-    if not payload.get("warm"):             # never on this process's import path (a fractions.py there ran here
-        sys.path[:0] = [cwd]                # when a Fraction came back; issue 14)
-    sys.path += [p for p in payload.get("path", []) if not (payload.get("warm") and (os.path.realpath(p) + os.sep).startswith(mine))]
+    extra = payload.get("path", [])   # warm: /tmp/run (and its src/), which the candidate can write, is never on this
+    if extra and payload.get("warm"):   # process's import path (a fractions.py there ran here when a Fraction came back)
+        extra = [p for p in extra if not (os.path.realpath(p) + os.sep).startswith(os.path.realpath(cwd) + os.sep)]
+    sys.path[:] = ([] if payload.get("warm") else [cwd]) + sys.path + extra
     remote.codec.configure([cwd] + list(payload.get("path", [])), module_name(payload["target"]))
     guard = _guard(payload, cwd, remote)
     base = _cpu(0) if remote.sfd is not None else None   # a long-lived harness: this request's share

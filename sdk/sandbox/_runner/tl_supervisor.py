@@ -84,6 +84,7 @@ class Supervisor:
         theirs.close()
         self.ctl, self.pidfd, self.buf = ctl_r, os.pidfd_open(self.pid), b""
         tl_guard.SIBLING[0] = self.pid   # the candidates' kill-guard protects it
+        tl_guard.arm(self.pid)   # written into the filter here, once, not in every candidate
 
     def line(self, wait_s=None):
         """The next line on the control pipe (without its newline), or None: none in time, or closed."""
@@ -177,6 +178,12 @@ def serve(chan, ctl, sock, null):
     stdin or the socket closes (exit 3), or until a request changed this process (exit 0)."""
     code = 70
     try:
+        # tests import these often (HumanEval: 8 of 164), and a test's first import of a module
+        # ends this supervisor (tl_state); loaded here, never in the server: random's at-fork
+        # hook would re-seed it in every forked candidate
+        import copy  # noqa: F401
+        import random  # noqa: F401
+        import string  # noqa: F401
         reader, path = tl_wire.Reader(0), list(sys.path)
         state = tl_state.State()
         sys.addaudithook(state.hook)
