@@ -110,3 +110,35 @@ def test_a_commit_changing_a_file_left_out_of_the_snapshot_says_so(tmp_path, san
         "snapshot_too_large: the commit changes files left out of the snapshot (larger than max_file_kb 1 KiB, "
         "or not UTF-8 text): tests/test_text.py\nfix: raise the source's `max_file_kb` "
         "(e.g. --set sources.0.options.max_file_kb=4)"]
+
+
+MIXIN_TEST = '''import unittest
+
+from text import shout
+
+
+class ShoutChecks:
+    def test_upper(self):
+        self.assertEqual(shout("a")[0], "A")
+
+
+class ShoutTests(ShoutChecks, unittest.TestCase):
+    pass
+'''
+
+
+def test_tests_a_class_inherits_from_a_mixin_count_as_run(tmp_path, sandbox):
+    """pytest names an inherited test after its subclass (``ShoutTests::test_upper``) while its code
+    is ``ShoutChecks.test_upper``: the witness once found no genuine code for that node, so every
+    such pass was ``runner_tampering`` and the reference failed (more-itertools' PeekableMixinTests)."""
+    shas, result = mine(tmp_path, [
+        ({"text.py": "def shout(s):\n    return s.upper()\n", "tests/test_text.py": MIXIN_TEST}, "Initial"),
+        ({"text.py": "def shout(s):\n    return s.upper() + '!'\n",
+          "tests/test_text.py": MIXIN_TEST.replace("    pass\n", "    def test_bang(self):\n"
+                                                                    "        self.assertEqual(shout('a'), 'A!')\n")},
+         "Shout with a bang"),
+    ], sandbox)
+    assert [q.reason for q in result.quarantined] == []
+    (task,) = result.tasks
+    assert task.verifier.fail_to_pass == ("tests/test_text.py::ShoutTests::test_bang",)
+    assert task.verifier.pass_to_pass == ("tests/test_text.py::ShoutTests::test_upper",)

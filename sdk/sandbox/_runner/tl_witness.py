@@ -136,12 +136,16 @@ def _walk(code, prefix, rel, out):
 def test_codes(folder, modules):
     """``{(module path, qualified name): {fingerprints}}`` of every function in ``modules`` (paths
     relative to ``folder``), compiled as pytest's assertion rewriting compiles them, and plainly."""
+    import tl_inherit
     import tl_rguard
     out = {}
     FOLDER[:] = [folder]
     for rel in modules:
         for code in tl_rguard.module_codes(os.path.join(folder, rel)):
             _walk(code, "", rel, out)
+        with open(os.path.join(folder, rel), "rb") as fh:   # a mixin's tests: node C::test_m runs A.test_m's code
+            for name, ancestors in tl_inherit.inherited(fh.read()).items():
+                out.setdefault((rel, name), set()).update(*(out.get((rel, a), ()) for a in ancestors))
     return out
 
 
