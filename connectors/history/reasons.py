@@ -16,6 +16,8 @@ GOPATH_HINT = ("; no go.mod at the commit: a tree from before Go modules, whose 
                "do not resolve in module mode")
 GOPATH_FIX = ("\nfix: none needed: commits from before the repository's go.mod make no task whatever the options "
               "(a later `rev` or a smaller `max_commits` skips them); `exclude` does not help here")
+TIMEOUT_FIX = ("\nfix: raise the source's `suite_timeout_s` (one run of the commit's test modules, default 120 s; "
+               "e.g. --set sources.0.options.suite_timeout_s=600) or lower `max_test_files`")
 FLAG_HINTS = {"edits_ci": "the commit changes a file the change reward treats as runner configuration "
                           "(go.mod/go.sum, CI files, pytest.ini, ...): those edits are dropped from every diff, "
                           "its own included",
@@ -39,10 +41,10 @@ def no_task_reason(found, touched: set[str], go: bool = False, commit_files: dic
     if left_out:
         hint += f"; left out of the snapshot (over max_file_kb, or not UTF-8 text): {', '.join(left_out[:3])}"
     hint += GOPATH_FIX if gopath else ""
-    if found.commit.failure:
-        return f"tests_cannot_run: at the commit: {found.commit.failure}{hint}"
-    if found.parent.failure:  # a timeout or sandbox fault at the parent says nothing about the tests
-        return f"tests_cannot_run: at the parent: {found.parent.failure}"
+    for state, failure in (("commit", found.commit.failure), ("parent", found.parent.failure)):
+        if failure:   # a timeout or sandbox fault at the parent says nothing about the tests either
+            slow = TIMEOUT_FIX if failure.startswith("timeout") else ""
+            return f"tests_cannot_run: at the {state}: {failure}{hint if state == 'commit' else ''}{slow}"
     ran = {i.split("::")[0] for r in found.commit.runs for i in r}
     hit = {folder(p) for p in ran} & {folder(p) for p in touched} if go else ran & touched
     if not hit:

@@ -106,10 +106,10 @@ def test_a_commit_changing_a_file_left_out_of_the_snapshot_says_so(tmp_path, san
          "Shout with a bang"),
     ], sandbox, max_file_kb=1)
     assert result.tasks == []
-    assert [q.reason for q in result.quarantined] == [
+    assert [q.reason for q in result.quarantined] == [(
         "snapshot_too_large: the commit changes files left out of the snapshot (larger than max_file_kb 1 KiB, "
         "or not UTF-8 text): tests/test_text.py\nfix: raise the source's `max_file_kb` "
-        "(e.g. --set sources.0.options.max_file_kb=4)"]
+        "(e.g. --set sources.0.options.max_file_kb=4)")]
 
 
 MIXIN_TEST = '''import unittest
@@ -131,7 +131,7 @@ def test_tests_a_class_inherits_from_a_mixin_count_as_run(tmp_path, sandbox):
     """pytest names an inherited test after its subclass (``ShoutTests::test_upper``) while its code
     is ``ShoutChecks.test_upper``: the witness once found no genuine code for that node, so every
     such pass was ``runner_tampering`` and the reference failed (more-itertools' PeekableMixinTests)."""
-    shas, result = mine(tmp_path, [
+    _, result = mine(tmp_path, [
         ({"text.py": "def shout(s):\n    return s.upper()\n", "tests/test_text.py": MIXIN_TEST}, "Initial"),
         ({"text.py": "def shout(s):\n    return s.upper() + '!'\n",
           "tests/test_text.py": MIXIN_TEST.replace("    pass\n", "    def test_bang(self):\n"
@@ -142,3 +142,16 @@ def test_tests_a_class_inherits_from_a_mixin_count_as_run(tmp_path, sandbox):
     (task,) = result.tasks
     assert task.verifier.fail_to_pass == ("tests/test_text.py::ShoutTests::test_bang",)
     assert task.verifier.pass_to_pass == ("tests/test_text.py::ShoutTests::test_upper",)
+
+
+def test_a_suite_past_its_time_limit_says_which_option_to_raise(tmp_path, sandbox):
+    slow = "import time\n\nfrom text import shout\n\n\ndef test_shout():\n    time.sleep(30)\n    assert shout('a') == {}\n"
+    _, result = mine(tmp_path, [
+        ({"text.py": "def shout(s):\n    return s.upper()\n", "tests/test_text.py": slow.format("'A'")}, "Initial"),
+        ({"text.py": "def shout(s):\n    return s.upper() + '!'\n", "tests/test_text.py": slow.format("'A!'")},
+         "Shout with a bang"),
+    ], sandbox, suite_timeout_s=3)
+    (q,) = result.quarantined
+    assert q.reason.startswith("tests_cannot_run: at the commit: timeout")
+    assert q.reason.endswith("\nfix: raise the source's `suite_timeout_s` (one run of the commit's test modules, "
+                             "default 120 s; e.g. --set sources.0.options.suite_timeout_s=600) or lower `max_test_files`")
