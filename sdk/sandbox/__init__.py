@@ -62,8 +62,11 @@ by ``tests/sandbox/test_hostile.py``:
   answer (it forks a fresh candidate per request, beside a long-lived supervisor that runs the
   tests and never forks, so no candidate ever held an earlier request in memory; the supervisor is
   replaced after any request that changed it: ``_runner/tl_state.py``), ``/tmp`` and ``/dev/shm``
-  are emptied and checked empty after every request (a slot that is not clean, or whose server
-  broke, is replaced; a slot that cannot start is ``sandbox_error``, never the task's failure),
+  are emptied and checked empty after every request, then (host running as root) remade as new
+  tmpfs mounts with the slot's pid counter set back, by a root helper on the host in the slot's mount
+  namespace while the server waits (:mod:`sdk.sandbox.slotreset`: new roots, inode numbers that do
+  not count the last task's files, pids that do not count its forks; a slot that is not clean, whose
+  reset failed, or whose server broke, is replaced; a slot that cannot start is ``sandbox_error``, never the task's failure),
   System V IPC and POSIX message queues are denied by seccomp (nothing outlives a request, and
   no shared memory escapes ``memory_mb``; extended attributes cannot be set, round 6).
 
@@ -84,8 +87,12 @@ What is NOT isolated or not covered:
   ``tests/sandbox/test_hostile.py``). Tests are the task's, not the model's: the solution reaches
   the supervisor only as values on a pipe;
 
-- a warm slot's pid namespace lives across its requests: how many processes one task forked shows
-  in the next task's pids (a counter, strict xfail in ``tests/sandbox/test_hostile_round6.py``);
+- a warm slot's pid namespace lives across its requests (the server forks each candidate; seccomp and
+  the absent capabilities keep it from making a namespace per request): only its counter is set back
+  to the last candidate's pid when a request forked (``ns_last_pid``), so a candidate's pid still counts
+  the slot's earlier requests and supervisor replacements (never what they forked); without root on
+  the host there is no helper, and ``/tmp`` and
+  ``/dev/shm`` are only emptied (their inode counters and the pid counter then carry over);
 - memory is bounded by address space (RLIMIT_AS), not by a cgroup: resident memory of a
   process that maps but does not touch memory is not limited separately, and tmpfs pages
   (``/tmp``, ``/dev/shm``) and memfd pages count against the host, bounded by their sizes and

@@ -32,6 +32,7 @@ from sdk.sandbox.contract import ExecRequest, Limits
 from sdk.sandbox.env import RUNTIME_MOUNT, sandbox_env
 from sdk.sandbox.launch import FLOOD_FACTOR, RawRun, prlimit_args, sweep_uid
 from sdk.sandbox.seccomp import seccomp_bpf_path
+from sdk.sandbox.slotreset import SlotReset
 
 START_TIMEOUT_S = 30.0
 PIPE_READ = 1 << 16
@@ -58,14 +59,17 @@ class Zygote:
         self.uid, self.processes, self.scratch_mb = uid, processes, scratch_mb
         lim = SERVER_LIMITS.model_copy(update={"processes": processes, "scratch_mb": scratch_mb})
         fd = os.open(seccomp_bpf_path(), os.O_RDONLY)
+        ack_r, self._ack = os.pipe()   # our answers to the server's "S" (slotreset)
         argv = (prlimit_args(lim, uid is not None) + backend.bwrap_argv(None, lim, seccomp_fd=fd)
-                + [backend.python(uid), "-I", "-S", "-B", RUNTIME_MOUNT + "/tl_zygote.py"])
+                + [backend.python(uid), "-I", "-S", "-B", RUNTIME_MOUNT + "/tl_zygote.py", "--reset-fd", str(ack_r)])
         ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+        self.reset: SlotReset | None = None
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         env=sandbox_env("/tmp"), cwd="/", pass_fds=(fd,), start_new_session=True, **ids)
+                                         env=sandbox_env("/tmp"), cwd="/", pass_fds=(fd, ack_r), start_new_session=True, **ids)
         finally:
             os.close(fd)
+            os.close(ack_r)
         self._buf = b""
         self.cgroup: SlotCgroup | None = None
         self._limits: tuple[int, int] | None = None
@@ -73,6 +77,7 @@ class Zygote:
         if not ready or not json.loads(ready).get("clean"):
             self.kill()
             raise ServerGone("the warm server did not start clean")
+        self.reset = SlotReset(min(self.server_process(), default=-1), uid)
         self.cgroup = SlotCgroup.create(f"tuneloop-{uid if uid is not None else os.getpid()}")
         if self.cgroup is not None:
             try:
@@ -128,7 +133,13 @@ class Zygote:
                 frame = json.loads(body) if kind in (b"R", b"D") else None
             except ValueError:
                 continue
-            if kind == b"R" and isinstance(frame, dict) and frame.get("nonce") == payload["nonce"]:
+            if kind == b"S":   # the request is over and its slot emptied: fresh /tmp, /dev/shm, pid counter
+                ok = self.reset.reset(int(body or 0)) if self.reset is not None and self.reset.available else None
+                try:
+                    os.write(self._ack, b"-" if ok is None else b"1" if ok else b"0")
+                except OSError:
+                    pass   # the server is gone: its D never comes, the deadline above says so
+            elif kind == b"R" and isinstance(frame, dict) and frame.get("nonce") == payload["nonce"]:
                 answer = frame
             elif kind == b"D" and isinstance(frame, dict):
                 return answer, frame
@@ -163,6 +174,11 @@ class Zygote:
         if self.uid is not None:
             sweep_uid(self.uid)
         self.proc.wait()
+        if self.reset is not None:
+            self.reset.close()
+        if self._ack >= 0:
+            os.close(self._ack)
+            self._ack = -1
         if self.cgroup is not None:
             self.cgroup.remove()
         for f in (self.proc.stdin, self.proc.stdout):

@@ -23,7 +23,9 @@ supervisor beside it (:data:`tl_guard.SIBLING`). When the supervisor reports the
 pipe; the supervisor is then killed), the server kills every other process it can see but the
 live supervisor (``kill(-1)`` when there is none), reaps them as a subreaper, empties ``/tmp``
 and ``/dev/shm`` (making unreadable folders readable first), and checks that nothing is left: no
-process, no file. It then answers ``D <json>`` with ``clean``; a slot that is not clean is
+process, no file; then asks the host (``S``; the answer arrives on ``--reset-fd``) to remake both as
+fresh mounts and, when the request forked, set the slot's pid counter back to its candidate's pid
+(``sdk/sandbox/slotreset.py``). It then answers ``D <json>`` with ``clean``; a slot that is not clean is
 replaced by the host before the next request, never handed to another task. System V IPC and
 POSIX message queues are denied by seccomp, so none can outlive a request. The server is not
 dumpable and seccomp denies ptrace.
@@ -242,6 +244,23 @@ def _fresh(keep=0):
 
 CHAN = [-1]
 NULL = [-1]
+RESET = [-1]   # --reset-fd: the host's answers to "S" (1: /tmp, /dev/shm and pids remade; 0: failed; -: no helper)
+
+
+def _reset(cand_pid):
+    """Ask the host to remake /tmp and /dev/shm (``S``; :mod:`sdk.sandbox.slotreset`) and, when any
+    process was forked after the candidate ``cand_pid``, to set the pid counter back to it (so the next
+    candidate's pid never counts an earlier task's forks); wait for the answer. True when done or the
+    host has no helper."""
+    try:
+        with open("/proc/sys/kernel/ns_last_pid", "rb") as fh:
+            moved = int(fh.read()) != cand_pid
+    except (OSError, ValueError):
+        moved = True
+    _write(CHAN[0], b"\nS %d\n" % (cand_pid if moved else 0))
+    ready = select.select([RESET[0]], [], [], 15.0)[0]
+    return (os.read(RESET[0], 1) if ready else b"") in (b"1", b"-")
+
 WARM_ROUNDS = 2   # measured: 2, 3 and 10 rounds saved the same faults (the per-call code runs 48 times a round)
 WARM_SOURCE = "def tl_warm(a, b=0):\n    return [a, b, str(a) * 2, {'k': (a, b)}, a * 0.5, a > 3]\n"
 WARM_TEST = """
@@ -325,6 +344,8 @@ def main():
     """Entry point of the pre-forked interpreter: one candidate per request, served by a
     long-lived supervisor (replaced when a request changed it), until stdin closes."""
     _libc()
+    if "--reset-fd" in sys.argv:
+        RESET[0] = int(sys.argv[sys.argv.index("--reset-fd") + 1])
     tl_guard.remember_server()
     CHAN[0] = chan = os.dup(1)
     NULL[0] = null = os.open(os.devnull, os.O_WRONLY)
@@ -356,6 +377,8 @@ def main():
         keep = sup.pid if sup is not None else 0
         _kill_everything(keep)
         clean = _fresh(keep)
+        if clean and started and RESET[0] >= 0:   # nothing of the slot runs now but the idle supervisor
+            clean = _reset(cand[0])
         message = {"exit": 0 if status is None else os.waitstatus_to_exitcode(status), "timed_out": timed_out,
                    "clean": clean, "wall_s": time.monotonic() - start} if started else None
 
