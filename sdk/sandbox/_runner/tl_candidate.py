@@ -219,8 +219,14 @@ class Candidate(tl_cvalues.Values):
     _capture = tl_capture.capture   # one operation, its output teed and warnings recorded
 
     def serve(self, req_load):
-        """Load, then answer operations until the harness closes the pipe."""
-        tl_wire.send(self.wfd, self.load(req_load))
+        """Load, then answer operations until the harness closes the pipe. A load request naming
+        ``get`` (script mode: the entry point) brings that ``get``'s answer too (``got``): one round
+        trip fewer per request (issue 14; :meth:`tl_remote.Remote.get` uses it only while nothing
+        else was asked)."""
+        answer = self.load(req_load)
+        if req_load.get("get") and "err" not in answer and "message" not in answer:
+            answer["got"] = self.answer({"op": "get", "name": req_load["get"]})
+        tl_wire.send(self.wfd, answer)
         while True:
             try:
                 req = self.reader.recv()

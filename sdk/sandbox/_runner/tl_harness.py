@@ -79,7 +79,7 @@ class _Namespace(dict):
         if hasattr(builtins, name) or name.startswith("__"):
             raise KeyError(name)
         try:
-            value = self.remote.result(self.remote.ask({"op": "get", "name": name}))
+            value = self.remote.result(self.remote.get(name))
         except AttributeError:
             raise KeyError(name)
         self[name] = value
@@ -161,7 +161,7 @@ def _guard(payload, cwd, remote):
 def _load_request(payload, cwd):
     return {"module": module_name(payload["target"]), "target": payload["target"], "code": payload.get("code"),
             "cwd": cwd, "limits": payload["limits"], "path": payload.get("path", []),
-            "nproc_extra": payload.get("nproc_extra", 0)}
+            "nproc_extra": payload.get("nproc_extra", 0), "get": payload["entry"] if payload["mode"] == "script" else None}
 
 
 def _source(payload, cwd):

@@ -61,7 +61,7 @@ class Remote:
         os.set_blocking(c_r, False)
         self.deadline, self.flags, self.events = None, {}, []
         self.gone, self.timed_out, self.status, self.rusage, self.stopped = None, False, None, None, False
-        self.loaded = False
+        self.loaded, self.got = False, None
         CURRENT[:] = [self]
         self.mirrors = (None, {})   # (solution module, {name: mirrored exception class}): tl_rmodule
         self.codec = tl_values.Codec(self, RemoteObject, CandidateGone)
@@ -91,6 +91,7 @@ class Remote:
 
     def ask(self, req):
         """Send one request, return its answer (stdout/stderr of the call are echoed)."""
+        self.got = None   # the candidate may change from here on: the load's ``get`` answer is stale
         if self.gone:
             raise CandidateGone(self.gone)
         if not self.loaded:
@@ -227,6 +228,7 @@ class Remote:
             self.drain_audit()
         if "err" not in answer and "message" not in answer:
             self.loaded = True
+            self.got = (req.get("get"), answer.get("got"))
             return None
         err = answer.get("err") or {}
         if err.get("type") == "SystemExit":
@@ -306,6 +308,15 @@ class Remote:
             return cls(*args) if type(args) is list else cls(text)
         except Exception:  # noqa: BLE001 - arguments that do not cross: the message still does
             return cls(text)
+
+    def get(self, name):
+        """The ``get`` answer for the solution module's ``name``: the one the load brought (script
+        mode's entry point, :meth:`tl_candidate.Candidate.serve`) when nothing was asked since, so
+        it is what a ``get`` now would answer; else a round trip."""
+        got, self.got = self.got, None
+        if got is not None and got[0] == name and type(got[1]) is dict and not self.gone:
+            return got[1]
+        return self.ask({"op": "get", "name": name})
 
     def handle_of(self, name):
         """The persistent id of the solution module's object ``name`` (a handle), or None."""
