@@ -35,7 +35,9 @@ Covered:
   single-package Go (built with ``go test -c``) reach the build driver on stdin and are deleted before the
   program runs (never readable as source); an empty decoy then takes each test's name and an open of it
   is ``reads_tests`` (the driver's inotify watch, ``_runner/tl_offdisk.py``); Java's test classes are
-  deleted too and defined by ``TlJUnit`` from memory (a solution reading ``classes/*Test.class`` finds none).
+  deleted too and defined by ``TlJUnit`` from memory (a solution reading ``classes/*Test.class`` finds none);
+  CommonJS node tests run one file per node run, the source on a pipe the guard drains before any test
+  or solution code, the file on disk a watched decoy.
 - Signals to the judge: the Python candidate and each C/C++ test child run under a seccomp
   guard (``_runner/tl_guard.py``, ``tl_test.h``): ``kill``/``tgkill``/``SIGSTOP``/``prlimit``
   aimed at the harness, the runner, the driver, their group or everyone kills the caller with
@@ -88,11 +90,12 @@ Not covered (known gaps):
   its token (its constructors run there too).
 - A process forked by C/C++ code and killed by the guard for aiming at the runner goes
   unreported (the runner is unharmed; constructors are flagged by the static scan).
-- Test sources on disk (round 6, strict xfail in ``tests/rewards/test_redteam_round6.py``): JS tests are
-  readable while the code runs (node reads them in the solution's process); listing the folder or naming
-  a test file is flagged by the static scan only. Go tests in more than one folder still run through
-  ``go test ./...`` with their sources on disk. Compiled tests stay readable as machine code in the
-  program's own binary (C/C++, Go, Rust), and Java's as class bytes in the JVM's heap.
+- Test sources on disk: Go tests in more than one folder still run through ``go test ./...``, and ES
+  module or TypeScript tests through ``node --test``, with their sources on disk (listing the folder or
+  naming a test file is flagged by the static scan only). Compiled tests stay readable as machine code in
+  the program's own binary (C/C++, Go, Rust), and Java's as class bytes in the JVM's heap; a JS test
+  shares its process with the solution, which can still read its source from the test's own functions
+  (``add.caller.toString()`` in sloppy mode) or from node's memory.
 - Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
   aliased exit, is stopped by the static scan only); a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests

@@ -1,9 +1,10 @@
-"""Go and Java tests stay off the disk while the program under test runs (issue 14, round 6).
+"""Go, Java and JavaScript tests stay off the disk while the program under test runs (issue 14, round 6).
 
 Go: the test binary is built with ``go test -c``, the sources are deleted, and a decoy under each
 test's name reports an open (flag ``reads_tests``). Java: the tests' class files reach ``TlJUnit``
 on its key pipe and are defined from memory, beside the task's classes in one loader, so
-package-private access between a test and the solution still works."""
+package-private access between a test and the solution still works. JavaScript (CommonJS tests):
+one node run per test file, its source on a pipe to the guard, a decoy on disk; the reports merged."""
 
 from __future__ import annotations
 
@@ -32,6 +33,12 @@ JAVA_SOLUTION = ("import java.nio.file.*;\nclass Add {\n  static final int SECRE
                  " || Files.exists(Paths.get(\"classes\", \"Base.class\"));\n  }\n}\n")
 
 
+JS_T = "const test = require('node:test');\nconst assert = require('node:assert');\nconst add = require('./add.js');\n"
+JS_PEEK = ("const fs = require('f' + 's');\nmodule.exports = (a, b) => {\n  let s = '';\n"
+           "  try { s = fs.readFileSync(__dirname + '/b.test.js', 'utf8'); } catch (e) { }\n"
+           "  return s.includes('3345') ? -1 : a + b;\n};\n")
+
+
 def _skip_without(lang):
     if toolchain_status(lang):
         pytest.skip(toolchain_status(lang))
@@ -57,3 +64,19 @@ def test_java_tests_run_from_memory_with_package_private_access(bubblewrap_sandb
     got = {t.name.rsplit("/", 1)[-1].removesuffix("()"): t.outcome for t in res.tests}
     assert res.status == ExecStatus.OK and got == dict.fromkeys(["ok", "inherited", "hidden", "nested"], "passed"), res
     assert not res.flags
+
+
+def test_js_tests_run_from_a_pipe_one_file_at_a_time(bubblewrap_sandbox):
+    _skip_without(L.JAVASCRIPT)
+    tests = {"a.test.js": JS_T + "test('small', () => assert.equal(add(2, 3), 5));\n",
+             "b.test.js": JS_T + "test('big', () => assert.equal(add(1000, 2345), 3345));\n"
+                                 "test('wrong', () => assert.equal(add(1, 1), 3));\n"}
+    honest, peek = bubblewrap_sandbox.run([
+        ExecRequest(language=L.JAVASCRIPT, framework="node", target_path="add.js", limits=LIM, tests=tests,
+                    solution="module.exports = (a, b) => a + b;\n"),
+        ExecRequest(language=L.JAVASCRIPT, framework="node", target_path="add.js", limits=LIM, tests=tests, solution=JS_PEEK)])
+    assert {t.name: t.outcome for t in honest.tests} == {"small": "passed", "big": "passed", "wrong": "failed"}, honest
+    assert honest.status == ExecStatus.FAILED and not honest.flags, honest
+    # the file it opened was a decoy (its tests pass as the honest ones do), and the open is reported
+    assert {t.name: t.outcome for t in peek.tests} == {t.name: t.outcome for t in honest.tests}, peek
+    assert peek.flags == ("reads_tests",), peek

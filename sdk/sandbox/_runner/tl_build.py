@@ -110,6 +110,11 @@ def _run(spec, env, emit):
         for line in lines:
             emit(event="channel", line=line)
         return out, code
+    if spec.get("each"):
+        ran = _sibling("tl_offdisk").run_each(spec, env, spec["each_sources"])
+        if ran is None:
+            emit(event="run_timeout")
+        return ran
     try:   # "filter" (Go: test2json): the program's output (stderr merged) is converted after it exits
         p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"], check=False,
                            stderr=subprocess.STDOUT if spec.get("filter") else None)
@@ -187,6 +192,8 @@ def _off_disk(spec, secret):
     offdisk = _sibling("tl_offdisk")
     if spec.get("memclasses"):
         spec["classes"] = offdisk.pack_classes(offdisk.take_classes(spec["memclasses"], secret))
+    if spec.get("each"):   # node: one run per test file, its source on a pipe (tl_node_guard.cjs)
+        spec["each_sources"] = secret
     return offdisk.Decoys(sorted(secret)) if secret else None
 
 

@@ -11,6 +11,9 @@ answers from the hidden test's class file (``sipush`` operands). Two pieces:
 - :func:`take_classes`: the class files javac made from the test sources (found by their
   ``SourceFile`` attribute) are read into memory and deleted before the JVM starts; the driver hands
   them to ``TlJUnit`` on its key pipe (:func:`pack_classes`), which defines them from memory.
+- :func:`run_each`: node (CommonJS tests) runs one test file per ``node --test``, the file's source on
+  a pipe (``TL_TEST_FD``) that ``tl_node_guard.cjs`` drains in the test's process before any test or
+  solution code and compiles in place of the decoy; the JUnit reports are merged.
 """
 
 import ctypes
@@ -128,3 +131,46 @@ def pack_classes(classes):
         raw = name.encode()
         out += [struct.pack(">H", len(raw)), raw, struct.pack(">I", len(data)), data]
     return b"".join(out)
+
+
+def run_each(spec, env, sources):
+    """Run ``spec["run"] + [path]`` once per test file of ``sources`` (``{path: source}``; node: the
+    guard of the test's process reads its source from the descriptor named by ``TL_TEST_FD``, and the
+    file on disk stays a decoy). Returns (the runs' JUnit reports merged into one document, the
+    first non-zero exit code or 0), or None when ``spec["run_timeout"]`` ran out."""
+    import subprocess
+    import threading
+    import time
+    deadline, reports, code = time.monotonic() + spec["run_timeout"], [], 0
+    for path in sorted(sources):
+        r, w = os.pipe()
+        fd = os.dup2(r, 200, inheritable=True)   # high: node's own descriptors take the low numbers
+        os.close(r)
+        threading.Thread(target=_feed, args=(w, sources[path].encode()), daemon=True).start()
+        try:
+            p = subprocess.run(spec["run"] + [path], stdout=subprocess.PIPE, env=dict(env, TL_TEST_FD=str(fd)),
+                               pass_fds=(fd,), timeout=max(0.1, deadline - time.monotonic()), check=False)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            os.close(fd)
+        reports.append(p.stdout)
+        code = code or p.returncode
+    return _merge_junit(reports), code
+
+
+def _feed(fd, data):
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+    except OSError:
+        pass
+
+
+def _merge_junit(reports):
+    """One ``<testsuites>`` document holding what each report's root held (one report: unchanged)."""
+    import re
+    if len(reports) == 1:
+        return reports[0]
+    inner = [re.sub(rb"^\s*(<\?xml[^>]*\?>)?\s*<testsuites[^>]*>|</testsuites>\s*$", b"", r) for r in reports]
+    return b'<?xml version="1.0" encoding="utf-8"?>\n<testsuites>\n' + b"".join(inner) + b"</testsuites>\n"

@@ -35,11 +35,13 @@ line signed with the key and numbered (no nonce a scan of the JVM's memory could
 it did not sign is ``channel_forged``, flag ``runner_tampering``; no report file is read, so a
 report the solution writes counts for nothing). Go change tasks (``go_repo``) report the same way
 from a guard package that every module package imports, so it reads its key first
-(:mod:`.goguard`). Test sources of C/C++, Java, Rust and
-single-package Go travel on the driver's stdin and are deleted before the program runs, a decoy under
-each name reporting any open (``tests_read``: flag ``reads_tests``); Java's test classes are then read
-into memory, deleted and defined by ``TlJUnit`` (``_runner/tl_offdisk.py``). Go tests in several
-folders still run through ``go test ./...`` beside their sources. Whole-file Go and
+(:mod:`.goguard`). Test sources of C/C++, Java, Rust,
+single-package Go and CommonJS JavaScript travel on the driver's stdin and are deleted before the
+program runs, a decoy under each name reporting any open (``tests_read``: flag ``reads_tests``); Java's
+test classes are then read into memory, deleted and defined by ``TlJUnit``; each node test file runs in
+a node run of its own, its source on a pipe (``TL_TEST_FD``) that ``tl_node_guard.cjs`` drains and
+compiles in place of the decoy (``_runner/tl_offdisk.py``). Go tests in several folders, ES module and
+TypeScript tests still run beside their sources. Whole-file Go and
 Rust results still come from output the candidate's process could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
 imitated line next to the real one is a duplicate.
 """
@@ -143,7 +145,7 @@ def execute(backend, req: ExecRequest, uid: int | None, deps: str | None = None)
         build["env"]["TL_NODE_DEPS"] = backend.deps_path(deps)
     files[SPEC_FILE] = json.dumps(build)
     # compiled languages: the tests travel on stdin, so the program under test never reads their source
-    secret = {p: files.pop(p) for p in req.tests} if spec.language in OFF_DISK or _go_off_disk(req) else {}
+    secret = {p: files.pop(p) for p in req.tests} if spec.language in OFF_DISK or _go_off_disk(req) or _js_off_disk(req) else {}
     lim = req.limits
     limits = lim.model_copy(update={"memory_mb": max(lim.memory_mb, spec.as_floor_mb),
                                     "scratch_mb": max(lim.scratch_mb, spec.scratch_floor_mb),
@@ -189,6 +191,8 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
         files[REPORTER_FILE] = (Path(__file__).parent / "tl_node_report.cjs").read_text()
         b |= {"run": [which("node"), "--require", "{src}/" + GUARD_FILE, "--test", "--test-reporter={src}/" + REPORTER_FILE,
                       "--test-reporter-destination=stdout", *run_tests]}
+        if _js_off_disk(req):   # one node run per test file, its source on a pipe: never on disk (tl_node_guard.cjs)
+            b |= {"run": b["run"][:-len(run_tests)], "each": True}
     elif lang == Language.JAVA:
         cp = ":".join(JARS[1:])
         jvm = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ActiveProcessorCount=1", "-Xss1m",
@@ -222,6 +226,15 @@ def _go_off_disk(req: ExecRequest) -> bool:
     without its test sources on disk (issue 14, round 6). Tests in several folders still run through
     ``go test ./...`` with the sources beside the program."""
     return req.language == Language.GO and req.framework == Framework.GO and all("/" not in p for p in req.tests)
+
+
+def _js_off_disk(req: ExecRequest) -> bool:
+    """A JavaScript task whose tests are CommonJS files (``.js``/``.cjs``, no ``"type": "module"``):
+    each test file runs in a node run of its own, its source handed to the guard on a pipe, a decoy
+    on disk (issue 14, round 6). ES module tests still run from their files on disk."""
+    esm = any(p.endswith("package.json") and '"module"' in t for p, t in req.files.items())
+    return req.language == Language.JAVASCRIPT and not esm and bool(req.tests) and all(
+        p.endswith((".js", ".cjs")) for p in req.tests)
 
 
 def _parse(spec: LangSpec, events: list[dict], req: ExecRequest) -> tuple[TestOutcome, ...]:
