@@ -48,6 +48,7 @@ import ctypes, json, os, sys
 sys.path.insert(0, sys.argv[1])
 import math, typing, tl_candidate, tl_guard, tl_harness, tl_remote, tl_wire  # the warm server's imports
 tl_guard.remember_server()
+tl_guard.arm(os.getpid())   # as the warm server arms it for its supervisor: each child installs it unpatched
 with open(sys.argv[2], "rb") as fh:
     SECCOMP = fh.read()
 rows, rounds = json.loads(sys.stdin.read()), int(sys.argv[3])
