@@ -18,6 +18,7 @@ heldout``. No sandbox: generation only.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -65,6 +66,7 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--n", type=int, default=1, help="samples per prompt")
     ap.add_argument("--max-new-tokens", type=int, help="default: eval.max_new_tokens")
+    ap.add_argument("--save", help="write the first way's rows here (JSONL: task id, text, tokens, stop reason)")
     args = ap.parse_args()
 
     from sdk.config import load_config
@@ -72,7 +74,8 @@ def main() -> None:
     from sdk.models import resolve_model
 
     cfg = load_config(args.config)
-    prompts = [t.prompt for t in load_tasks(args, cfg)]
+    tasks = load_tasks(args, cfg)
+    prompts = [t.prompt for t in tasks]
     gen = HFGenerator(resolve_model(cfg.model.name, cfg.model.cache_dir), None, 8,
                       args.max_new_tokens or cfg.eval.max_new_tokens, args.temperature, cfg.seed, cfg.model.dtype)
     totals = {w: [0.0, 0.0] for w in args.ways}
@@ -86,6 +89,9 @@ def main() -> None:
             totals[w][1] += cpu
             print(f"round {r} way {w}: wall {wall:.1f} s, CPU {cpu:.1f} s, rows as {args.ways[0]}: "
                   f"{same}/{len(rows)} prompts", flush=True)
+    if args.save:
+        Path(args.save).write_text("".join(json.dumps({"task_id": t.id, "text": x, "tokens": n, "stop": why}) + "\n"
+                                           for t, row in zip(tasks, first) for x, n, why in row))
     tokens = sum(n for row in first for _, n, _ in row)
     base_wall, base_cpu = totals[args.ways[0]]
     print(f"{len(prompts)} prompts x {args.n}, {tokens} tokens per way")
