@@ -11,8 +11,9 @@ and shown with examples and the file that holds them all.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -40,13 +41,16 @@ class Finding:
         return {"level": self.level, "what": self.what, "fix": self.fix, "stage": self.stage}
 
 
-def check_health(tasks: Sequence[Task], n_examples: int, cfg) -> list[Finding]:
+def check_health(tasks: Sequence[Task], n_examples: int, cfg, fixed: Collection[str] = ()) -> list[Finding]:
     """Findings for a built task set under run config ``cfg`` (pure: no I/O).
 
     Args:
         tasks: the validated tasks, splits assigned.
         n_examples: SFT examples from feedback sources.
         cfg: the :class:`sdk.config.RunConfig`.
+        fixed: ids of the tasks whose split a source or ``sources[].split`` fixed; when it holds them
+            all, ``tasks.heldout_fraction`` changes nothing and the fixes name the sources' own
+            ``heldout_fraction`` option (``git_history``'s time-honest split) instead.
     """
     by_split = Counter(t.split for t in tasks)
     train = [t for t in tasks if t.split == Split.TRAIN]
@@ -54,6 +58,9 @@ def check_health(tasks: Sequence[Task], n_examples: int, cfg) -> list[Finding]:
     with_reference = sum(bool(t.reference) for t in train)
     n_train, n_held = by_split[Split.TRAIN], by_split[Split.HELDOUT]
     out: list[Finding] = []
+    own = bool(tasks) and all(t.id in fixed for t in tasks)
+    knob = "the source's own heldout_fraction option (its split is fixed: tasks.heldout_fraction does not apply)" \
+        if own else "tasks.heldout_fraction"
     if cfg.sft.enabled and not (with_reference and cfg.sft.include_train_references) and not (
             n_examples and cfg.sft.include_feedback):
         out.append(Finding("error", f"SFT has nothing to learn from: {n_train} train tasks ({with_reference} with a "
@@ -66,18 +73,18 @@ def check_health(tasks: Sequence[Task], n_examples: int, cfg) -> list[Finding]:
                            "GRPO off (--set rl.enabled=false)", "rl"))
     if not any(by_split[Split(s)] for s in cfg.eval.splits):
         out.append(Finding("error", f"nothing to evaluate: no task in the eval splits {list(cfg.eval.splits)}",
-                           "add tests so those splits get tasks, raise tasks.heldout_fraction, or list the splits "
+                           f"add tests so those splits get tasks, raise {knob}, or list the splits "
                            "that have tasks under eval.splits", "eval"))
     if 0 < n_train < MIN_TRAIN:
         out.append(Finding("warning", f"only {n_train} train task(s): too few to learn from",
-                           "add tests (each tested function becomes a task) or lower tasks.heldout_fraction"))
+                           f"add tests (each tested function becomes a task) or lower {knob}"))
     if 0 < n_held < MIN_HELDOUT and "heldout" in cfg.eval.splits:
         out.append(Finding("warning", f"only {n_held} held-out task(s): each is {100 / n_held:.0f} pp of pass@1, so "
                            "a gain of a few tasks cannot be told from noise", "add tests, or raise "
-                           "tasks.heldout_fraction if train tasks are plentiful"))
+                           f"{knob} if train tasks are plentiful"))
     if n_held > n_train > 0:
         out.append(Finding("warning", f"more held-out ({n_held}) than train ({n_train}) tasks",
-                           "lower tasks.heldout_fraction (e.g. --set tasks.heldout_fraction=0.3)"))
+                           f"lower {knob}" + ("" if own else " (e.g. --set tasks.heldout_fraction=0.3)")))
     return out
 
 

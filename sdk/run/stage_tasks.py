@@ -217,7 +217,7 @@ def stage_tasks(ctx: StageContext) -> StageStats:
             tasks, weak = _check_strength(ctx, tasks, stubs_failed)
             quarantined += weak
     taskset = TaskSet(tasks, quarantined)
-    findings = check_health(tasks, len(got.examples), cfg)
+    findings = check_health(tasks, len(got.examples), cfg, fixed=set(got.fixed))
     taskset.save(layout.tasks_jsonl)
     write_jsonl(layout.sft_examples_jsonl, [e.model_dump(mode="json") for e in got.examples])
     write_jsonl(layout.preference_pairs_jsonl, [x.model_dump(mode="json") for x in got.pairs])

@@ -63,6 +63,15 @@ def test_a_test_module_with_a_docstring_collects_and_makes_a_task(tmp_path, sand
     lines = [r.getMessage() for r in caplog.records if r.name == "tuneloop.progress"]
     assert any(ln.startswith(f"git_history: commit 1/1 {shas[1][:10]}: task (1 tasks, 0 quarantined") for ln in lines)
     assert "git_history: scoring the 1 references (each commit's own diff must earn 1.0)" in lines
+    # the build summary's fixes name the knob that moves this source's split (it fixes its own)
+    from sdk.config import parse_config
+    from sdk.run.health import check_health
+
+    cfg = parse_config({"sources": [{"type": "git_history", "domain": "d", "options": {"path": "r"}}]})
+    fixes = [f.fix for f in check_health(result.tasks, 0, cfg, fixed={t.id for t in result.tasks})]
+    assert any(f.endswith("or lower the source's own heldout_fraction option (its split is fixed: "
+                          "tasks.heldout_fraction does not apply)") for f in fixes)
+    assert any(f.endswith("or lower tasks.heldout_fraction") for f in (x.fix for x in check_health(result.tasks, 0, cfg)))
 
 
 def _mine_docstring(tmp_path, sandbox):
