@@ -2,8 +2,9 @@
 modules, and the source's progress lines.
 
 Reasons start with their key (``tests_cannot_run``, ``no_fail_to_pass``, ``flaky_fail_to_pass``,
-``reference_fails``), then say what was seen, so a user can tell a commit whose tests cannot run
-from one that simply adds no deciding test.
+``snapshot_too_large``, ``reference_fails``), then say what was seen, so a user can tell a commit
+whose tests cannot run from one that simply adds no deciding test; where the user can act, a last
+``fix:`` line says how (the build summary shows it, :func:`sdk.run.health.group_fix`).
 """
 
 from __future__ import annotations
