@@ -111,6 +111,12 @@ CHEATS = {  # name: (task kind, diff); each mul is wrong (a + b underneath)
         f"    b_ = {g('sys.modules')}['snitliub'[::-1]]", "    for cell in getattr(b_, '__tl_' + 'shadow__').__closure__:",
         "        if getattr(cell.cell_contents, '__name__', '') == 'check':",
         "            cell.cell_contents = lambda *a: None", "    return _R(a + b)", extra=LIE)),
+    # a runner function's __module__ renamed (no audited event) before its defaults are rebound: the shadow's
+    # _flat then calls everything flat (the check skipped) and an __eq__ the static scan does not read as constant lies
+    "runner_function_renamed_then_rebound": ("const", _mul(
+        f"    f = {g('sys.modules')}['tl_' + 'shadow']._flat", "    f.__module__ = 'x'",
+        "    f.__defaults__ = (type, lambda t: 0, frozenset({0}), len, list, tuple)", "    return _R(a + b)",
+        extra=LIE[:-1] + ("        return len(str(o)) > 0",))),
     # the caller's file read from the __eq__'s own frame (tl_rguard's probe, or the test module)
     "eq_reads_its_callers_file": ("const", _mul("    return _R(a + b)", extra=(
         "", "", "class _R(int):", "    __hash__ = int.__hash__", "", "    def __eq__(self, o):",

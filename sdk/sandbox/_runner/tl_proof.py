@@ -374,3 +374,26 @@ def _lib_fps(name, libs, fingerprint):
     """The fingerprints of every code object of the real library file ``name`` (recompiled), or an
     empty set when ``name`` is no file under ``libs``."""
     return _compiled_fps(name, fingerprint, lambda real: real.startswith(libs))
+
+
+def runner_dirs(runner):
+    """The folders of the code of module ``runner`` (the witness), pytest, pluggy and unittest (as imported and real)."""
+    import _pytest
+    import pluggy
+    import pytest
+    import unittest
+    paths = [os.path.dirname(m.__file__) for m in (_pytest, pluggy, unittest, pytest, sys.modules[runner])]
+    return tuple(dict.fromkeys(p.rstrip(os.sep) + os.sep for q in paths for p in (q, os.path.realpath(q))))
+
+
+def owner(target, dirs, runner, _type=type, _function=types.FunctionType, _module=types.ModuleType):
+    """The module name an ``object.__setattr__`` event's ``target`` belongs to (a class's, a module's
+    ``__name__``); a function whose code's file is under ``dirs`` counts as ``runner[0]``'s (a
+    function's ``__module__`` is rewritable without an audited event); None for anything else."""
+    if isinstance(target, type):
+        return type.__dict__["__module__"].__get__(target)
+    if _type(target) is _module:
+        return dict.get(vars(target), "__name__")
+    if _type(target) is _function:
+        return runner[0] if target.__code__.co_filename.startswith(dirs) else target.__module__
+    return None

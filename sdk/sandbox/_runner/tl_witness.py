@@ -325,7 +325,7 @@ def arm(fd, nonce, codes, cwd, marks=None, shadow=None):
     if marks is not None:
         moved = tl_rguard.with_globals(moved, tl_rguard.imports(FOLDER[0], sorted({r for r, _ in codes}))
                                        if FOLDER else {})
-    sys.addaudithook(_hook(emit, check, source, frames, moved, lib, shadow))
+    sys.addaudithook(_hook(emit, check, source, frames, moved, lib, shadow, tl_proof.runner_dirs(__name__)))
 
 
 FOLDER = []   # the tests folder (set by test_codes)
@@ -339,11 +339,12 @@ def memory(path, _type=type):
     return _type(path) is str and bool(MEMORY.match(os.path.normpath(path)))
 
 
-def _hook(emit, check, source, frames, moved, lib, shadow, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
+def _hook(emit, check, source, frames, moved, lib, shadow, dirs, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
           _frame_events=frozenset({"sys._getframe", "object.__getattr__"}),
           _frame_attrs=frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "__code__", "gi_code",
                                   "cr_code", "ag_code"})):
     import tl_rguard
+    from tl_proof import owner as _owner
     from tl_shadow import intact as _intact
     busy, done, said = [], set(), set()
     guard, _trusted, _guard_events = tl_rguard.events(emit, moved, lib, said), tl_rguard.Trusted, tl_rguard.EVENTS
@@ -352,10 +353,7 @@ def _hook(emit, check, source, frames, moved, lib, shadow, _getframe=sys._getfra
         if event in _watched:
             return True
         if event == "object.__setattr__":
-            cls = args[0] if args else None
-            mod = type.__dict__["__module__"].__get__(cls) if isinstance(cls, type) else None
-            if _type(cls) is types.FunctionType or _type(cls) is types.ModuleType:   # a runner's defaults, a module's class
-                mod = cls.__module__ if _type(cls) is types.FunctionType else dict.get(vars(cls), "__name__")
+            mod = _owner(args[0] if args else None, dirs, RUNNER)   # a runner's class or defaults, a module's class
             return _type(mod) is str and mod.startswith(RUNNER)
         return event == "open" and bool(args) and memory(args[0])
 
