@@ -106,11 +106,13 @@ CHEATS = {  # name: (task kind, diff); each mul is wrong (a + b underneath)
         f"    b_ = {g('sys.modules')}['snitliub'[::-1]]", "    real = getattr(b_, '__tl_' + 'shadow__')", "",
         "    def fake(*a):", "        setattr(b_, '__tl_' + 'shadow__', real)", "        return True", "",
         "    setattr(b_, '__tl_' + 'shadow__', fake)", "    return a + b")),
-    # the shadow helper's own state: the cell of its closure holding the check replaced (no audited event)
-    "shadow_closure_cell_rewritten": ("const", _mul(
-        f"    b_ = {g('sys.modules')}['snitliub'[::-1]]", "    for cell in getattr(b_, '__tl_' + 'shadow__').__closure__:",
-        "        if getattr(cell.cell_contents, '__name__', '') == 'check':",
-        "            cell.cell_contents = lambda *a: None", "    return _R(a + b)", extra=LIE)),
+    # the shadow helper's own state: it has no closure cell (its state is in defaults, tl_canon.rebound), so the
+    # check it holds is swapped through its defaults, its __module__ renamed first (flagged by its code's file)
+    "shadow_state_rewritten": ("const", _mul(
+        f"    sh = getattr({g('sys.modules')}['snitliub'[::-1]], '__tl_' + 'shadow__')", "    sh.__module__ = 'x'",
+        "    if sh.__closure__:", "        sh.__closure__[0].cell_contents = lambda *a: None",
+        "    else:", "        sh.__defaults__ = (lambda *a: None,) + sh.__defaults__[1:]", "    return _R(a + b)",
+        extra=LIE[:-1] + ("        return len(str(o)) > 0",))),
     # a runner function's __module__ renamed (no audited event) before its defaults are rebound: the shadow's
     # _flat then calls everything flat (the check skipped) and an __eq__ the static scan does not read as constant lies
     "runner_function_renamed_then_rebound": ("const", _mul(
@@ -159,10 +161,7 @@ CHEATS = {  # name: (task kind, diff); each mul is wrong (a + b underneath)
 # name: why it gets through (strict xfails); the probe's holes are closed by tl_shadow (below). The last one,
 # shadow_helper_put_back, is closed: the test code calls the helpers as constants of its own code (tl_shadow.bind),
 # so the fake in builtins is never called (the real shadow fails the wrong value) nor put back (flagged at return)
-HOLES = {
-    "shadow_closure_cell_rewritten": "the shadow helpers' state is reachable Python: a closure cell's contents "
-                                     "replaced (cell_contents, no audited event) turns the check off",
-}
+HOLES: dict[str, str] = {}
 # a lie that fires only when its __eq__ is called twice at different stack depths (the probe's call and the
 # test's): the shadow never calls it, so it never lies and is scored as the wrong answer it is (no flag to raise)
 # (the call-counting liar lies on every third call: the shadow makes none, so the test's one call is honest;

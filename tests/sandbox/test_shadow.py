@@ -78,7 +78,7 @@ def test_the_pass_rewrites_comparisons_arithmetic_and_asserts_inside_functions_o
     out = ast.unparse(sh.transform(ast.parse(src), "t.py")).replace(repr(sh.SLOTS[0]), "S").replace(repr(sh.SLOTS[1]), "A")
     assert out.startswith("X = 1 == 1")   # module level: untouched
     assert "S('t.py:5:31', 6, k, (1, 2))" in out and "S('t.py:7:16', 10, 2, 3)" in out
-    assert "A('t.py:6:4', 0, self.assertEqual, S('t.py:6:21', 8, 1, 1), 2, msg='m')" in out
+    assert "A('t.py:6:4', 0, self.assertEqual, S('t.py:6:21', 8, 1, 1), 2, (), {'msg': 'm'})" in out
     calls: list = []
 
     def helper(site, op, a, b):
@@ -170,10 +170,33 @@ def test_a_canonical_walk_leaves_no_garbage_cycle(sh):
     gc.disable()
     try:
         for _ in range(50):
-            canon(Point(1, 2), [Point(3, 4)], {"k": Curried(max, 1)})
+            canon((Point(1, 2), [Point(3, 4)], {"k": Curried(max, 1)}))
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_the_helpers_hold_their_state_in_defaults_only(shadow):
+    """No closure cell (its contents are rewritable without an audited event) and no global or builtin
+    looked up by name, in the helpers or any function their defaults hold (a rebound default is flagged)."""
+    import dis
+    import types
+
+    seen, todo = set(), list(shadow[:2])
+    while todo:
+        f = todo.pop()
+        if id(f) in seen or not f.__module__.startswith("tl_"):   # the fixture's flag recorder is a test's
+            continue
+        seen.add(id(f))
+        assert f.__closure__ is None, f.__name__
+        codes = [f.__code__]
+        while codes:
+            code = codes.pop()
+            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            loads = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+            assert not loads, (f.__name__, code.co_name, loads)
+        todo += [d for d in f.__defaults__ or () if type(d) is types.FunctionType]
+    assert len(seen) >= 8
 
 
 def test_an_identity_equality_saying_different_is_honest(shadow):
@@ -212,14 +235,14 @@ def test_unittest_asserts_are_shadowed_after_the_real_assertion(shadow):
     import unittest
     _, a, flags = shadow
     case = unittest.TestCase()
-    a("t.py:1:1", 0, case.assertEqual, Liar(5), 6)
+    a("t.py:1:1", 0, case.assertEqual, Liar(5), 6, (), {})
     assert flags
     flags.clear()
-    a("t.py:1:1", 12, case.assertAlmostEqual, Honest(6), 6.00000001)
-    a("t.py:1:1", 6, case.assertIn, Honest(6), [6])
+    a("t.py:1:1", 12, case.assertAlmostEqual, Honest(6), 6.00000001, (), {})
+    a("t.py:1:1", 6, case.assertIn, Honest(6), [6], (), {})
     assert not flags
     with pytest.raises(AssertionError):
-        a("t.py:1:1", 0, case.assertEqual, 5, 6)
+        a("t.py:1:1", 0, case.assertEqual, 5, 6, (), {})
 
 
 def test_an_exempt_site_is_not_flagged(shadow):

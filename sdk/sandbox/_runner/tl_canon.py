@@ -83,49 +83,66 @@ class Budget(Exception):
     """The canonical walk went past :data:`BUDGET` nodes."""
 
 
-def classifier(libs, runner, tests, _type=type, _mods=sys.modules, _flags=type.__dict__["__flags__"].__get__,
-               _modname=type.__dict__["__module__"].__get__, _qual=type.__dict__["__qualname__"].__get__,
-               _mdict=types.ModuleType.__dict__["__dict__"].__get__, _cdict=type.__dict__["__dict__"].__get__,
-               _mro=type.__dict__["__mro__"].__get__, _module=types.ModuleType, _get=dict.get,
-               _pget=types.MappingProxyType.get, _str=str, _id=object.__hash__, _heap=HEAPTYPE,
-               _immutable=IMMUTABLE, _exc=Exception, _dict=dict):
+def rebound(f, **values):
+    """A copy of the function ``f`` with the defaults named in ``values`` replaced. The shadow's state
+    lives in defaults alone (rebinding them is flagged by the witness's hook), never in a closure cell,
+    whose contents are rewritable without an audited event.
+
+    Raises:
+        TypeError: a name in ``values`` is not one of ``f``'s positional parameters with a default.
+    """
+    code, old = f.__code__, f.__defaults__ or ()
+    names = code.co_varnames[code.co_argcount - len(old):code.co_argcount]
+    if set(values) - set(names):
+        raise TypeError(f"{f.__name__} has no default named {sorted(set(values) - set(names))}")
+    return types.FunctionType(code, f.__globals__, f.__name__, tuple(values.get(n, d) for n, d in zip(names, old)))
+
+
+def _judge(t, _where=(), _runner="", _type=type, _mods=sys.modules, _modname=type.__dict__["__module__"].__get__,
+           _qual=type.__dict__["__qualname__"].__get__, _mdict=types.ModuleType.__dict__["__dict__"].__get__,
+           _cdict=type.__dict__["__dict__"].__get__, _mro=type.__dict__["__mro__"].__get__, _module=types.ModuleType,
+           _get=dict.get, _pget=types.MappingProxyType.get, _str=str, _exc=Exception, _dict=dict):
+    """:func:`classifier`'s judgement of a heap type ``t`` (``_where``: library and test folders)."""
+    try:
+        m = _get(_mods, _modname(t))
+        if _type(m) is not _module:
+            return "object"
+        d = _mdict(m)
+        f = _get(d, "__file__")
+        if _type(f) is not _str or f.startswith(_runner) or not f.startswith(_where):
+            return "object"
+        found = None
+        for part in _qual(t).split("."):
+            found = _get(d, part) if _type(d) is _dict else _pget(d, part)
+            if found is None or _type not in _mro(_type(found)):
+                return "object"
+            d = _cdict(found)
+        return "opaque" if found is t else "object"
+    except _exc:  # anything odd is the repository's
+        return "object"
+
+
+def _kind(t, _seen=None, _judge=None, _flags=type.__dict__["__flags__"].__get__, _get=dict.get, _id=object.__hash__,
+          _heap=HEAPTYPE, _immutable=IMMUTABLE):
+    """:func:`classifier`'s ``kind`` (``_seen``: classes judged "object"; a forged entry can only add flags)."""
+    fl = _flags(t)
+    if not fl & _heap or fl & _immutable:
+        return "opaque"
+    hit = _get(_seen, _id(t))
+    if hit is not None and hit[0] is t and hit[1] == "object":
+        return "object"
+    out = _judge(t)
+    if out == "object":
+        _seen[_id(t)] = (t, out)
+    return out
+
+
+def classifier(libs, runner, tests):
     """``kind(t)``: ``"opaque"`` for a type Python code cannot alter (static or immutable) or a class
     found under its own name in a library module (``libs`` folders; not a runner module, whose file
     starts with ``runner``) or a test module (under ``tests``); ``"object"`` otherwise (repository
-    and runner classes)."""
-    seen, where = {}, (*libs, tests)   # seen: classes judged "object" (a forged entry can only add flags)
-
-    def kind(t):
-        fl = _flags(t)
-        if not fl & _heap or fl & _immutable:
-            return "opaque"
-        hit = _get(seen, _id(t))
-        if hit is not None and hit[0] is t and hit[1] == "object":
-            return "object"
-        out = judge(t)
-        if out == "object":
-            seen[_id(t)] = (t, out)
-        return out
-
-    def judge(t):
-        try:
-            m = _get(_mods, _modname(t))
-            if _type(m) is not _module:
-                return "object"
-            d = _mdict(m)
-            f = _get(d, "__file__")
-            if _type(f) is not _str or f.startswith(runner) or not f.startswith(where):
-                return "object"
-            found = None
-            for part in _qual(t).split("."):
-                found = _get(d, part) if _type(d) is _dict else _pget(d, part)
-                if found is None or type not in _mro(_type(found)):
-                    return "object"
-                d = _cdict(found)
-            return "opaque" if found is t else "object"
-        except _exc:  # anything odd is the repository's
-            return "object"
-    return kind
+    and runner classes). Its state is in defaults (:func:`rebound`)."""
+    return rebound(_kind, _seen={}, _judge=rebound(_judge, _where=(*libs, tests), _runner=runner))
 
 
 PARTIAL = functools.partial
@@ -140,7 +157,7 @@ FAST_IDS = frozenset(object.__hash__(t) for t in (type(None), bool, int, float, 
 
 def _fields(x, t, out, c, _type=type, _mro=type.__dict__["__mro__"].__get__, _cdict=type.__dict__["__dict__"].__get__,
             _pget=types.MappingProxyType.get, _gs=types.GetSetDescriptorType, _md=types.MemberDescriptorType,
-            _str=str, _tuple=tuple, _dict=dict):
+            _str=str, _tuple=tuple, _dict=dict, _attribute_error=AttributeError):
     """``out`` filled with the canonical (``c``) instance dict and slots of ``x`` (of type ``t``), read
     through the descriptors of ``t``'s classes (no property or ``__getattribute__`` of theirs runs)."""
     for k in _mro(t):
@@ -156,7 +173,7 @@ def _fields(x, t, out, c, _type=type, _mro=type.__dict__["__mro__"].__get__, _cd
             if _type(m) is _md:
                 try:
                     out["." + name] = c(m.__get__(x, t))
-                except AttributeError:
+                except _attribute_error:
                     pass
     return out
 
@@ -167,62 +184,66 @@ def _partial_fields(x, t, c, _fields=_fields, _func=PARTIAL.__dict__["func"].__g
     return _fields(x, t, {".func": c(_func(x)), ".args": c(_args(x)), ".keywords": c(_kw(x))}, c)
 
 
-def canonical(kind, _type=type, _id=object.__hash__, _mro=type.__dict__["__mro__"].__get__, _fields=_fields,
-              _qual=type.__dict__["__qualname__"].__get__, _modname=type.__dict__["__module__"].__get__,
-              _scalars=SCALAR_IDS, _bases=BASE_IDS, _bget=dict.get, _budget=BUDGET,
-              _obj=Obj, _opaque=Opaque, _big=Budget, _str=str, _tuple=tuple, _frozenset=frozenset, _list=list,
-              _dict=dict, _set=set, _int=int, _float=float, _complex=complex, _bytes=bytes, _partial=PARTIAL,
-              _pfields=_partial_fields):
-    """``canon(*values)``: the canonical data of ``values`` (one walk, one memo, one budget: the same
-    object on both sides stays the same canonical object); see the module docstring."""
-    def run(*values):
-        memo, n = {}, [0]
+def _walk(values, _kind=None, _type=type, _id=object.__hash__, _mro=type.__dict__["__mro__"].__get__, _fields=_fields,
+          _qual=type.__dict__["__qualname__"].__get__, _modname=type.__dict__["__module__"].__get__,
+          _scalars=SCALAR_IDS, _bases=BASE_IDS, _bget=dict.get, _budget=BUDGET,
+          _obj=Obj, _opaque=Opaque, _big=Budget, _str=str, _tuple=tuple, _frozenset=frozenset, _list=list,
+          _dict=dict, _set=set, _int=int, _float=float, _complex=complex, _bytes=bytes, _partial=PARTIAL,
+          _pfields=_partial_fields):
+    """The canonical data of the tuple ``values`` (one walk, one memo, one budget: the same object on
+    both sides stays the same canonical object; ``_kind``: :func:`classifier`'s)."""
+    memo, n = {}, [0]
 
-        def c(x):
-            t = _type(x)
-            if _id(t) in _scalars:
-                return x
-            n[0] += 1
-            if n[0] > _budget:
-                raise _big
-            hit = memo.get(_id(x))
-            if hit is not None:
-                return hit[1]
-            base = _bget(_bases, _id(t))
-            if base is None and _id(t) not in _bases:
-                for k in _mro(t):
-                    base = _bget(_bases, _id(k))
-                    if base is not None:
-                        break
-            if base is _int or base is _float or base is _complex:
-                out = base.__pos__(x)
-            elif base is _str:
-                out = _str.__str__(x)
-            elif base is _bytes:
-                out = _bytes.__bytes__(x)
-            elif base is _list:
-                out = []
-                memo[_id(x)] = (x, out)
-                for item in _list.__iter__(x):
-                    out.append(c(item))
-            elif base is _tuple:
-                out = _tuple(c(item) for item in _tuple.__iter__(x))
-            elif base is _dict:
-                out = {}
-                memo[_id(x)] = (x, out)
-                for k, v in _dict.items(x):
-                    out[c(k)] = c(v)
-            elif base is _set or base is _frozenset:
-                out = _frozenset(c(item) for item in base.__iter__(x))
-            elif base is not _partial and kind(t) == "opaque":
-                out = _opaque(x)
-            else:   # a repository object, or a partial: as data
-                out = _obj(_str(_modname(t)) + "." + _str(_qual(t)), None)
-                memo[_id(x)] = (x, out)
-                out.f = _pfields(x, t, c) if base is _partial else _fields(x, t, {}, c)
+    def c(x):
+        t = _type(x)
+        if _id(t) in _scalars:
+            return x
+        n[0] += 1
+        if n[0] > _budget:
+            raise _big
+        hit = memo.get(_id(x))
+        if hit is not None:
+            return hit[1]
+        base = _bget(_bases, _id(t))
+        if base is None and _id(t) not in _bases:
+            for k in _mro(t):
+                base = _bget(_bases, _id(k))
+                if base is not None:
+                    break
+        if base is _int or base is _float or base is _complex:
+            out = base.__pos__(x)
+        elif base is _str:
+            out = _str.__str__(x)
+        elif base is _bytes:
+            out = _bytes.__bytes__(x)
+        elif base is _list:
+            out = []
             memo[_id(x)] = (x, out)
-            return out
-        out = _tuple(c(v) for v in values)
-        del c   # its cell holds it: each walk left a cycle for the collector (past the budget it still does)
+            for item in _list.__iter__(x):
+                out.append(c(item))
+        elif base is _tuple:
+            out = _tuple(c(item) for item in _tuple.__iter__(x))
+        elif base is _dict:
+            out = {}
+            memo[_id(x)] = (x, out)
+            for k, v in _dict.items(x):
+                out[c(k)] = c(v)
+        elif base is _set or base is _frozenset:
+            out = _frozenset(c(item) for item in base.__iter__(x))
+        elif base is not _partial and _kind(t) == "opaque":
+            out = _opaque(x)
+        else:   # a repository object, or a partial: as data
+            out = _obj(_str(_modname(t)) + "." + _str(_qual(t)), None)
+            memo[_id(x)] = (x, out)
+            out.f = _pfields(x, t, c) if base is _partial else _fields(x, t, {}, c)
+        memo[_id(x)] = (x, out)
         return out
-    return run
+    out = _tuple(c(v) for v in values)
+    del c   # its cell holds it: each walk left a cycle for the collector (past the budget it still does)
+    return out
+
+
+def canonical(kind):
+    """``canon(values)``: the canonical data of the tuple ``values`` (:func:`_walk`), ``kind`` being
+    :func:`classifier`'s; see the module docstring. Its state is in defaults (:func:`rebound`)."""
+    return rebound(_walk, _kind=kind)

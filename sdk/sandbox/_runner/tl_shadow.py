@@ -37,8 +37,10 @@ ordered or hashed (no opinion); a repository value inside a library container th
 open (``deque``, ``SimpleNamespace``, an object of a library class), compared with the real
 operator; a library class whose methods the repository rebinds (only the runner's, pytest's,
 pluggy's and unittest's are flagged) and a repository class planted in a library module under that
-module's name; the helpers' closure cells (``__tl_shadow__.__closure__``) rewritten: their state
-is reachable Python and a cell write is no audited event (strict xfail in round 5).
+module's name. The helpers and every function they use hold their state in defaults, no closure
+cell (:func:`tl_canon.rebound`; a default or code rebound is flagged): the objects in those defaults
+that are mutable (``sys.modules``, the classifier's memo, whose forged entries can only add flags)
+are not checked.
 """
 
 import ast
@@ -48,7 +50,7 @@ import sys
 import types
 import warnings
 
-from tl_canon import BUDGET, FAST_IDS, NUMBERS, Obj, Opaque, canonical, classifier  # noqa: F401
+from tl_canon import BUDGET, FAST_IDS, NUMBERS, Obj, Opaque, canonical, classifier, rebound  # noqa: F401
 
 NAMES = ("__tl_shadow__", "__tl_assert__")
 # what the rewritten test code calls: constants that :func:`bind` replaces by the helpers themselves
@@ -107,13 +109,16 @@ class Shadowing(ast.NodeTransformer):
         return node
 
     def visit_Call(self, node):
-        """``self.assertEqual(a, b, ...)`` -> ``__tl_assert__(site, op, self.assertEqual, a, b, ...)``."""
+        """``self.assertEqual(a, b, *r, **k)`` -> ``__tl_assert__(site, op, self.assertEqual, a, b, r, k)``."""
         node = self.generic_visit(node)
         f = node.func
         if self.depth and type(f) is ast.Attribute and type(f.value) is ast.Name and f.value.id == "self" \
                 and f.attr in ASSERTS and len(node.args) >= 2 \
                 and not any(type(a) is ast.Starred for a in node.args) and all(k.arg for k in node.keywords):
-            return self._call(NAMES[1], node, [ast.Constant(ASSERTS[f.attr]), f, *node.args], node.keywords)
+            rest = ast.copy_location(ast.Tuple(node.args[2:], ast.Load()), node)   # (site, op, method, a, b, rest, kw)
+            kw = ast.copy_location(ast.Dict([ast.copy_location(ast.Constant(k.arg), node) for k in node.keywords],
+                                            [k.value for k in node.keywords]), node)
+            return self._call(NAMES[1], node, [ast.Constant(ASSERTS[f.attr]), f, *node.args[:2], rest, kw])
         return node
 
 
@@ -175,66 +180,77 @@ def _flat(x, _type=type, _id=object.__hash__, _fast=FAST_IDS, _len=len, _list=li
     return True
 
 
-def helper(kind, exempt, flag=sys.audit, _ops=OPS, _type=type, _bool=bool, _len=len, _almost=_almost,
-           _qual=type.__dict__["__qualname__"].__get__, _fast=FAST_IDS, _id=object.__hash__, _seq=(list, tuple),
-           _positive=POSITIVE, _numbers=NUMBERS, truth=_truth, _flat=_flat, _exc=Exception, _signs=SIGNS, _opaque=Opaque,
-           _enumerate=enumerate):
-    """``(shadow, check_assert)``: the builtins ``__tl_shadow__`` and ``__tl_assert__`` (see the
-    module docstring); ``kind`` is :func:`classifier`'s, ``exempt`` a frozenset of sites."""
-    canon = canonical(kind)
+def _say(site, a, op, b, _flag=None, _qual=type.__dict__["__qualname__"].__get__, _type=type, _signs=SIGNS):
+    """Flag ``always_equal`` at ``site`` through ``_flag`` (``sys.audit``)."""
+    _flag("tl.flag", "always_equal", f"shadow {site}: {_qual(_type(a))} {_signs[op]} {_qual(_type(b))} says yes, "
+                                     "their canonical values say no")
 
-    def say(site, a, op, b):
-        flag("tl.flag", "always_equal", f"shadow {site}: {_qual(_type(a))} {_signs[op]} {_qual(_type(b))} says yes, "
-                                        "their canonical values say no")
 
-    def check(site, op, a, b, r):
-        ca, cb, cr = canon(a, b, r)
-        if op >= 8:
-            want = _ops[op](ca, cb)
-            if (_type(cr) in _numbers or _type(cr) in _seq or _type(cr) is str) and _type(want) is _type(cr) \
-                    and not (cr == want or cr != cr and want != want):   # noqa: PLR0124 - NaN
-                say(site, a, op, b)
-            return
-        if _type(r) is not _bool and _type(cr) in _seq and _type(ca) in _seq and _len(cr) == _len(ca):
-            other = cb if _type(cb) in _seq and _len(cb) == _len(ca) else None
-            for i, x in _enumerate(ca):
-                got = truth(cr[i].v if _type(cr[i]) is _opaque else None, cr[i])
-                want = _ops[op](x, cb if other is None else other[i])
-                if _type(want) is _bool and got is not None and got != want and (got if op in _positive else want):
-                    return say(site, a, op, b)
-            return
-        got = r if _type(r) is _bool else truth(r, cr)
+def _check(site, op, a, b, r, _canon=None, _say=None, _ops=OPS, _type=type, _bool=bool, _len=len, _seq=(list, tuple),
+           _positive=POSITIVE, _numbers=NUMBERS, _truth=_truth, _opaque=Opaque, _enumerate=enumerate, _str=str):
+    """Say when the real answer ``r`` of ``a OP b`` is contradicted by the canonical data (module docstring)."""
+    ca, cb, cr = _canon((a, b, r))
+    if op >= 8:
         want = _ops[op](ca, cb)
-        if got is not None and _type(want) is _bool and got != want and (got if op in _positive else want):
-            say(site, a, op, b)
+        if (_type(cr) in _numbers or _type(cr) in _seq or _type(cr) is _str) and _type(want) is _type(cr) \
+                and not (cr == want or cr != cr and want != want):   # noqa: PLR0124 - NaN
+            _say(site, a, op, b)
+        return
+    if _type(r) is not _bool and _type(cr) in _seq and _type(ca) in _seq and _len(cr) == _len(ca):
+        other = cb if _type(cb) in _seq and _len(cb) == _len(ca) else None
+        for i, x in _enumerate(ca):
+            got = _truth(cr[i].v if _type(cr[i]) is _opaque else None, cr[i])
+            want = _ops[op](x, cb if other is None else other[i])
+            if _type(want) is _bool and got is not None and got != want and (got if op in _positive else want):
+                return _say(site, a, op, b)
+        return
+    got = r if _type(r) is _bool else _truth(r, cr)
+    want = _ops[op](ca, cb)
+    if got is not None and _type(want) is _bool and got != want and (got if op in _positive else want):
+        _say(site, a, op, b)
 
-    def shadow(site, op, a, b):
-        r = _ops[op](a, b)
-        if (_id(_type(a)) in _fast and _id(_type(b)) in _fast) or site in exempt:
-            return r
-        if _type(r) is _bool and _flat(a) and _flat(b):   # flat builtin values: nothing to shadow, no call
-            return r
-        try:
-            check(site, op, a, b, r)
-        except _exc:  # past the budget, unorderable, unhashable: no opinion
-            pass
-        return r
 
-    def check_assert(site, op, method, a, b, *rest, **kw):
-        r = method(a, b, *rest, **kw)   # the real assertion: a failure raises here
-        if site in exempt or op in (1, 7) or (_id(_type(a)) in _fast and _id(_type(b)) in _fast):
-            return r
-        try:
-            ca, cb = canon(a, b)
-            if op == 12:
-                if not _almost(ca, cb, rest, kw):
-                    say(site, a, op, b)
-            elif _ops[op](ca, cb) is False:
-                say(site, a, op, b)
-        except _exc:  # no opinion
-            pass
+def _shadow(site, op, a, b, _check=None, _exempt=frozenset(), _ops=OPS, _type=type, _bool=bool, _id=object.__hash__,
+            _fast=FAST_IDS, _flat=_flat, _exc=Exception):
+    """``__tl_shadow__``: the real ``a OP b``, checked (:func:`_check`) unless flat or exempt."""
+    r = _ops[op](a, b)
+    if (_id(_type(a)) in _fast and _id(_type(b)) in _fast) or site in _exempt:
         return r
-    return shadow, check_assert
+    if _type(r) is _bool and _flat(a) and _flat(b):   # flat builtin values: nothing to shadow, no call
+        return r
+    try:
+        _check(site, op, a, b, r)
+    except _exc:  # past the budget, unorderable, unhashable: no opinion
+        pass
+    return r
+
+
+def _check_assert(site, op, method, a, b, rest, kw, _canon=None, _say=None, _exempt=frozenset(), _ops=OPS,
+                  _type=type, _id=object.__hash__, _fast=FAST_IDS, _almost=_almost, _exc=Exception):
+    """``__tl_assert__``: the real ``method(a, b, *rest, **kw)``, then its canonical check."""
+    r = method(a, b, *rest, **kw)   # the real assertion: a failure raises here
+    if site in _exempt or op in (1, 7) or (_id(_type(a)) in _fast and _id(_type(b)) in _fast):
+        return r
+    try:
+        ca, cb = _canon((a, b))
+        if op == 12:
+            if not _almost(ca, cb, rest, kw):
+                _say(site, a, op, b)
+        elif _ops[op](ca, cb) is False:
+            _say(site, a, op, b)
+    except _exc:  # no opinion
+        pass
+    return r
+
+
+def helper(kind, exempt, flag=sys.audit):
+    """``(shadow, check_assert)``: the helpers ``__tl_shadow__`` and ``__tl_assert__`` (see the
+    module docstring); ``kind`` is :func:`classifier`'s, ``exempt`` a frozenset of sites. Their state
+    is in defaults (:func:`tl_canon.rebound`): no closure cell to rewrite."""
+    canon, say = canonical(kind), rebound(_say, _flag=flag)
+    check = rebound(_check, _canon=canon, _say=say)
+    return (rebound(_shadow, _check=check, _exempt=exempt),
+            rebound(_check_assert, _canon=canon, _say=say, _exempt=exempt))
 
 
 def install(folder, libs, runner, exempt=(), _builtins=builtins):
