@@ -113,7 +113,8 @@ Not covered (known gaps):
   own diff is kept).
   Shadow comparisons leave open (``_runner/tl_shadow.py`` says each; the test code holds the helpers
   as constants, so a rebound name changes nothing, and their state is in defaults, no closure cell:
-  a rebinding is flagged, a mutable object they hold such as ``sys.modules`` is not); a bare truth test (``assert x``), ``is``, augmented
+  a rebinding is flagged, a mutable object they hold such as ``sys.modules`` is not); a bare truth
+  test (``assert x``), ``is``, augmented
   assignment, comparisons at a test module's top level or in helper modules that are not test files
   or conftests; a comparison past 100,000 canonical nodes, or one whose canonical data cannot be
   ordered or hashed (no opinion); a repository value inside a library container the shadow does not
