@@ -148,6 +148,9 @@ class BubblewrapBackend:
             a += ["--ro-bind", deps, DEPS_MOUNT]
         if work is not None:
             a += ["--ro-bind", work, WORK_MOUNT, "--chdir", WORK_MOUNT]
+        # the root itself (bwrap's tmpfs, the task's uid's) read-only after the last mount point is made on it: a
+        # warm slot keeps its root, so a file written at / or /opt reached the next task (issue 14, round 7)
+        a += ["--remount-ro", "/"]
         if seccomp_fd is not None:
             a += ["--seccomp", str(seccomp_fd)]
         return a + ["--"]

@@ -75,3 +75,22 @@ def test_the_slot_cannot_write_its_pid_counter_itself(bubblewrap_sandbox):
             "    return 'wrote'\nexcept OSError as e:\n    return e.errno")
     res = bubblewrap_sandbox.run_one(probe(body, "assert r != 'wrote', r"))
     assert res.status.value == "ok", res.detail[:300]
+
+
+# found here: the slot's root (bwrap's tmpfs, owned by the task's uid) was writable and a warm slot keeps it,
+# so a file at /, under /opt or a made-up /root reached the next task; and the host's Python lives under
+# /root/.pyenv, so a task could plant modules on the paths the root helper would import from after joining
+# the slot's mount namespace (it imports nothing there today; it also clears sys.path before joining)
+ROOT_WRITE = ("import os\ndone = []\nfor p in ('/leak', '/opt/leak', '/root/.pyenv/x.py', '/etc/leak'):\n    try:\n"
+              "        os.makedirs(os.path.dirname(p), exist_ok=True)\n        open(p, 'w').write('x')\n"
+              "        done.append(p)\n    except OSError:\n        pass\nreturn done")
+ROOT_READ = "import os\nreturn [p for p in ('/leak', '/opt/leak', '/root', '/etc/leak') if os.path.exists(p)]"
+
+
+@pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
+def test_the_slot_root_is_read_only_and_keeps_nothing(bubblewrap_sandbox, cold):
+    """Writes outside /tmp and /dev/shm fail (``--remount-ro /``) and nothing of them reaches the next task."""
+    wrote = bubblewrap_sandbox.run_one(probe(ROOT_WRITE, "assert r == [], r", cold=cold))
+    assert wrote.status.value == "ok", (wrote.status, wrote.detail[:300])
+    got = bubblewrap_sandbox.run([probe(ROOT_READ, "assert r == [], r", cold=cold) for _ in range(2)])
+    assert [r.status.value for r in got] == ["ok", "ok"], [r.detail[:300] for r in got]
