@@ -94,3 +94,32 @@ def test_the_slot_root_is_read_only_and_keeps_nothing(bubblewrap_sandbox, cold):
     assert wrote.status.value == "ok", (wrote.status, wrote.detail[:300])
     got = bubblewrap_sandbox.run([probe(ROOT_READ, "assert r == [], r", cold=cold) for _ in range(2)])
     assert [r.status.value for r in got] == ["ok", "ok"], [r.detail[:300] for r in got]
+
+
+def test_the_root_helper_imports_nothing_from_the_slot(monkeypatch):
+    """When the helper joins the slot's mount namespace its ``sys.path`` is empty: a lazy import there could
+    only find built-in and frozen modules, never a file the slot put on the host Python's own paths."""
+    import io
+    import sys
+
+    from sdk.sandbox import _slot_helper as helper
+
+    seen = []
+
+    class Libc:
+        def setns(self, fd, kind):
+            seen.append((kind, list(sys.path), dict(sys.path_importer_cache)))
+            return 0
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "path_importer_cache", dict(sys.path_importer_cache))
+    monkeypatch.setattr(sys, "argv", ["helper", str(os.getpid()), "-1"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    monkeypatch.setattr(helper, "LIBC", Libc())
+    monkeypatch.setattr(helper, "_mounts", lambda pid: {p: (0, "") for p in helper.PATHS})
+    monkeypatch.setattr(helper.os, "open", lambda *a, **k: os.dup(0))
+    helper.main()
+    assert sys.stdout.getvalue() == "ok\n"
+    assert [s[0] for s in seen] == [helper.CLONE_NEWNS, helper.CLONE_NEWPID]
+    assert all(path == [] and cache == {} for _, path, cache in seen), seen
