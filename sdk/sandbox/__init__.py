@@ -93,6 +93,11 @@ What is NOT isolated or not covered:
   the slot's earlier requests and supervisor replacements (never what they forked); without root on
   the host there is no helper, and ``/tmp`` and
   ``/dev/shm`` are only emptied (their inode counters and the pid counter then carry over);
+- a cold run's bwrap init (pid 1 in the slot, dumpable, the task's uid) holds the launcher's stdin,
+  stdout and stderr pipes: a task sees them in ``/proc/1/fd``; pipes the host made as root refuse its
+  open (EACCES), but where the host's uid is the task's it could open them (strict xfail in
+  ``tests/sandbox/test_hostile_round7.py``; warm slots pass their pipes beside stdio, which bwrap's
+  init closes). The slot's root is read-only (``--remount-ro /``, round 7);
 - memory is bounded by address space (RLIMIT_AS), not by a cgroup: resident memory of a
   process that maps but does not touch memory is not limited separately, and tmpfs pages
   (``/tmp``, ``/dev/shm``) and memfd pages count against the host, bounded by their sizes and

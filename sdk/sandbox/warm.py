@@ -60,16 +60,28 @@ class Zygote:
         lim = SERVER_LIMITS.model_copy(update={"processes": processes, "scratch_mb": scratch_mb})
         fd = os.open(seccomp_bpf_path(), os.O_RDONLY)
         ack_r, self._ack = os.pipe()   # our answers to the server's "S" (slotreset)
+        # requests and the channel go on pipes passed beside stdio, not as bwrap's stdin/stdout: bwrap's init
+        # (pid 1 in the slot, dumpable, the task's uid) closes extra fds but keeps 0-2, and a pipe it held
+        # was openable through /proc/1/fd by the task wherever the host's uid is the task's (round 7)
+        req_r, req_w = os.pipe()
+        chan_r, chan_w = os.pipe()
         argv = (prlimit_args(lim, uid is not None) + backend.bwrap_argv(None, lim, seccomp_fd=fd)
-                + [backend.python(uid), "-I", "-S", "-B", RUNTIME_MOUNT + "/tl_zygote.py", "--reset-fd", str(ack_r)])
+                + [backend.python(uid), "-I", "-S", "-B", RUNTIME_MOUNT + "/tl_zygote.py", "--reset-fd", str(ack_r),
+                   "--io-fds", f"{req_r},{chan_w}"])
         ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         self.reset: SlotReset | None = None
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         env=sandbox_env("/tmp"), cwd="/", pass_fds=(fd, ack_r), start_new_session=True, **ids)
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         env=sandbox_env("/tmp"), cwd="/", pass_fds=(fd, ack_r, req_r, chan_w),
+                                         start_new_session=True, **ids)
+        except BaseException:
+            os.close(req_w)
+            os.close(chan_r)
+            raise
         finally:
-            os.close(fd)
-            os.close(ack_r)
+            for end in (fd, ack_r, req_r, chan_w):
+                os.close(end)
+        self._req, self._chan = os.fdopen(req_w, "wb"), os.fdopen(chan_r, "rb", buffering=0)
         self._buf = b""
         self.cgroup: SlotCgroup | None = None
         self._limits: tuple[int, int] | None = None
@@ -98,7 +110,7 @@ class Zygote:
                 self._limits = None
 
     def _line(self, deadline: float) -> bytes | None:
-        fd = self.proc.stdout.fileno()
+        fd = self._chan.fileno()
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
@@ -117,8 +129,8 @@ class Zygote:
         frame). Raises ServerGone (server then killed) when the server itself stops answering."""
         data = json.dumps(payload).encode()
         try:
-            self.proc.stdin.write(b"%d\n" % len(data) + data)
-            self.proc.stdin.flush()
+            self._req.write(b"%d\n" % len(data) + data)
+            self._req.flush()
         except OSError as exc:
             self.kill()
             raise ServerGone(f"the warm server is gone ({exc})") from exc
@@ -181,7 +193,7 @@ class Zygote:
             self._ack = -1
         if self.cgroup is not None:
             self.cgroup.remove()
-        for f in (self.proc.stdin, self.proc.stdout):
+        for f in (self._req, self._chan):
             try:
                 f.close()
             except OSError:

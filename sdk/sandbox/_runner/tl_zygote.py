@@ -344,6 +344,10 @@ def main():
     """Entry point of the pre-forked interpreter: one candidate per request, served by a
     long-lived supervisor (replaced when a request changed it), until stdin closes."""
     _libc()
+    if "--io-fds" in sys.argv:   # the host's request and channel pipes, passed beside bwrap's stdio (warm.py)
+        for target, fd in enumerate(int(x) for x in sys.argv[sys.argv.index("--io-fds") + 1].split(",")):
+            os.dup2(fd, target)
+            os.close(fd)
     if "--reset-fd" in sys.argv:
         RESET[0] = int(sys.argv[sys.argv.index("--reset-fd") + 1])
     tl_guard.remember_server()
