@@ -111,7 +111,7 @@ def _run(spec, env, emit):
             emit(event="channel", line=line)
         return out, code
     if spec.get("each"):
-        ran = _sibling("tl_offdisk").run_each(spec, env, spec["each_sources"])
+        ran = _sibling("tl_offdisk").run_each(spec, env, spec["each_sources"], _feed)
         if ran is None:
             emit(event="run_timeout")
         return ran

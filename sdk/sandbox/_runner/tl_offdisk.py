@@ -133,11 +133,12 @@ def pack_classes(classes):
     return b"".join(out)
 
 
-def run_each(spec, env, sources):
+def run_each(spec, env, sources, feed):
     """Run ``spec["run"] + [path]`` once per test file of ``sources`` (``{path: source}``; node: the
-    guard of the test's process reads its source from the descriptor named by ``TL_TEST_FD``, and the
-    file on disk stays a decoy). Returns (the runs' JUnit reports merged into one document, the
-    first non-zero exit code or 0), or None when ``spec["run_timeout"]`` ran out."""
+    guard of the test's process reads its source from the descriptor named by ``TL_TEST_FD``, written
+    by ``feed(fd, data)`` on a thread (``tl_build._feed``), and the file on disk stays a decoy).
+    Returns (the runs' JUnit reports merged into one document, the first non-zero exit code or 0), or
+    None when ``spec["run_timeout"]`` ran out."""
     import subprocess
     import threading
     import time
@@ -146,7 +147,7 @@ def run_each(spec, env, sources):
         r, w = os.pipe()
         fd = os.dup2(r, 200, inheritable=True)   # high: node's own descriptors take the low numbers
         os.close(r)
-        threading.Thread(target=_feed, args=(w, sources[path].encode()), daemon=True).start()
+        threading.Thread(target=feed, args=(w, sources[path].encode()), daemon=True).start()
         try:
             p = subprocess.run(spec["run"] + [path], stdout=subprocess.PIPE, env=dict(env, TL_TEST_FD=str(fd)),
                                pass_fds=(fd,), timeout=max(0.1, deadline - time.monotonic()), check=False)
@@ -157,14 +158,6 @@ def run_each(spec, env, sources):
         reports.append(p.stdout)
         code = code or p.returncode
     return _merge_junit(reports), code
-
-
-def _feed(fd, data):
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-    except OSError:
-        pass
 
 
 def _merge_junit(reports):
