@@ -131,7 +131,7 @@ class Candidate(tl_cvalues.Values):
         sys.path[:] = [req["cwd"]] + [p for p in sys.path if p.startswith("/usr") or "python" in p] + req.get("path", [])
         for name in ("tl_runner", "tl_harness", "tl_zygote", "tl_wire", "tl_candidate", "tl_remote", "tl_values",
                      "tl_pickle", "tl_cvalues", "tl_guard", "tl_rmodule", "tl_early", "tl_memtests", "tl_rproxy",
-                     "tl_cops", "tl_hproxy", "tl_pristine", "tl_capture", "tl_supervisor", "tl_state", "__main__"):
+                     "tl_cops", "tl_hproxy", "tl_pristine", "tl_capture", "tl_supervisor", "tl_state", "tl_warmup", "__main__"):
             sys.modules[name] = _Tripwire(name, self)
         mod = type(sys)(req["module"])
         self.filename = os.path.join(req["cwd"], req["target"])
