@@ -4,7 +4,9 @@ One task set is built once (``WORK/_tasks``) and copied into every arm's run fol
 trains on the same train split and is scored on the same tasks; the base model is scored once
 (``WORK/base_<split>.jsonl``). An arm is the config plus ``--set`` overrides, run through the pipeline's own
 ``sft`` and ``rl`` stages into ``WORK/ARM``; ``--from-sft OTHER`` reuses another arm's finished SFT
-stage (for arms that differ only in RL). Each adapter named by ``--eval`` is scored greedy, the way
+stage (for arms that differ only in RL); ``--stages sft`` trains SFT alone (to compare SFT recipes; every
+later call on that arm repeats it). Each adapter named by ``--eval`` (each adapter once: an SFT-only arm's
+``tuned`` is its ``sft``) is scored greedy, the way
 the eval stage does it (same generator, reward and sandbox), into ``WORK/ARM/eval_<label>_<split>.jsonl`` (``--splits``, OOD first by default);
 the arm's wall time, CPU time and load average go to ``WORK/ARM/arm.json``.
 
@@ -128,6 +130,15 @@ def adapters(pipe) -> dict[str, Path]:
     return {k: v for k, v in found.items() if v is not None and (v / "adapter_config.json").is_file()}
 
 
+def _distinct(found: dict[str, Path], wanted: list[str]) -> list[str]:
+    """The labels of ``wanted`` with an adapter in ``found``, each adapter once (an SFT-only arm's
+    ``tuned`` is its ``sft`` adapter: scored as ``sft`` only)."""
+    out: dict[Path, str] = {}
+    for label in (x for x in LABELS if x in wanted and x in found):
+        out.setdefault(found[label], label)
+    return list(out.values())
+
+
 def run_arm(args) -> None:
     """Build the shared task set if needed, train the arm, score its adapters (and the base once)."""
     work, load0, wall0, cpu0 = Path(args.work), os.getloadavg(), time.time(), time.process_time()
@@ -139,12 +150,13 @@ def run_arm(args) -> None:
     if args.from_sft:
         copy_stage(work / args.from_sft, arm, "sft", "sft")
     pipe = pipeline(args.config, arm, task_sets(args) + (args.set or []))
-    trained = all((arm / "state" / f"{s}.json").is_file() for s in ("sft", "rl")) and (arm / "arm.json").is_file()
-    pipe.run(["sft", "rl"])
+    stages = list(getattr(args, "stages", None) or ["sft", "rl"])
+    trained = all((arm / "state" / f"{s}.json").is_file() for s in stages) and (arm / "arm.json").is_file()
+    pipe.run(stages)
     record = {"arm": args.arm, "set": args.set or [], "tasks_set": task_sets(args), "from_sft": args.from_sft,
-              "train_wall_s": round(time.time() - wall0),
+              "stages_run": stages, "train_wall_s": round(time.time() - wall0),
               "train_cpu_s": round(time.process_time() - cpu0), "load_start": load0, "load_end": os.getloadavg(),
-              "stages": {s: pipe.stats(s) for s in ("sft", "rl")}}
+              "stages": {s: pipe.stats(s) for s in stages}}
     if trained:  # a later call that only scores more splits keeps the training run's record
         record = json.loads((arm / "arm.json").read_text())
     (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
@@ -153,7 +165,7 @@ def run_arm(args) -> None:
         for split in args.splits:  # every adapter on the first split before the next split
             if args.base and not (work / f"base_{split}.jsonl").is_file():
                 score(pipe, "base", None, split, work / f"base_{split}.jsonl")
-            for label in (x for x in args.eval if x in found):
+            for label in _distinct(found, args.eval):
                 score(pipe, label, found[label], split, arm / f"eval_{label}_{split}.jsonl")
                 print(f"scored {args.arm}/{label} on {split} at {time.time() - wall0:.0f} s", flush=True)
     finally:
@@ -242,14 +254,15 @@ def retry(args) -> None:
 
 
 def per_task(paths: list[Path], retried: bool = False) -> dict[str, dict[str, float]]:
-    """``{split: {task_id: 1.0 if its first sample passed else 0.0}}`` from eval rows files
-    (``retried``: passed on its first attempt or its one retry)."""
+    """``{split: {task_id: 1.0 if its first sample passed else 0.0}}`` from eval rows files named
+    ``<prefix>_<split>.jsonl`` (``retried``: passed on its first attempt or its one retry)."""
     from sdk.eval.records import load_rows
 
     out: dict[str, dict[str, float]] = {}
-    for row in (r for path in paths for r in load_rows(path)):
-        first = row.retry if retried else row.passed
-        out.setdefault(row.split.value, {})[row.task_id] = float(bool(first and first[0]))
+    for path in paths:  # the split named by the file (``..._validation.jsonl``), since validation rows say "train"
+        for row in load_rows(path):
+            first = row.retry if retried else row.passed
+            out.setdefault(path.stem.rpartition("_")[2], {})[row.task_id] = float(bool(first and first[0]))
     return out
 
 
@@ -263,20 +276,24 @@ def delta(a: dict[str, float], b: dict[str, float]) -> str:
 
 def table(args) -> None:
     """Print the markdown table of every scored arm adapter under ``--work`` (``+retry`` lines: pass@1
-    after one retry with execution feedback, compared with the same references as first attempts)."""
+    after one retry with execution feedback, compared with the same references as first attempts);
+    validation columns first when the base model was scored on the validation split."""
     work = Path(args.work)
     base = per_task(sorted(work.glob("base_*.jsonl")))
     against = None
     if args.against:
         arm_name, label = args.against.split("/")
         against = per_task(sorted((work / arm_name).glob(f"eval_{label}_*.jsonl")))
-    head = "| arm/adapter | held-out | Δ vs base | OOD | Δ vs base |"
-    head += f" Δ held-out vs {args.against} | Δ OOD vs {args.against} |" if against else ""
+    splits = (["validation"] if "validation" in base else []) + ["heldout", "ood"]
+    head = "| arm/adapter |" + "".join(f" {_NAMES[s]} | Δ vs base |" for s in splits)
+    head += "".join(f" Δ {_NAMES[s]} vs {args.against} |" for s in splits) if against else ""
     print(head + " train wall s | load |")
     print("|" + "---|" * (head.count("|") + 1))
-    print(f"| base | {_frac(base, 'heldout')} | | {_frac(base, 'ood')} | |" + (" | |" if against else "") + " | |")
+    print("| base |" + "".join(f" {_frac(base, s)} | |" for s in splits) + (" |" * len(splits) if against else "")
+          + " | |")
     if sorted(work.glob("retry_base_*.jsonl")):
-        print(_line("base +retry", per_task(sorted(work.glob("retry_base_*.jsonl")), True), base, against) + " | |")
+        print(_line("base +retry", per_task(sorted(work.glob("retry_base_*.jsonl")), True), base, against, splits)
+              + " | |")
     for arm in sorted(p for p in work.iterdir() if (p / "arm.json").is_file()):
         rec = json.loads((arm / "arm.json").read_text())
         load = f"{rec['load_start'][0]:.1f}→{rec['load_end'][0]:.1f}"
@@ -285,14 +302,18 @@ def table(args) -> None:
                 paths = sorted(arm.glob(f"{prefix}_{label}_*.jsonl"))
                 if paths:
                     name = f"{arm.name}/{label}" + (" +retry" if retried else "")
-                    print(_line(name, per_task(paths, retried), base, against) + f" {rec['train_wall_s']} | {load} |")
+                    print(_line(name, per_task(paths, retried), base, against, splits)
+                          + f" {rec['train_wall_s']} | {load} |")
 
 
-def _line(name: str, rows: dict, base: dict, against: dict | None) -> str:
+_NAMES = {"validation": "validation", "heldout": "held-out", "ood": "OOD"}
+
+
+def _line(name: str, rows: dict, base: dict, against: dict | None, splits: list[str]) -> str:
     """One table line: pass@1 per split and the paired differences against the base and ``against``."""
-    line = "".join(f" {_frac(rows, s)} | {delta(base.get(s, {}), rows.get(s, {}))} |" for s in ("heldout", "ood"))
+    line = "".join(f" {_frac(rows, s)} | {delta(base.get(s, {}), rows.get(s, {}))} |" for s in splits)
     if against is not None:
-        line += "".join(f" {delta(against.get(s, {}), rows.get(s, {}))} |" for s in ("heldout", "ood"))
+        line += "".join(f" {delta(against.get(s, {}), rows.get(s, {}))} |" for s in splits)
     return f"| {name} |" + line
 
 
@@ -311,6 +332,8 @@ def main() -> None:
     ap.add_argument("--tasks-set", action="append", help="an override of the shared task set, e.g. "
                     "sources.0.options.repo_context.enabled=true: one variant per --work folder")
     ap.add_argument("--from-sft", help="reuse this arm's finished SFT stage (the arm must not change sft.*)")
+    ap.add_argument("--stages", nargs="+", default=["sft", "rl"], choices=["sft", "rl"],
+                    help="training stages of the arm: sft alone compares SFT recipes (no RL)")
     ap.add_argument("--eval", nargs="+", default=["sft", "tuned"], choices=LABELS, help="adapters to score")
     ap.add_argument("--splits", nargs="+", default=["ood", "heldout"], help="eval splits, scored in this order "
                     "(validation: the split carved from train, the one to choose an arm on)")

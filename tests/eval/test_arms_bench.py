@@ -154,3 +154,53 @@ def test_compare_pairs_two_task_set_variants_by_function_not_id(tmp_path):
     assert rows[("heldout", "tuned")][:2] == ["1/4", "3/4"]
     assert rows[("heldout", "tuned")][4].startswith("+50.0") and rows[("heldout", "tuned")][4].endswith("n=4)")
     assert rows[("heldout", "base")][4].startswith("+0.0")
+
+
+def test_table_shows_the_validation_split_first_named_by_its_file(tmp_path, capsys):
+    """Validation rows are train-split tasks (``row.split`` says train): the table reads the split from
+    the file name, so ``--splits validation`` rows get their own columns, before held-out and OOD."""
+    arms = _arms()
+    _rows(tmp_path / "base_validation.jsonl", "train", [False] * 4)
+    _rows(tmp_path / "base_heldout.jsonl", "heldout", [False] * 10)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "arm.json").write_text(json.dumps({"train_wall_s": 5, "load_start": [1.0], "load_end": [2.0]}))
+    _rows(tmp_path / "a" / "eval_sft_validation.jsonl", "train", [True] * 2 + [False] * 2)
+    _rows(tmp_path / "a" / "eval_sft_heldout.jsonl", "heldout", [True] + [False] * 9)
+    arms.table(Namespace(work=str(tmp_path), against="a/sft"))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| arm/adapter | validation | Δ vs base | held-out |") and "Δ validation vs a/sft" in out[0]
+    lines = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]] for ln in out[2:]}
+    assert lines["base"][:5:2] == ["0/4", "0/10", "0/0"]
+    a = lines["a/sft"]
+    assert a[0] == "2/4" and a[1].startswith("+50.0") and a[2] == "1/10" and a[6].startswith("+0.0")
+    assert len(a) == len(lines["base"]) == out[0].count("|") - 2
+
+
+def test_sft_only_arm_trains_sft_alone_and_scores_its_adapter_once(tmp_path, monkeypatch):
+    """``--stages sft``: the arm's pipeline runs the sft stage only; its ``tuned`` adapter is its ``sft``
+    adapter, so each split is scored once, as ``sft``."""
+    arms = _arms()
+    calls, adapter = [], tmp_path / "sft_adapter"
+
+    class Pipe:
+        def run(self, stages):
+            calls.append(("run", tuple(stages)))
+            (tmp_path / "_tasks" / "tasks").mkdir(parents=True, exist_ok=True)
+            (tmp_path / "_tasks" / "state").mkdir(exist_ok=True)
+            (tmp_path / "_tasks" / "state" / "tasks.json").write_text("{}")
+
+        def stats(self, stage):
+            return {"wall_s": 1}
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(arms, "pipeline", lambda config, run_dir, sets: Pipe())
+    monkeypatch.setattr(arms, "adapters", lambda pipe: {"sft": adapter, "tuned": adapter})
+    monkeypatch.setattr(arms, "score", lambda pipe, label, ad, split, out: calls.append((label, ad, split)))
+    arms.run_arm(Namespace(config="c.yaml", work=str(tmp_path), arm="e2", set=["sft.epochs=2"], tasks_set=None,
+                           from_sft=None, stages=["sft"], eval=["sft", "tuned"], splits=["validation", "heldout"],
+                           base=False))
+    assert calls == [("run", ("tasks",)), ("run", ("sft",)), ("sft", adapter, "validation"),
+                     ("sft", adapter, "heldout")]
+    assert json.loads((tmp_path / "e2" / "arm.json").read_text())["stages_run"] == ["sft"]
