@@ -1,10 +1,12 @@
 """Root helper of :mod:`sdk.sandbox.slotreset` (stdlib only; run as a script on the host).
 
-usage: _slot_helper.py SERVER_PID UID
+usage: _slot_helper.py SERVER_PID UID [IN_FD OUT_FD]
 
 Opens the host's ``ns_last_pid`` and the server's pid and mount namespaces, reads the options of its
 ``/tmp`` and ``/dev/shm`` mounts and the owner and mode of their roots, joins the mount namespace and
-answers ``ok``. Then, per ``r N`` line on stdin: detach both mounts, mount fresh tmpfs roots with the
+answers ``ok`` on stdout (to the host). Then it reads the warm server's requests on ``IN_FD`` and
+answers on ``OUT_FD`` (pipes straight to and from the server, so the host's thread is no relay:
+issue 14; without them, on stdin and stdout), per ``r N`` line: detach both mounts, mount fresh tmpfs roots with the
 same options, owner and mode, make ``/tmp/run`` (0700, the server's uid), and when N > 0 fork a child
 into the pid namespace that writes N to its ``ns_last_pid``; answer ``ok`` (or ``error <why>``).
 """
@@ -17,6 +19,7 @@ CLONE_NEWNS, CLONE_NEWPID, MNT_DETACH = 0x00020000, 0x20000000, 2
 FLAGS = {"ro": 1, "nosuid": 2, "nodev": 4, "noexec": 8, "noatime": 1024, "nodiratime": 2048,
          "relatime": 1 << 21, "strictatime": 1 << 24}
 PATHS = ("/tmp", "/dev/shm")
+MAX_PID = 1 << 22   # the kernel's largest pid_max
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -68,7 +71,7 @@ def _reset_pids(last_fd, last_pid):
 
 def main():
     """Join the server's namespaces, then remake its roots on each request line (see the module)."""
-    pid, uid = (int(a) for a in sys.argv[1:3])
+    pid, uid, *fds = (int(a) for a in sys.argv[1:5])
     try:
         last_fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY)
         pid_ns = os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY)
@@ -88,6 +91,9 @@ def main():
         return
     sys.stdout.write("ok\n")
     sys.stdout.flush()
+    for fd, target in zip(fds, (0, 1)):   # from here on the server is the other end (nothing was read from stdin yet)
+        os.dup2(fd, target)
+        os.close(fd)
     for line in sys.stdin:
         word, _, arg = line.strip().partition(" ")
         if word != "r" or not arg.isdigit():
@@ -95,7 +101,7 @@ def main():
         try:
             _remake(mounts, roots, uid)
             if int(arg) > 0:
-                _reset_pids(last_fd, int(arg))
+                _reset_pids(last_fd, min(int(arg), MAX_PID))
             sys.stdout.write("ok\n")
         except OSError as exc:
             sys.stdout.write(f"error {exc}\n")

@@ -53,33 +53,41 @@ class SlotFault(SandboxError):
 
 
 class Zygote:
-    """One warm server for one uid. Not thread-safe: one request at a time (one slot)."""
+    """One warm server for one uid: one request at a time (one slot); its pipes are read under a lock,
+    so :meth:`pids` from another thread waits for a running request."""
 
     def __init__(self, backend, uid: int | None, processes: int, scratch_mb: int) -> None:
         self.uid, self.processes, self.scratch_mb = uid, processes, scratch_mb
         lim = SERVER_LIMITS.model_copy(update={"processes": processes, "scratch_mb": scratch_mb})
         fd = os.open(seccomp_bpf_path(), os.O_RDONLY)
-        ack_r, self._ack = os.pipe()   # our answers to the server's "S" (slotreset)
         # requests and the channel go on pipes passed beside stdio, not as bwrap's stdin/stdout: bwrap's init
         # (pid 1 in the slot, dumpable, the task's uid) closes extra fds but keeps 0-2, and a pipe it held
         # was openable through /proc/1/fd by the task wherever the host's uid is the task's (round 7)
         req_r, req_w = os.pipe()
         chan_r, chan_w = os.pipe()
+        theirs = [fd, req_r, chan_w]
         argv = (prlimit_args(lim, uid is not None) + backend.bwrap_argv(None, lim, seccomp_fd=fd)
-                + [backend.python(uid), "-I", "-S", "-B", RUNTIME_MOUNT + "/tl_zygote.py", "--reset-fd", str(ack_r),
-                   "--io-fds", f"{req_r},{chan_w}"])
+                + [backend.python(uid), "-I", "-S", "-B", RUNTIME_MOUNT + "/tl_zygote.py", "--io-fds", f"{req_r},{chan_w}"])
+        self._helper: tuple[int, int] | None = None
+        if os.geteuid() == 0:   # the slot reset's root helper (slotreset.py) reads the server's "r N" and answers it
+            ask_r, ask_w = os.pipe()   # directly on pipes of their own: no host thread relays a reset (issue 14)
+            ans_r, ans_w = os.pipe()
+            self._helper = (ask_r, ans_w)
+            theirs += [ask_w, ans_r]
+            argv += ["--reset-fds", f"{ask_w},{ans_r}"]
         ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         self.reset: SlotReset | None = None
+        self._pending, self._dirty, self._io = False, False, threading.Lock()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         env=sandbox_env("/tmp"), cwd="/", pass_fds=(fd, ack_r, req_r, chan_w),
+                                         env=sandbox_env("/tmp"), cwd="/", pass_fds=tuple(theirs),
                                          start_new_session=True, **ids)
         except BaseException:
-            os.close(req_w)
-            os.close(chan_r)
+            for end in (req_w, chan_r) + (self._helper or ()):
+                os.close(end)
             raise
         finally:
-            for end in (fd, ack_r, req_r, chan_w):
+            for end in theirs:
                 os.close(end)
         self._req, self._chan = os.fdopen(req_w, "wb"), os.fdopen(chan_r, "rb", buffering=0)
         self._buf = b""
@@ -89,7 +97,9 @@ class Zygote:
         if not ready or not json.loads(ready).get("clean"):
             self.kill()
             raise ServerGone("the warm server did not start clean")
-        self.reset = SlotReset(min(self.server_process(), default=-1), uid)
+        if self._helper is not None:
+            fds, self._helper = self._helper, None
+            self.reset = SlotReset(min(self.server_process(), default=-1), uid, fds)
         self.cgroup = SlotCgroup.create(f"tuneloop-{uid if uid is not None else os.getpid()}")
         if self.cgroup is not None:
             try:
@@ -126,40 +136,65 @@ class Zygote:
 
     def request(self, payload: dict, timeout_s: float) -> tuple[dict | None, dict]:
         """Send one request; returns (the supervisor's ``R`` answer or None, the server's ``D``
-        frame). Raises ServerGone (server then killed) when the server itself stops answering."""
+        frame). With an answer, ``D`` (the slot's clean-up: kill, wipe, reset, the next candidate) is
+        not waited for: the request's verdict is complete, so the caller goes on while the slot
+        cleans up, and :meth:`settle` reads ``D`` before the slot serves anyone again (issue 14: the
+        clean-up was about a fifth of a request's wall clock, with the host's thread idle). The
+        frame returned then says exit 0, not timed out. Raises ServerGone (server then killed)
+        when the server itself stops answering."""
         data = json.dumps(payload).encode()
-        try:
-            self._req.write(b"%d\n" % len(data) + data)
-            self._req.flush()
-        except OSError as exc:
-            self.kill()
-            raise ServerGone(f"the warm server is gone ({exc})") from exc
-        deadline, answer = time.monotonic() + timeout_s + 10, None
-        while True:
-            line = self._line(deadline)
-            if line is None:
-                self.kill()
-                raise ServerGone("the warm server stopped answering (killed or stopped by the code it ran)")
-            kind, _, body = line.partition(b" ")
+        with self._io:
+            if self._pending:
+                raise ServerGone("the slot was not settled before its next request")
             try:
-                frame = json.loads(body) if kind in (b"R", b"D") else None
-            except ValueError:
-                continue
-            if kind == b"S":   # the request is over and its slot emptied: fresh /tmp, /dev/shm, pid counter
-                ok = self.reset.reset(int(body or 0)) if self.reset is not None and self.reset.available else None
+                self._req.write(b"%d\n" % len(data) + data)
+                self._req.flush()
+            except OSError as exc:
+                self.kill()
+                raise ServerGone(f"the warm server is gone ({exc})") from exc
+            deadline = time.monotonic() + timeout_s + 10
+            while True:
+                line = self._line(deadline)
+                if line is None:
+                    self.kill()
+                    raise ServerGone("the warm server stopped answering (killed or stopped by the code it ran)")
+                kind, _, body = line.partition(b" ")
                 try:
-                    os.write(self._ack, b"-" if ok is None else b"1" if ok else b"0")
-                except OSError:
-                    pass   # the server is gone: its D never comes, the deadline above says so
-            elif kind == b"R" and isinstance(frame, dict) and frame.get("nonce") == payload["nonce"]:
-                answer = frame
-            elif kind == b"D" and isinstance(frame, dict):
-                return answer, frame
+                    frame = json.loads(body) if kind in (b"R", b"D") else None
+                except ValueError:
+                    continue
+                if kind == b"R" and isinstance(frame, dict) and frame.get("nonce") == payload["nonce"]:
+                    self._pending = True
+                    return frame, {"exit": 0, "timed_out": False, "clean": True}
+                if kind == b"D" and isinstance(frame, dict):
+                    return None, frame
+
+    def settle(self) -> bool:
+        """Read the ``D`` frame the last request still owes, if any (waiting for the slot's clean-up);
+        True when the slot is clean and may serve the next task. A slot that said it is not clean, or
+        did not say it in time, stays False: the caller replaces it, and never hands it to a task."""
+        with self._io:
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while self._pending:
+                line = self._line(deadline)
+                if line is None:
+                    self._pending, self._dirty = False, True
+                    break
+                kind, _, body = line.partition(b" ")
+                if kind == b"D":
+                    try:
+                        frame = json.loads(body)
+                    except ValueError:
+                        frame = None
+                    self._pending, self._dirty = False, not (isinstance(frame, dict) and frame.get("clean") is True)
+            return not self._dirty
 
     def pids(self) -> set[int]:
         """The server's own processes: bwrap, bwrap's init in the namespace, the server, and the
         supervisor + candidate pair it pre-forks for the next request (depth 4). Nothing of a
-        finished request is left: the server kills it all before it answers."""
+        finished request is left: the server kills it all before it answers ``D``, which is read
+        first (:meth:`settle`)."""
+        self.settle()
         own, frontier = {self.proc.pid}, {self.proc.pid}
         for _ in range(4):
             frontier = {pid for pid, ppid in _parents().items() if ppid in frontier}
@@ -188,9 +223,10 @@ class Zygote:
         self.proc.wait()
         if self.reset is not None:
             self.reset.close()
-        if self._ack >= 0:
-            os.close(self._ack)
-            self._ack = -1
+        if self._helper is not None:   # the server never started clean: no helper was given them
+            for fd in self._helper:
+                os.close(fd)
+            self._helper = None
         if self.cgroup is not None:
             self.cgroup.remove()
         for f in (self._req, self._chan):
@@ -256,7 +292,7 @@ class WarmServers:
         with self._lock:
             server = self._servers.get(uid)
         fits = server is not None and server.scratch_mb == lim.scratch_mb and server.processes >= lim.processes + 8
-        if server is not None and fits and server.alive():
+        if server is not None and fits and server.alive() and server.settle():
             return server
         if server is not None:
             self._drop(uid)   # a different /tmp size or process budget needs a new server

@@ -70,15 +70,18 @@ def read_capped(path, cap):
 class Supervisor:
     """(The server.) The slot's long-lived supervisor as the warm server sees it: forked now, with
     a control pipe (``r``: it holds its candidate; the request's time limit; ``d``: done) and the
-    socket on which :func:`send` passes each candidate."""
+    socket on which :func:`send` passes each candidate; ``private``: the server's descriptors that
+    the supervisor closes at once."""
 
-    def __init__(self, chan, null):
+    def __init__(self, chan, null, private=()):
         self.sock, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         ctl_r, ctl_w = os.pipe()
         self.pid = fork()
         if self.pid == 0:
             os.close(ctl_r)
             self.sock.close()
+            for fd in private:   # the server's own (its pipes to the slot-reset helper): none is the tests'
+                os.close(fd)
             serve(chan, ctl_w, theirs, null)
         os.close(ctl_w)
         theirs.close()

@@ -23,9 +23,10 @@ supervisor beside it (:data:`tl_guard.SIBLING`). When the supervisor reports the
 pipe; the supervisor is then killed), the server kills every other process it can see but the
 live supervisor (``kill(-1)`` when there is none), reaps them as a subreaper, empties ``/tmp``
 and ``/dev/shm`` (making unreadable folders readable first), and checks that nothing is left: no
-process, no file; then asks the host (``S``; the answer arrives on ``--reset-fd``) to remake both as
-fresh mounts and, when the request forked, set the slot's pid counter back to its candidate's pid
-(``sdk/sandbox/slotreset.py``). It then answers ``D <json>`` with ``clean``; a slot that is not clean is
+process, no file; then asks the host's root helper (``r N`` and its answer, on the two pipes of
+``--reset-fds``, which no host thread relays) to remake both as fresh mounts and, when the request
+forked, set the slot's pid counter back to its candidate's pid (``sdk/sandbox/slotreset.py``). It
+then answers ``D <json>`` with ``clean``; a slot that is not clean is
 replaced by the host before the next request, never handed to another task. System V IPC and
 POSIX message queues are denied by seccomp, so none can outlive a request. The server is not
 dumpable and seccomp denies ptrace.
@@ -242,22 +243,44 @@ def _fresh(keep=0):
 
 CHAN = [-1]
 NULL = [-1]
-RESET = [-1]   # --reset-fd: the host's answers to "S" (1: /tmp, /dev/shm and pids remade; 0: failed; -: no helper)
+RESET = [-1, -1]   # --reset-fds W,R: to the host's root helper (slotreset.py), and its answers on their own pipes
+
+
+def _helper_line(wait_s):
+    """The helper's next answer line (without its newline), or b"" (none in time, or it is gone)."""
+    buf = b""
+    while not buf.endswith(b"\n"):
+        if not select.select([RESET[1]], [], [], wait_s)[0]:
+            return b""
+        chunk = os.read(RESET[1], 64)
+        if not chunk:
+            return b""
+        buf += chunk
+    return buf.strip()
 
 
 def _reset(cand_pid):
-    """Ask the host to remake /tmp and /dev/shm (``S``; :mod:`sdk.sandbox.slotreset`) and, when any
-    process was forked after the candidate ``cand_pid``, to set the pid counter back to it (so the next
-    candidate's pid never counts an earlier task's forks); wait for the answer. True when done or the
-    host has no helper."""
+    """Ask the host's root helper to remake /tmp and /dev/shm (``r N``; :mod:`sdk.sandbox.slotreset`) and,
+    when any process was forked after the candidate ``cand_pid``, to set the pid counter back to it (so the
+    next candidate's pid never counts an earlier task's forks); wait for its answer. The helper reads and
+    answers here directly, no host thread relays (issue 14). True when done; True also when the host has
+    no helper (its ``-``: the wipe is the reset, and no more are asked); False when it failed or is gone."""
     try:
         with open("/proc/sys/kernel/ns_last_pid", "rb") as fh:
             moved = int(fh.read()) != cand_pid
     except (OSError, ValueError):
         moved = True
-    _write(CHAN[0], b"\nS %d\n" % (cand_pid if moved else 0))
-    ready = select.select([RESET[0]], [], [], 15.0)[0]
-    return (os.read(RESET[0], 1) if ready else b"") in (b"1", b"-")
+    try:
+        _write(RESET[0], b"r %d\n" % (cand_pid if moved else 0))
+    except OSError:
+        pass   # no helper reads: the host's "-" is waiting
+    answer = _helper_line(15.0)
+    if answer == b"-":
+        for fd in RESET:
+            os.close(fd)
+        RESET[:] = [-1, -1]
+        return True
+    return answer == b"ok"
 
 
 def main():
@@ -268,8 +291,8 @@ def main():
         for target, fd in enumerate(int(x) for x in sys.argv[sys.argv.index("--io-fds") + 1].split(",")):
             os.dup2(fd, target)
             os.close(fd)
-    if "--reset-fd" in sys.argv:
-        RESET[0] = int(sys.argv[sys.argv.index("--reset-fd") + 1])
+    if "--reset-fds" in sys.argv:
+        RESET[:] = [int(x) for x in sys.argv[sys.argv.index("--reset-fds") + 1].split(",")]
     tl_guard.remember_server()
     CHAN[0] = chan = os.dup(1)
     NULL[0] = null = os.open(os.devnull, os.O_WRONLY)
@@ -287,7 +310,7 @@ def main():
         # server writes is copied (json.dumps there cost ~78 pages and 0.2 ms a request; issue 14)
         done = None if message is None else (("\nD " if "exit" in message else "") + json.dumps(message) + "\n").encode()
         if sup is None:
-            sup = tl_supervisor.Supervisor(CHAN[0], NULL[0])
+            sup = tl_supervisor.Supervisor(CHAN[0], NULL[0], private=[fd for fd in RESET if fd >= 0])
         cand = _spawn(sup)
         if done is not None:
             _write(chan, done)
