@@ -68,7 +68,9 @@ by ``tests/sandbox/test_hostile.py``:
   not count the last task's files, pids that do not count its forks; a slot that is not clean, whose
   reset failed, or whose server broke, is replaced; a slot that cannot start is ``sandbox_error``, never the task's failure),
   System V IPC and POSIX message queues are denied by seccomp (nothing outlives a request, and
-  no shared memory escapes ``memory_mb``; extended attributes cannot be set, round 6).
+  no shared memory escapes ``memory_mb``; extended attributes cannot be set, round 6; another
+  process's nice value, CPU mask, scheduling policy or I/O priority cannot be set, round 8: the warm
+  server's were inherited by the next task's candidates).
 
 What is NOT isolated or not covered:
 

@@ -9,7 +9,12 @@ kexec loading, reboot, swapon/off, open_by_handle_at, setting or removing extend
 and POSIX message queues (issue 14: they outlive a request in a warm slot's IPC namespace,
 and SysV shared memory is not bounded by ``memory_mb``). ``socket()`` is denied with ``EACCES``
 for every address family except ``AF_UNIX`` (runtimes use Unix socketpairs internally; the
-network namespace has no route anyway). Compiled once per process into a private file.
+network namespace has no route anyway). Scheduling settings of *another* process are refused with
+``EPERM`` (``setpriority`` other than ``PRIO_PROCESS`` of itself, ``sched_setaffinity``/``sched_setscheduler``/
+``sched_setparam``/``sched_setattr`` of a pid other than 0, ``ioprio_set`` other than its own): a task set the
+nice value, CPU mask, policy or I/O priority of the warm server (or every process of its uid), and each later
+candidate inherited it (issue 14, round 8: ``tests/sandbox/test_hostile_round8.py``). A process may still
+change its own, which its children inherit and which ends with it. Compiled once per process into a private file.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
           # (issue 14, round 6: tests/sandbox/test_hostile_round6.py); nothing the tasks need
           "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "setxattrat",
           "removexattrat")
+# (syscall, argument index, the only value allowed there): another process's scheduling settings
+SELF_ONLY = (("setpriority", 0, 0), ("setpriority", 1, 0),   # PRIO_PROCESS, who = 0 (the caller)
+             ("sched_setaffinity", 0, 0), ("sched_setscheduler", 0, 0), ("sched_setparam", 0, 0),
+             ("sched_setattr", 0, 0), ("ioprio_set", 0, 1), ("ioprio_set", 1, 0))   # IOPRIO_WHO_PROCESS, 0
 _lock = threading.Lock()
 _path: str | None = None
 
@@ -60,6 +69,11 @@ def build_filter():
         except Exception:  # noqa: BLE001 - a syscall this architecture does not have
             continue
     filt.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    for name, arg, value in SELF_ONLY:
+        try:
+            filt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(arg, sc.NE, value))
+        except Exception:  # noqa: BLE001 - a syscall this architecture does not have
+            continue
     return filt
 
 

@@ -23,6 +23,10 @@ MAX_FRAME = 64 << 20
 PIPE_READ = 1 << 16
 MAX_DEPTH = 200
 PLAIN_SCALARS = (type(None), bool, int, float, str)
+# an int this large travels as hex (``{"i": ...}``): JSON writes ints in decimal, and Python refuses to
+# print one of more than 4,300 digits (an honest answer of 7 ** 100000 once failed its test, flagged
+# exit_trick; issue 14, round 8); int(text, 16) has no such limit
+BIG_INT = 1 << 14000
 
 
 class WireError(Exception):
@@ -40,7 +44,7 @@ def encode(value, handles=None, depth=0):
         raise NotPlain("nested too deeply")
     t = type(value)
     if t in PLAIN_SCALARS:
-        return value
+        return {"i": format(value, "x")} if t is int and not -BIG_INT < value < BIG_INT else value
     if t is list:
         return [encode(v, handles, depth + 1) for v in value]
     if t is tuple:
@@ -86,6 +90,11 @@ def decode(tree, handle=None, depth=0, loads=None, ref=None):
         return bytes.fromhex(body)
     if tag == "c":
         return complex(float(body[0]), float(body[1]))
+    if tag == "i" and type(body) is str:
+        try:
+            return int(body, 16)
+        except ValueError:
+            raise WireError("not a hex int") from None
     if tag == "p" and loads is not None:
         return loads(body)
     if tag == "g" and ref is not None and type(body) is list and len(body) == 3 \
