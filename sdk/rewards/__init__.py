@@ -25,7 +25,9 @@ Covered:
   whose code could run earlier, through an IFUNC resolver, another preinit entry, an exported
   function or fake test-list bounds, is refused: ``runner_tampering``), through direct
   syscalls (no libc interposition, stdout never read); JS runs with ``assert``/``node:test``/``require`` frozen by a preload from
-  the read-only task folder and the JUnit report on the reporter's stdout (no file to forge);
+  the read-only task folder and the JUnit report on the reporter's stdout (no file to forge); node's running ``Test`` object is kept
+  from the solution (``async_hooks`` hands out stand-ins, ``process.binding('async_wrap')`` and the inspector
+  are refused: round 8, a solution had redefined ``passed`` on it);
   Java runs under our launcher ``TlJUnit.java``: verdicts on the same fd-3 pipe, each line
   signed (SHA-256 with a 32-byte key read from fd 4 before any test class initialises) and
   numbered, so a line the solution writes is dropped and flagged (``runner_tampering``) and a
@@ -95,7 +97,10 @@ Not covered (known gaps):
   naming a test file is flagged by the static scan only). Compiled tests stay readable as machine code in
   the program's own binary (C/C++, Go, Rust), and Java's as class bytes in the JVM's heap; a JS test
   shares its process with the solution, which can still read its source from the test's own functions
-  (``add.caller.toString()`` in sloppy mode) or from node's memory.
+  (``add.caller.toString()`` in sloppy mode) or from node's memory. A C/C++ solution finds the calling
+  test's expected constant right after its own return address (round 8: ``__builtin_return_address`` is
+  flagged; the same address found by walking the stack from a local is not, strict xfail in
+  ``tests/rewards/test_redteam_round8.py``).
 - Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
   aliased exit, is stopped by the static scan only); a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests

@@ -69,7 +69,7 @@ _C_EXIT = (r"\b(exit|_exit|_Exit|quick_exit|abort|at_quick_exit|atexit)\b"  # ca
 _OTHER_EXIT = {
     Language.JAVASCRIPT: _JS_EXIT, Language.TYPESCRIPT: _JS_EXIT,
     Language.JAVA: r"\b(System\.exit|Runtime\.getRuntime\(\)\.(halt|exit))\b|getMethod\s*\(\s*\"(exit|halt)\"",
-    Language.GO: r"\b(os|syscall|unix)\.Exit\b|\bruntime\.Goexit\b|\bExit\s*\(|\"(syscall|golang\.org/x/sys/unix)\"",
+    Language.GO: r"\.Exit\b|\bGoexit\b|\bExit\s*\(|\"(syscall|golang\.org/x/sys/unix)\"",
     Language.RUST: r"\bprocess::(exit|abort)\b|\blibc::_?exit\b|\bstd\s*::\s*(\{[^}]*)?\bprocess\b|\b(exit|abort)\s*\(",
     Language.C: _C_EXIT, Language.CPP: _C_EXIT,
 }
@@ -83,12 +83,16 @@ _LIBC_NAMES = ("read|write|pread|pwrite|readv|writev|fread|fwrite|fork|vfork|clo
 _OTHER_TAMPER = {
     "c": (r"__attribute__\s*\(\(\s*(constructor|destructor)|\.init_array|\.fini_array|\bdlsym\b|/proc/|\.incbin\b|#\s*embed\b"
           r"|\bTLTEST\b|\bTLFAIL\b|\btl_(test|tests|count|run|report|nonce|sys)\b"
+          r"|\b__builtin_(return|frame)_address\b|\b__builtin_extract_return_addr\b"   # the test's code (round 8)
           r"|^[\w \t\*]*?\b(?:" + _LIBC_NAMES + r")\s*\([^;{)]*\)\s*(?:noexcept\s*)?\{"),
     "java": (r"addShutdownHook|java\.lang\.reflect|\.setAccessible\s*\(|getDeclaredField|sun\.misc\.Unsafe|/proc/"
              r"|TEST-[\w-]*\.xml|tl-reports|<testcase|org\.junit\.platform\.launcher|System\.set(Out|Err)\b"),
     "js": (r"/proc/|tl-junit|<testcase|\brequire\s*\(\s*['\"](node:)?(test|child_process|worker_threads|vm|inspector)['\"]"
            r"|\bimport\b[^;]*['\"](node:)?(test|child_process|worker_threads|vm|inspector)['\"]|\bprocess\.binding\b"
-           r"|\bObject\.defineProperty\s*\(\s*(assert|require)|\brequire\s*\(\s*['\"](node:)?assert"),
+           r"|\bObject\.defineProperty\s*\(\s*(assert|require)|\brequire\s*\(\s*['\"](node:)?assert"
+           # the running test's own object: async_hooks, async_wrap's resource stack, the inspector (round 8)
+           r"|\b(executionAsyncResource|createHook|execution_async_resources|queryObjects)\b"
+           r"|\binspector\b|['\"`]Runtime\.\w+"),
     "go": (r"\bfunc\s+(TestMain|init)\s*\(|\"testing\"|--- (PASS|FAIL|SKIP)|=== RUN|/proc/|\bgo:linkname\b"
            r"|\"(unsafe|reflect|os/exec)\""),
     "rust": (r"\bunsafe\b|/proc/|test \S+ \.\.\. ok|\b(no_mangle|export_name|link_section)\b|\bstd::process::Command\b"
@@ -160,7 +164,11 @@ def scan_solution(code: str, language: Language = Language.PYTHON, test_sources:
 
 def _other_language_scan(code: str, language: Language) -> list[Finding]:
     """Exit calls and runner tampering in languages other than Python, by pattern."""
-    bare = re.sub(r"//[^\n]*|/\*.*?\*/", " ", code, flags=re.DOTALL)  # comments may say "exit"
+    # comments may say "exit"; Go's //go: directives (linkname) are code, and its import paths may be raw strings
+    keep = r"(?!go:)" if language == Language.GO else ""
+    bare = re.sub(r"//" + keep + r"[^\n]*|/\*.*?\*/", " ", code, flags=re.DOTALL)
+    if language == Language.GO:   # `syscall` is the same import as "syscall" (round 8), and any X.Exit an exit
+        bare = re.sub(r"`([^`\n]*)`", r'"\1"', bare)
     found = []
     pat = _OTHER_EXIT.get(language)
     hit = re.search(pat, bare) if pat else None

@@ -67,3 +67,53 @@ for (const k of ['_load', '_resolveFilename', '_nodeModulePaths']) {
   Object.defineProperty(Module, k, { writable: false, configurable: false });
 }
 Object.defineProperty(Module.prototype, 'require', { writable: false, configurable: false });
+// The running test is node's Test object (an AsyncResource, lib/internal/test_runner/test.js): async_hooks
+// handed it to any code in the test's process, which redefined its `passed` and `error` and a failing test
+// was reported passed (issue 14, round 8: tests/rewards/test_redteam_round8.py). executionAsyncResource()
+// and createHook's init callbacks now see a stand-in for each test runner object (one per object, so a
+// property set on it reads back), process.binding('async_wrap') (its execution_async_resources stack) is
+// refused, and the inspector cannot connect to this process (Runtime.evaluate / queryObjects reach any
+// object). Everything used below is captured here, before any test or solution code could patch it.
+{
+  const ah = require('async_hooks');
+  let inspector = null;
+  try { inspector = require('inspector'); } catch (e) { /* a node built without it */ }
+  const { apply } = Reflect;
+  const { getPrototypeOf, getOwnPropertyDescriptor, defineProperty } = Object;
+  const wmGet = WeakMap.prototype.get, wmSet = WeakMap.prototype.set, setHas = Set.prototype.has;
+  const realResource = ah.executionAsyncResource, realCreateHook = ah.createHook, realBinding = process.binding;
+  const RUNNER = new Set(['Test', 'Suite', 'TestHook', 'TestContext', 'SuiteContext']);
+  const standIns = new WeakMap();
+  const hide = (res) => {
+    if (res === null || (typeof res !== 'object' && typeof res !== 'function')) return res;
+    let runner = false;
+    for (let p = getPrototypeOf(res), n = 0; p !== null && n < 16 && !runner; p = getPrototypeOf(p), n++) {
+      const d = getOwnPropertyDescriptor(p, 'constructor');
+      runner = d !== undefined && typeof d.value === 'function' && apply(setHas, RUNNER, [d.value.name]);
+    }
+    if (!runner) return res;
+    let s = apply(wmGet, standIns, [res]);
+    if (s === undefined) { s = {}; apply(wmSet, standIns, [res, s]); }
+    return s;
+  };
+  const fixed = (obj, key, value) => defineProperty(obj, key, { value, writable: false, configurable: false, enumerable: true });
+  fixed(ah, 'executionAsyncResource', function executionAsyncResource() { return hide(realResource()); });
+  fixed(ah, 'createHook', function createHook(callbacks) {
+    const init = callbacks && callbacks.init;
+    const own = { before: callbacks && callbacks.before, after: callbacks && callbacks.after,
+                  destroy: callbacks && callbacks.destroy, promiseResolve: callbacks && callbacks.promiseResolve };
+    if (typeof init === 'function') own.init = function (id, type, trigger, res) { return apply(init, this, [id, type, trigger, hide(res)]); };
+    return realCreateHook(own);
+  });
+  defineProperty(process, 'binding', {
+    value: function binding(name) {
+      if (String(name) === 'async_wrap') throw new Error("process.binding('async_wrap') is disabled in the sandbox");
+      return apply(realBinding, process, [name]);
+    }, writable: false, configurable: false,
+  });
+  const refuse = function connect() { throw new Error('the inspector is disabled in the sandbox'); };
+  if (inspector) {
+    for (const k of ['connect', 'connectToMainThread']) fixed(inspector.Session.prototype, k, refuse);
+    fixed(inspector, 'open', refuse);
+  }
+}
