@@ -53,8 +53,8 @@ Covered:
 - Change tasks (``pytest_repo``: the tests run in the repository's process): a pass counts only
   with the witness's evidence that the genuine test function returned normally
   (``_runner/tl_witness.py``); a running test's frame (``sys._getframe``, ``inspect``, ``tb_frame``,
-  ``gi_frame``, ``logging.currentframe``) or a test function's code (``__code__``, ``f_code``,
-  ``dis``) reaching repository code is ``runner_tampering`` (H4, ``_runner/tl_proof.py``). Shadow
+  ``gi_frame``, ``logging.currentframe``, pytest's ``TracebackEntry.frame``: round 8) or a test function's code
+  (``__code__``, ``f_code``, ``dis``, pytest's ``getrawcode``) reaching repository code is ``runner_tampering`` (H4, ``_runner/tl_proof.py``). Shadow
   comparisons (``_runner/tl_shadow.py``): after pytest's rewrite, each single comparison, ``+ - * /``
   and ``self.assertEqual``-like call inside the test files' and conftests' functions is recomputed
   on canonical data no repository code produces (builtin subclasses as their base values, repository

@@ -181,22 +181,20 @@ def _compiled_fps(name, fingerprint, accept):
 # - a *code object* read (``__code__``, ``f_code``, ``gi_code``...) that is a pristine test function's
 #   (its fingerprint, as :mod:`tl_witness` computes them; a name or a file name proves nothing).
 #
-# Either is flagged ``runner_tampering`` when its *receiver* is not trusted code. The receiver is the
-# innermost frame, or, when that is a genuine (recompiled and fingerprinted) library function that
-# hands frames or code back to its caller (``inspect.currentframe``/``stack``/``trace``,
-# ``traceback.walk_stack``/``extract_stack``, ``logging.currentframe``, ``dis``, ``inspect``'s code
-# walkers), the first frame outside such functions. Trusted receivers: the runner, pytest, pluggy
-# (:mod:`tl_proof`'s registry), a pristine test, and genuine library code that uses the frame or code
-# itself (``logging``'s ``findCaller``, ``namedtuple``, ``inspect.signature``); library code is a
-# function of a real file under the standard library or a read-only ``sys.path`` folder outside the
-# repository, its code object matching that file recompiled.
+# Either is flagged ``runner_tampering`` when its *receiver* is not trusted code: the innermost frame, or, when
+# that is a genuine (recompiled and fingerprinted) library or runner function that hands frames or code back to
+# its caller (``inspect.currentframe``/``stack``/``trace``, ``traceback.walk_stack``/``extract_stack``, ``dis``,
+# ``logging.currentframe``, ``inspect``'s code walkers; pytest's ``TracebackEntry.frame``, ``Frame.code`` and
+# ``getrawcode``, round 8), the first frame outside such functions. Trusted receivers: the runner, pytest, pluggy
+# (:mod:`tl_proof`'s registry), a pristine test, and genuine library code that uses the frame or code itself
+# (``logging``'s ``findCaller``, ``namedtuple``, ``inspect.signature``); library code: a function of a real file
+# under the standard library or a read-only ``sys.path`` folder outside the repository, matching it recompiled.
 #
-# Not covered: what needs no frame or code object. Values the test holds as objects stay reachable
-# through pytest's objects (``sys.meta_path``'s assertion rewriter holds the session, so its items,
-# their ``callspec.params`` and ``funcargs``), the test module's globals through ``sys.modules``, a
-# signal handler's ``frame`` argument (no audit event), and third-party library code that returns
-# frames (it counts as library code). Repository code that reads frames while a test runs (a
-# caller-introspecting helper) is flagged even when honest.
+# Not covered: what needs no frame or code object. Values the test holds as objects stay reachable through
+# pytest's objects (``sys.meta_path``'s assertion rewriter holds the session, so its items, their
+# ``callspec.params`` and ``funcargs``), the test module's globals through ``sys.modules``, a signal handler's
+# ``frame`` argument (no audit event), and third-party library code that returns frames (library code).
+# Repository code that reads frames while a test runs (a caller-introspecting helper) is flagged even if honest.
 GETATTR_FRAME = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 GETATTR_CODE = frozenset({"f_code", "__code__", "gi_code", "cr_code", "ag_code"})
 EVENTS = frozenset({"sys._getframe", "object.__getattr__"})
@@ -205,8 +203,10 @@ FRAME_HANDS = {"/inspect.py": frozenset({"currentframe", "stack", "trace", "geto
                "/traceback.py": frozenset({"walk_stack", "walk_tb", "_walk_tb_with_full_positions", "extract_stack",
                                            "format_stack", "print_stack", "extract", "_extract_from_extended_frame_gen"}),
                "/logging/__init__.py": frozenset({"<lambda>"}),   # logging.currentframe
-               "/asyncio/base_tasks.py": frozenset({"_task_get_stack"}), "/asyncio/tasks.py": frozenset({"get_stack"})}
+               "/asyncio/base_tasks.py": frozenset({"_task_get_stack"}), "/asyncio/tasks.py": frozenset({"get_stack"}),
+               "/_pytest/_code/code.py": frozenset({"frame"})}   # TracebackEntry.frame (round 8: read past pytest)
 # inspect's functions that read a code object and hand back nothing of its constants
+PYTEST_CODE = ("code", "from_function", "getrawcode")   # Frame.code, Code.from_function, getrawcode (round 8)
 CODE_KEEPS = frozenset({"_signature_from_function", "_signature_is_functionlike", "_has_code_flag", "getfile",
                         "getsourcefile", "getmodule", "unwrap", "isgeneratorfunction", "iscoroutinefunction",
                         "isasyncgenfunction", "_signature_from_callable", "signature", "from_callable", "getfullargspec"})
@@ -250,7 +250,7 @@ def watcher(trusted, test_fps, test_files, fingerprint, libs, _type=type):
 
     def receiver(frame, frames):
         f = frame
-        while f is not None and _hands(f.f_code, frames) and library(f.f_code):
+        while f is not None and _hands(f.f_code, frames) and (library(f.f_code) or trusted(f)):
             f = f.f_back
         if f is None or trusted(f) or library(f.f_code):
             return None
@@ -342,7 +342,8 @@ def _hands(code, frames):
     name = code.co_filename if type(code.co_filename) is str else ""
     if frames:
         return any(name.endswith(end) and code.co_name in names for end, names in FRAME_HANDS.items())
-    return name.endswith("/dis.py") or (name.endswith("/inspect.py") and code.co_name not in CODE_KEEPS)
+    return name.endswith("/dis.py") or (name.endswith("/inspect.py") and code.co_name not in CODE_KEEPS) or (
+        name.endswith(("/_pytest/_code/code.py", "/_pytest/_code/source.py")) and code.co_name in PYTEST_CODE)
 
 
 def _outside(frame, test_files, _type=type):
