@@ -100,7 +100,8 @@ Not covered (known gaps):
   (``add.caller.toString()`` in sloppy mode) or from node's memory. A C/C++ solution finds the calling
   test's expected constant right after its own return address (round 8: ``__builtin_return_address`` is
   flagged; the same address found by walking the stack from a local is not, strict xfail in
-  ``tests/rewards/test_redteam_round8.py``).
+  ``tests/rewards/test_redteam_round8.py``). A JS solution can rewrite node's child-to-runner frames (v8-serialised
+  results on the test process's stdout) on their way out, a failure made a pass (static scan only; strict xfail there).
 - Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
   aliased exit, is stopped by the static scan only); a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests

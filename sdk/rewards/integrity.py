@@ -92,7 +92,9 @@ _OTHER_TAMPER = {
            r"|\bObject\.defineProperty\s*\(\s*(assert|require)|\brequire\s*\(\s*['\"](node:)?assert"
            # the running test's own object: async_hooks, async_wrap's resource stack, the inspector (round 8)
            r"|\b(executionAsyncResource|createHook|execution_async_resources|queryObjects)\b"
-           r"|\binspector\b|['\"`]Runtime\.\w+"),
+           r"|\binspector\b|['\"`]Runtime\.\w+"
+           # node --test's child-to-runner frames on stdout, rewritten on their way out (round 8)
+           r"|\bstdout\s*\.\s*_?(write|writev|writeGeneric|handle)\s*=[^=]|['\"`]test:(pass|fail)['\"`]"),
     "go": (r"\bfunc\s+(TestMain|init)\s*\(|\"testing\"|--- (PASS|FAIL|SKIP)|=== RUN|/proc/|\bgo:linkname\b"
            r"|\"(unsafe|reflect|os/exec)\""),
     "rust": (r"\bunsafe\b|/proc/|test \S+ \.\.\. ok|\b(no_mangle|export_name|link_section)\b|\bstd::process::Command\b"

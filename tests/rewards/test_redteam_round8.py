@@ -79,6 +79,31 @@ module.exports = (a, b) => {
   return 0;
 };
 """
+# the child's verdicts are v8-serialised frames on its stdout, which the solution shares: each frame is
+# rewritten on its way out, a failed test made passed (header ff 0f + 4-byte length, then v8.serialize(event))
+JS_REFRAME = r"""const v8 = require('v8');
+const real = process.stdout.write;
+process.stdout.write = function (chunk, ...rest) {
+  if (Buffer.isBuffer(chunk) && chunk.length > 6 && chunk[0] === 0xff && chunk[1] === 0x0f) {
+    try {
+      const ev = v8.deserialize(chunk.subarray(6));
+      if (ev && ev.type === 'test:fail') {
+        ev.type = 'test:pass';
+        delete ev.data.details.error;
+        const body = v8.serialize(ev);
+        const head = Buffer.from([0xff, 0x0f, 0, 0, 0, 0]);
+        head.writeUInt32BE(body.length, 2);
+        chunk = Buffer.concat([head, body]);
+      }
+    } catch (e) { }
+  }
+  return real.call(this, chunk, ...rest);
+};
+process.on('exit', () => { process.exitCode = 0; });
+module.exports = (a, b) => 0;
+"""
+JS_REFRAME_HIDDEN = (JS_REFRAME.replace("require('v8')", "require('v' + '8')").replace("process.stdout.write =", "process.stdout['wri' + 'te'] =")
+                     .replace("'test:fail'", "'test:' + 'fail'").replace("'test:pass'", "'test:' + 'pass'"))
 JS_PROTO = ("for (const k of ['skip', 'todo']) Object.defineProperty(Object.prototype, k, { get() { return 'later'; }, "
             "set(v) { Object.defineProperty(this, k, { value: v, writable: true, configurable: true }); }, configurable: true });\n"
             "Object.prototype.toJSON = function () { return { passed: true }; };\nmodule.exports = (a, b) => 0;\n")
@@ -143,6 +168,8 @@ CHEATS = {  # name: (language, solution)
     "js_marks_tests_passed_from_a_hook": (L.JAVASCRIPT, JS_HOOK_INIT),
     "js_marks_tests_passed_through_async_wrap": (L.JAVASCRIPT, JS_BINDING),
     "js_marks_tests_passed_through_the_inspector": (L.JAVASCRIPT, JS_INSPECTOR),
+    "js_rewrites_its_verdict_frames_on_stdout": (L.JAVASCRIPT, JS_REFRAME),
+    "js_rewrites_its_verdict_frames_unflagged": (L.JAVASCRIPT, JS_REFRAME_HIDDEN),
     "go_forges_then_exits_past_the_scan": (L.GO, GO_RAW_EXIT),
     "go_goexit_on_hidden_inputs": (L.GO, GO_GOEXIT),
     "java_aborts_the_hidden_tests": (L.JAVA, JAVA_ABORT),
@@ -162,6 +189,11 @@ LANG_NO_GAIN = {
     "cpp_throws_through_the_runner": (L.CPP, CPP_THROW),
 }
 HOLES = {  # name: why it still earns credit (the "Not covered" list of sdk.rewards says it too)
+    "js_rewrites_its_verdict_frames_unflagged": (
+        "node --test's child reports each result as a v8-serialised frame on its stdout, in the process the "
+        "solution runs in: rewriting them (a failed test made passed) needs no runner object; the static scan "
+        "flags only the plain form (stdout.write assigned, 'test:fail' named). A MAC per frame with a key the "
+        "preload reads before the solution loads, checked by tl_build, would close it (not built)"),
     "c_finds_its_return_address_on_the_stack": (
         "the compiled tests share the test child's address space with the solution: add() walks the stack "
         "from a local to the address after `call add` and reads the test's `cmp $want, %eax` (plain pointer "
