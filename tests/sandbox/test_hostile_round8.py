@@ -25,9 +25,9 @@ from tests.sandbox.test_hostile import probe
 EVERY_PID = "import os\nfor p in range(1, 1 << 12):\n    try:\n        {call}\n    except OSError:\n        pass\nreturn 1"
 IOPRIO = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
 LEAKS = {  # name: (writer body, reader body returning what the writer would have changed)
-    "nice_of_the_uid": ("import os\ntry:\n    os.setpriority(os.PRIO_USER, os.getuid(), 7)\nexcept OSError:\n    pass\nreturn 1",
+    "nice_of_the_uid": ("import os\ntry:\n    os.setpriority(os.PRIO_USER, os.getuid(), 19)\nexcept OSError:\n    pass\nreturn 1",
                         "import os\nreturn os.getpriority(os.PRIO_PROCESS, 0)"),
-    "nice_of_every_pid": (EVERY_PID.format(call="os.setpriority(os.PRIO_PROCESS, p, 7)"),
+    "nice_of_every_pid": (EVERY_PID.format(call="os.setpriority(os.PRIO_PROCESS, p, 19)"),
                           "import os\nreturn os.getpriority(os.PRIO_PROCESS, 0)"),
     "cpu_mask_of_every_pid": (EVERY_PID.format(call="os.sched_setaffinity(p, {min(os.sched_getaffinity(0))})"),
                               "import os\nreturn sorted(os.sched_getaffinity(0))"),
