@@ -6,9 +6,9 @@ self-test). From their rows this module builds
 
 * the benefit curve (:func:`checkpoint_curve`): held-out pass@1 of every evaluated model against
   the training compute that made it, so :func:`sdk.eval.cost.falloff` can name a knee;
-* the RL-vs-SFT comparison (:func:`rl_vs_sft`): SFT+RL against SFT-only on the same held-out
-  tasks, a paired bootstrap interval of the difference (Efron & Tibshirani 1993, ch. 13), and one
-  plain sentence saying whether RL earned its place;
+* the RL-vs-SFT comparison (:func:`rl_vs_sft`): SFT+RL (the RL end adapter, whichever ships)
+  against SFT-only on the same held-out tasks, a paired bootstrap interval of the difference (Efron
+  & Tibshirani 1993, ch. 13), and one plain sentence saying whether RL earned its place;
 * the honesty section (:func:`honesty_section`): gains whose tuned samples raised an integrity
   flag (they are not counted as gains), an all-zero baseline called out, stop reasons per model,
   and the grader's self-test pass rate (field case E1);
@@ -27,7 +27,7 @@ from sdk.eval.cost import Checkpoint
 from sdk.eval.metrics import bootstrap_ci, flag_counts, paired_bootstrap_ci
 from sdk.eval.records import Comparison, EvalRow
 
-CURVE_ORDER = ("base", "sft", "rl_midway", "tuned")
+CURVE_ORDER = ("base", "sft", "rl_midway", "rl", "tuned")
 HELDOUT = "heldout"
 
 
@@ -39,15 +39,19 @@ def heldout_rate(rows: Sequence[EvalRow]) -> float | None:
 
 def checkpoint_curve(rows_by_label: Mapping[str, Sequence[EvalRow]], compute_s: Mapping[str, float]
                      ) -> list[Checkpoint]:
-    """One :class:`Checkpoint` per evaluated model in :data:`CURVE_ORDER` (those present).
+    """One :class:`Checkpoint` per evaluated model in :data:`CURVE_ORDER` (those present); with RL end
+    rows of their own (``rl``, when the shipped adapter was chosen on validation) ``tuned`` is one of
+    the points already and is left out.
 
     Args:
-        rows_by_label: eval rows per model label (``base``, ``sft``, ``rl_midway``, ``tuned``).
+        rows_by_label: eval rows per model label (``base``, ``sft``, ``rl_midway``, ``rl``, ``tuned``).
         compute_s: cumulative training compute per label, seconds (base: 0).
     """
     out = []
     for label in CURVE_ORDER:
         rows = rows_by_label.get(label)
+        if label == "tuned" and rows_by_label.get("rl"):
+            continue
         if rows:
             out.append(Checkpoint(label=label, compute_s=float(compute_s.get(label, 0.0)),
                                   heldout_pass_at_1=heldout_rate(rows), flags=flag_counts(rows)))
@@ -56,7 +60,8 @@ def checkpoint_curve(rows_by_label: Mapping[str, Sequence[EvalRow]], compute_s: 
 
 def rl_vs_sft(sft_rows: Sequence[EvalRow], tuned_rows: Sequence[EvalRow], n_resamples: int = 2000,
               seed: int = 0) -> dict[str, Any] | None:
-    """SFT+RL (``tuned``) against SFT-only on the held-out tasks both judged.
+    """SFT+RL (the RL end adapter's rows: ``rl``, or ``tuned`` when no choice was made) against
+    SFT-only on the held-out tasks both judged.
 
     Returns:
         ``{"n", "sft", "sft_rl", "delta", "earned", "verdict"}`` (estimates as dicts with

@@ -26,6 +26,11 @@ class EvalConfig(_Cfg):
         "(the benefit curve and RL-vs-SFT read held-out); base and tuned get every split of `splits`")
     self_test: bool = Field(True, description="score the tasks' references through the eval path (the grader's "
                             "self-test, field case E1); sandbox only, no generation")
+    select: Literal["validation", "last"] = Field(
+        "validation", description="the adapter the run ships as `tuned` when RL trained on SFT: `validation` scores "
+        "the SFT-only, RL-midway and RL-end adapters greedily on the validation split (tasks.validation_fraction; "
+        "held-out tasks are never read) and ships the best: higher pass@1, then higher mean reward, then less "
+        "training compute; no validation task: the RL-end adapter, said so. `last`: always the newest adapter")
     retry_with_feedback: bool = Field(False, description="give every failed sample one second attempt with the "
                                       "failing visible tests' output (pass@1 after one retry, reported apart); "
                                       "costs a generation per failed sample")

@@ -45,7 +45,7 @@ def render_html(report: EvalReport | Mapping[str, Any]) -> str:
         "<title>tuneloop report</title>", f"<style>{CSS}</style></head><body>",
         "<h1>tuneloop report</h1>", _meta(report),
         _summary(report), change.change_completion_html(report), checks.honesty_html(report),
-        checks.rl_vs_sft_html(report), checks.retry_html(report),
+        checks.rl_vs_sft_html(report), checks.selection_html(report), checks.retry_html(report),
         _domains(report), _regressions(report), _tasks(report),
         _training(report), _schedule(report),
         _flags(report), _side_effects(report), _cost(report), _cost_benefit(report),

@@ -1,6 +1,6 @@
-"""HTML for the issue-15 sections of a report: RL vs SFT, honesty, retry, and each task's base
-and tuned completions with their test output side by side (ids ``rl-vs-sft``, ``honesty``,
-``retry``, ``per-task``). Called by :func:`sdk.eval.html.render_html`; every value is escaped; a
+"""HTML for the issue-15 sections of a report: RL vs SFT, the shipped adapter's choice, honesty,
+retry, and each task's base and tuned completions with their test output side by side (ids
+``rl-vs-sft``, ``selection``, ``honesty``, ``retry``, ``per-task``). Called by :func:`sdk.eval.html.render_html`; every value is escaped; a
 report without these keys (older runs) renders none of them.
 
 The per-task view uses ``<details>`` so a reader opens one task at a time, with no script.
@@ -38,6 +38,35 @@ def rl_vs_sft_html(r: Mapping[str, Any]) -> str:
     return (f'<section id="rl-vs-sft"><h2>Did RL earn its place? (held-out pass@1, %, 95% CI)</h2>'
             "<table><thead><tr><th>tasks</th><th>SFT only</th><th>SFT + RL</th><th>difference</th></tr></thead>"
             f'<tbody>{row}</tbody></table><p class="{cls}">{escape(sec["verdict"])}</p></section>')
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _candidate_row(label: str, f: Mapping[str, Any], sel: Mapping[str, Any]) -> str:
+    shipped = label == sel.get("chosen")
+    reward = "-" if f.get("mean_reward") is None else f"{f['mean_reward']:.3f}"
+    seconds = (sel.get("seconds") or {}).get(label, "-")
+    cells = [label + (" (shipped)" if shipped else ""), f"{f.get('passed', 0):g}/{f.get('tasks', 0)}",
+             _pct(f.get("pass_at_1")), reward, str(seconds), _pct(f.get("heldout_pass_at_1"))]
+    tr = '<tr class="pass">' if shipped else "<tr>"
+    return tr + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>"
+
+
+def selection_html(r: Mapping[str, Any]) -> str:
+    """Which adapter ships as tuned and why, with every candidate's validation figures beside its
+    held-out pass@1 (read after the choice); '' for reports without a choice."""
+    sel = r.get("selection")
+    if not sel:
+        return ""
+    rows = "".join(_candidate_row(label, f, sel) for label, f in (sel.get("candidates") or {}).items())
+    return ('<section id="selection"><h2>Which adapter ships (chosen on the validation split)</h2>'
+            f"<p><b>tuned = {escape(str(sel['chosen']))}</b> ({escape(str(sel.get('adapter', '')))}). "
+            f"{escape(str(sel.get('reason', '')))}</p><p>Rule, fixed in advance: {escape(str(sel.get('rule', '')))}.</p>"
+            "<table><thead><tr><th>candidate</th><th>validation passed</th><th>validation pass@1 %</th>"
+            "<th>mean validation reward</th><th>seconds</th><th>held-out pass@1 % (read after, never by the choice)</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table></section>")
 
 
 def honesty_html(r: Mapping[str, Any]) -> str:

@@ -34,6 +34,7 @@ from sdk.eval.metrics import component_stats, flag_counts
 from sdk.eval.fmt import fmt_est
 from sdk.eval.records import Comparison, EvalRow
 from sdk.eval.report_model import SCHEMA, EvalReport
+from sdk.eval.select import selection_section
 
 __all__ = ["SCHEMA", "EvalReport", "build_report", "fmt_est", "print_summary", "write_report"]
 SUMMARY_SPLITS = ("heldout", "ood")
@@ -47,12 +48,12 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
                  train_logs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
                  costs: Sequence[StageCost] = (), checkpoints: Sequence[Checkpoint] | None = None,
                  rows: Sequence[EvalRow] = (), training_flags: Mapping[str, Mapping[str, int]] | None = None,
-                 meta: Mapping[str, Any] | None = None,
-                 schedule_comparison: Mapping[str, Any] | None = None,
+                 meta: Mapping[str, Any] | None = None, schedule_comparison: Mapping[str, Any] | None = None,
                  task_strength: Mapping[str, Mapping[str, Any]] | None = None,
                  checkpoint_rows: Mapping[str, Sequence[EvalRow]] | None = None,
                  task_names: Mapping[str, Mapping[str, str]] | None = None,
-                 validation: Mapping[str, Any] | None = None, seed: int = 0) -> EvalReport:
+                 validation: Mapping[str, Any] | None = None, seed: int = 0,
+                 selection: Mapping[str, Any] | None = None) -> EvalReport:
     """Assemble the report.
 
     Args:
@@ -67,17 +68,16 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
             compute, with held-out pass@1 from ``comparison``.
         rows: the evaluation rows of any models; their reward-hacking flags and reward components
             (side effects) are summarised per ``EvalRow.model`` label.
-        training_flags: flags raised while training, ``{checkpoint label: {flag: samples}}``
-            (e.g. per GRPO step, see :func:`sdk.run.finished.training_flags`); listed between
-            the base and tuned rows of the flags table.
+        training_flags: flags raised while training, ``{checkpoint label: {flag: samples}}`` (e.g. per
+            GRPO step, :func:`sdk.run.finished.training_flags`); listed between base and tuned.
         meta: run facts shown at the top (run dir, model, task-set version, config ...).
-        schedule_comparison: two GRPO arms' held-out curves and verdict
-            (:func:`sdk.eval.schedule.schedule_section`; omitted: the key is None).
+        schedule_comparison: two GRPO arms' curves and verdict (:func:`sdk.eval.schedule.schedule_section`).
         task_strength: verifier strength per source (``counts.json["strength"]``); becomes
             ``tasks["strength"]`` when non-empty (omitted: no key, so older reports read the same).
         checkpoint_rows, task_names, validation, seed: rows per model label, task names, validation facts
             and bootstrap seed of the issue-15 sections (:func:`_issue15_sections`) and of change completion
             (:mod:`sdk.eval.change`, from ``checkpoint_rows``, else ``rows``).
+        selection: the eval marker's choice of the shipped adapter (:func:`sdk.eval.select.selection_section`).
     Returns: an :class:`EvalReport` (its fields are the keys of ``to_json()``, i.e. report.json).
     """
     row_flags = _flags_by_model(rows)
@@ -101,6 +101,7 @@ def build_report(comparison: Comparison, *, gate: GateResult | None = None,
         cost_benefit=_cost_benefit_section(comparison, points),
         **_issue15_sections(comparison, dict(checkpoint_rows or {}), task_names or {}, validation, seed),
         change_completion=_change_section(checkpoint_rows or {}, rows, seed),
+        selection=_jsonable(selection_section(selection, checkpoint_rows or {})),
     )
 
 
@@ -112,7 +113,8 @@ def _issue15_sections(comparison: Comparison, by_label: dict[str, Sequence[EvalR
     names (``{id: {"name", "file"}}``) and the validation split's record."""
     from sdk.eval.checkpoints import honesty_section, per_task_section, retry_section, rl_vs_sft
 
-    return {"rl_vs_sft": rl_vs_sft(by_label.get("sft", ()), by_label.get("tuned", ()), seed=seed),
+    rl_end = by_label.get("rl") or by_label.get("tuned", ())  # own rows when the shipped adapter was chosen
+    return {"rl_vs_sft": rl_vs_sft(by_label.get("sft", ()), rl_end, seed=seed),
             "honesty": _jsonable(honesty_section(comparison, by_label, validation)),
             "retry": retry_section(by_label, seed=seed),
             "per_task": _jsonable(per_task_section(comparison, by_label, names)) if by_label else []}
@@ -183,6 +185,9 @@ def print_summary(report: EvalReport, console: Console | None = None) -> None:
         console.print(f"schedule comparison: {report.schedule_comparison['verdict']}", markup=False)
     if report.rl_vs_sft:
         console.print(report.rl_vs_sft["verdict"], markup=False)
+    if sel := report.selection:
+        console.print(f"shipped adapter (tuned): {sel['chosen']} ({sel.get('adapter', '')}); {sel['reason']}",
+                      markup=False)
     for warning in report.honesty.get("warnings", ()):
         console.print(f"[yellow]warning:[/] {warning}")
     if knee_text := (report.cost_benefit.get("knee") or {}).get("text"):

@@ -58,6 +58,11 @@ class EvalReport(Frozen):
             split with intervals, and per task the model's diff and the fail-to-pass tests still
             failing / pass-to-pass tests broken (:func:`sdk.eval.change.change_completion_section`).
             None, and then absent from the JSON, when no change task was evaluated.
+        selection: which adapter ships as ``tuned`` when the eval stage chose it on the validation
+            split (``eval.select: validation``): rule, chosen label and folder, reason, and per
+            candidate its validation figures and held-out pass@1 (read after the choice,
+            :func:`sdk.eval.select.selection_section`). None, and then absent from the JSON, when no
+            choice was made.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
@@ -85,14 +90,16 @@ class EvalReport(Frozen):
     retry: dict[str, Any] | None = None
     per_task: list[dict[str, Any]] = Field(default_factory=list)
     change_completion: dict[str, Any] | None = None
+    selection: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
     def _drop_absent_sections(self, handler: Any) -> dict[str, Any]:
-        """Leave ``change_completion`` out of the document when None (reports of other task sets
-        keep their keys)."""
+        """Leave ``change_completion`` and ``selection`` out of the document when None (reports of
+        other task sets and runs without a choice keep their keys)."""
         doc = handler(self)
-        if doc.get("change_completion", 0) is None:
-            doc.pop("change_completion")
+        for key in ("change_completion", "selection"):
+            if doc.get(key, 0) is None:
+                doc.pop(key)
         return doc
 
     def __hash__(self) -> int:  # dict fields are not hashable; a report is identified by its JSON

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from sdk.errors import SourceError
 from sdk.run.layout import RunLayout
+from sdk.run.shipped import shipped_adapter
 
 if TYPE_CHECKING:
     from sdk.config import RunConfig
@@ -143,9 +144,6 @@ class _LoggedProgress(Progress):
 
 
 def adapter_for_eval(cfg: "RunConfig", layout: RunLayout) -> Path | None:
-    """The newest trained adapter: GRPO's if ``rl`` is on and saved one, else SFT's, else None."""
-    for stage, enabled in (("rl", cfg.rl.enabled), ("sft", cfg.sft.enabled)):
-        path = layout.adapter(stage)
-        if enabled and (path / "adapter_config.json").is_file():
-            return path
-    return None
+    """The adapter the run ships as ``tuned`` (:func:`sdk.run.shipped.shipped_adapter`): the one chosen
+    on the validation split (``eval.select: validation``), else the newest (RL's, else SFT's), else None."""
+    return shipped_adapter(cfg, layout)

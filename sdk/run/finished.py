@@ -23,7 +23,7 @@ from sdk.eval.run import compare
 from sdk.run.layout import RunLayout
 
 COST_STAGES = ("tasks", "sft", "rl", "eval")
-CHECKPOINT_LABELS = ("sft", "rl_midway", "reference")  # optional eval rows besides base and tuned
+CHECKPOINT_LABELS = ("sft", "rl_midway", "rl", "reference")  # optional eval rows besides base and tuned
 TRAIN_LOGS = {"sft": "sft", "grpo": "rl"}  # report label → training stage
 
 
@@ -67,27 +67,32 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
     header = {"run_dir": str(layout.root), **({"task_set": counts["version"]} if counts.get("version") else {}),
               **dict(meta or {})}
     by_label = {"base": rows["base"], **{k: v for k, v in extra.items() if k != "reference"}, "tuned": rows["tuned"]}
-    curve = checkpoint_curve(by_label, checkpoint_compute(markers, costs)) if len(by_label) > 2 else None
+    selection = ((_read_json(layout.marker("eval")) or {}).get("stats") or {}).get("selection")
+    compute = checkpoint_compute(markers, costs, (selection or {}).get("chosen"))
+    curve = checkpoint_curve(by_label, compute) if len(by_label) > 2 else None
     report = build_report(comparison, gate=gate, task_counts=counts.get("splits"), train_logs=logs, costs=costs,
                           checkpoints=curve, rows=rows["base"] + rows["tuned"],
                           training_flags=no_signal_steps(training_flags(layout.rewards_jsonl("rl")), logs.get("grpo")),
                           meta=header, schedule_comparison=schedule_comparison,
                           task_strength=counts.get("strength"), checkpoint_rows={**by_label, **extra},
                           task_names=task_names(layout), validation=(markers.get("rl") or {}).get("validation"),
-                          seed=seed)
+                          selection=selection, seed=seed)
     json_path, html_path = write_report(layout.root, report)
     return report, gate, json_path, html_path
 
 
-def checkpoint_compute(markers: Mapping[str, Mapping[str, Any]], costs: Sequence[Any]) -> dict[str, float]:
+def checkpoint_compute(markers: Mapping[str, Mapping[str, Any]], costs: Sequence[Any],
+                       shipped: str | None = None) -> dict[str, float]:
     """Cumulative training compute (seconds) per evaluated label: ``sft`` after the SFT stage,
     ``rl_midway`` after it plus the RL stage's compute at the midway save (``rl`` marker's
-    ``midway.compute_s``; half the RL compute when unrecorded), ``tuned`` after every training stage."""
+    ``midway.compute_s``; half the RL compute when unrecorded), ``rl`` (the RL end) after every
+    training stage; ``tuned`` as the ``shipped`` label (the validation choice), else as ``rl``."""
     by_stage = {c.stage: c.compute_s for c in costs if c.kind == "train"}
     sft, rl = by_stage.get("sft", 0.0), by_stage.get("rl", 0.0)
     mid = ((markers.get("rl") or {}).get("midway") or {}).get("compute_s")
-    return {"base": 0.0, "sft": sft, "rl_midway": sft + (float(mid) if mid is not None else rl / 2),
-            "tuned": sum(by_stage.values())}
+    out = {"base": 0.0, "sft": sft, "rl_midway": sft + (float(mid) if mid is not None else rl / 2),
+           "rl": sum(by_stage.values())}
+    return {**out, "tuned": out.get(shipped or "rl", out["rl"])}
 
 
 def task_names(layout: RunLayout) -> dict[str, dict[str, str]]:

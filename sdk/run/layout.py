@@ -10,7 +10,8 @@ completion markers::
     sft/adapter, sft/log_history.json, sft/log.jsonl, sft/checkpoints/   (DPO: sft/dpo, sft/adapter_sft)
     rl/adapter, rl/log_history.json, rl/rewards.jsonl, rl/traces.jsonl, rl/heldout_curve.json
     rl_compare/...                  the same for the schedule comparison's second arm
-    eval/base.jsonl, eval/tuned.jsonl   rows with raw completions (rescoring needs no generation)
+    eval/base.jsonl, eval/tuned.jsonl   rows with raw completions (rescoring needs no generation); with
+          eval.select: validation also eval/selection.json and eval/validation/<candidate>.jsonl
     report.json, report.html
     export/                         the merged model of ``tuneloop export``
 
@@ -133,3 +134,13 @@ class RunLayout:
     def eval_rows(self, label: str) -> Path:
         """Evaluation rows of one side (``base`` or ``tuned``), raw completions included."""
         return self.root / "eval" / f"{label}.jsonl"
+
+    def validation_rows(self, label: str) -> Path:
+        """A candidate adapter's rows on the validation split (``eval/validation/<label>.jsonl``), the
+        rows the shipped adapter is chosen on (``eval.select: validation``)."""
+        return self.root / "eval" / "validation" / f"{label}.jsonl"
+
+    @property
+    def selection_json(self) -> Path:
+        """Which adapter ships as ``tuned`` and why (``eval/selection.json``, ``eval.select: validation``)."""
+        return self.root / "eval" / "selection.json"

@@ -104,7 +104,8 @@ class Pipeline:
         return SPECS[Stage(stage)].enabled(self.cfg)
 
     def adapter_for_eval(self) -> Path | None:
-        """The newest adapter: GRPO's if it ran, else SFT's, else None (base only)."""
+        """The adapter the run ships (:func:`sdk.run.shipped.shipped_adapter`): chosen on validation, else
+        the newest (RL's, else SFT's), else None (base only)."""
         return adapter_for_eval(self.cfg, self.layout)
 
     # ----- shared resources ----------------------------------------------------------

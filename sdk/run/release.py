@@ -35,7 +35,7 @@ def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, An
     adapter = pipe.adapter_for_eval()
     if adapter is None:
         raise ModelError(f"no trained adapter in {pipe.run_dir}", "run `tuneloop run CONFIG` first")
-    stage = adapter.parent.name
+    stage = adapter.relative_to(pipe.layout.root).parts[0]  # sft/adapter, rl/adapter, rl/midway/adapter
     if not pipe.is_complete(stage):
         raise ConfigError(f"the {stage} adapter in {adapter} is out of date: the {stage} stage's config or an "
                           "earlier stage changed since it trained",

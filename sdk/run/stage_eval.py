@@ -32,8 +32,10 @@ from sdk.errors import ConfigError
 from sdk.eval.records import EvalRow
 from sdk.run.bookkeeping import StageStats
 from sdk.run.context import StageContext, adapter_for_eval
+from sdk.run.shipped import candidate_adapters
 from sdk.run.stage_eval_agent import agent_rows, tool_model
 from sdk.run.stage_rl import change_agent, toolbox_maker, tools_enabled
+from sdk.run.stage_select import choose_shipped
 from sdk.tasks.records import Task
 
 PROMPT_SLACK_TOKENS = 256  # added to a tool rollout's token budget for the tool answers
@@ -64,54 +66,87 @@ def stage_eval(ctx: StageContext) -> StageStats:
         raise ConfigError(f"no task to evaluate: the task set has none in the eval splits {ec.splits}",
                           "add a test-suite source (pytest, jsonl, humaneval) with split auto, heldout or ood, "
                           "or list the splits that have tasks under `eval.splits` (see tasks/counts.json)")
-    models = eval_models(ctx)
     with_tools = tools_enabled(cfg)
     agentic = with_tools and cfg.tools.change_agent.enabled
     make_box = (change_agent(ctx) if agentic else toolbox_maker(cfg)) if with_tools else None
-    generated, summaries = 0, {}
-    for label, adapter_path in models:
-        part = tasks if label in ("base", "tuned") else [t for t in tasks if t.split.value in ec.checkpoint_splits]
-        rows = (text_rows(ctx, part, label, adapter_path) if make_box is None
+
+    def score(part: Sequence[Task], label: str, adapter_path: Path | None) -> list[EvalRow]:
+        return (text_rows(ctx, part, label, adapter_path) if make_box is None
                 else agent_rows(ctx, part, label, adapter_path, make_box) if agentic
                 else tool_rows(ctx, part, label, adapter_path, make_box))
-        save_rows(ctx.layout.eval_rows(label), rows)
-        generated += sum(r.gen_tokens for r in rows)
-        line = f"  {label}: {sum(any(r.passed) for r in rows)}/{len(rows)} tasks passed (any sample)"
-        if any(r.retry for r in rows):
-            line += f", {sum(any(r.retry) for r in rows)} after one retry with feedback"
-        if with_tools:
-            summaries[label] = tool_summary(rows)
-            line += ", " + ", ".join(f"{k} {v:.2f}" for k, v in summaries[label].items() if k != "samples")
-        ctx.console.print(line)
+
+    selection = choose_shipped(ctx, score)
+    shipped = selection["chosen"] if selection and ec.checkpoints else None
+    generated, summaries = evaluate_models(ctx, tasks, eval_models(ctx, selection), shipped, score, with_tools)
     if ec.self_test and (agentic or not with_tools):
         ref = reference_rows(ctx, tasks)
         save_rows(ctx.layout.eval_rows("reference"), ref)
         ctx.console.print(f"  grader self-test: {sum(r.c for r in ref)}/{sum(r.n for r in ref)} references pass "
                           "through the eval path")
-    extra: dict[str, Any] = {"tasks": len(tasks), "models": [label for label, _ in models]}
+    extra: dict[str, Any] = {"tasks": len(tasks), "models": sorted(generated, key=lambda k: k == "tuned")}
     if with_tools:
         extra["tools"] = summaries
-    return StageStats("eval", tokens_generated=generated, extra=extra)
+    if selection is not None:
+        extra["selection"] = selection
+    return StageStats("eval", tokens_generated=sum(generated.values()), extra=extra)
 
 
-def eval_models(ctx: StageContext) -> list[tuple[str, Path | None]]:
+def evaluate_models(ctx: StageContext, tasks: Sequence[Task], models: Sequence[tuple[str, Path | None]],
+                    shipped: str | None, score, with_tools: bool) -> tuple[dict[str, int], dict[str, dict]]:
+    """Score and save the rows of each model (base and tuned on every task, checkpoints on
+    ``eval.checkpoint_splits``). The ``shipped`` checkpoint (the validation choice) is scored on every
+    task once: its checkpoint-split rows go to its own file, all of them, labelled ``tuned``, to
+    ``tuned.jsonl``. Returns ``({label written: tokens generated (0 for the tuned copy)}, {label:
+    tool summary})``, labels in the order written."""
+    from sdk.eval.records import save_rows
+
+    splits = ctx.cfg.eval.checkpoint_splits
+    generated: dict[str, int] = {}
+    summaries: dict[str, dict] = {}
+    for label, adapter_path in models:
+        full = label in ("base", "tuned", shipped)
+        rows = score(tasks if full else [t for t in tasks if t.split.value in splits], label, adapter_path)
+        out = {label: rows}
+        if label == shipped:
+            out = {label: [r for r in rows if r.split.value in splits],
+                   "tuned": [r.model_copy(update={"model": "tuned"}) for r in rows]}
+        for name, part in out.items():
+            save_rows(ctx.layout.eval_rows(name), part)
+            generated[name] = sum(r.gen_tokens for r in part) if name == label else 0
+            if with_tools:
+                summaries[name] = tool_summary(part)
+            ctx.console.print(_rows_line(name, part, summaries.get(name)))
+    return generated, summaries
+
+
+def _rows_line(label: str, rows: Sequence[EvalRow], summary: dict | None) -> str:
+    line = f"  {label}: {sum(any(r.passed) for r in rows)}/{len(rows)} tasks passed (any sample)"
+    if any(r.retry for r in rows):
+        line += f", {sum(any(r.retry) for r in rows)} after one retry with feedback"
+    if summary:
+        line += ", " + ", ".join(f"{k} {v:.2f}" for k, v in summary.items() if k != "samples")
+    return line
+
+
+def eval_models(ctx: StageContext, selection: dict | None = None) -> list[tuple[str, Path | None]]:
     """The models to evaluate, in curve order: ``base``; with ``eval.checkpoints`` the SFT-only
     adapter (``sft``, when RL trained on top of it) and the RL midway adapter (``rl_midway``, with
-    ``rl.eval_midway``); then ``tuned`` (the newest adapter). Rows files of checkpoints not
-    evaluated this time are removed, so the report never reads stale ones."""
+    ``rl.eval_midway``); then, with a validation ``selection`` (:mod:`sdk.run.stage_select`), the RL
+    end adapter under its own label ``rl`` (the shipped one among them also gives ``tuned``), else
+    ``tuned``: the shipped adapter (:func:`adapter_for_eval`; checkpoints off: the shipped one only).
+    Rows files of checkpoints not evaluated this time are removed, so the report never reads stale ones."""
     cfg, layout = ctx.cfg, ctx.layout
     models: list[tuple[str, Path | None]] = [("base", None)]
-    tuned = adapter_for_eval(cfg, layout)
-    if tuned is not None and cfg.eval.checkpoints and tuned == layout.adapter("rl"):
-        sft, mid = layout.adapter("sft"), layout.midway_adapter("rl")
-        if cfg.sft.enabled and (sft / "adapter_config.json").is_file():
-            models.append(("sft", sft))
-        if cfg.rl.eval_midway and (mid / "adapter_config.json").is_file():
-            models.append(("rl_midway", mid))
-    if tuned is not None:
-        models.append(("tuned", tuned))
+    cands = candidate_adapters(cfg, layout) if cfg.eval.checkpoints else []
+    if selection is not None and cands:
+        models += cands
+    else:
+        models += [(label, path) for label, path in cands if label != "rl"]
+        tuned = adapter_for_eval(cfg, layout)
+        if tuned is not None:
+            models.append(("tuned", tuned))
     labels = {label for label, _ in models}
-    for stale in ("sft", "rl_midway", "reference"):
+    for stale in ("sft", "rl_midway", "rl", "reference"):
         if stale not in labels:
             layout.eval_rows(stale).unlink(missing_ok=True)
     return models

@@ -66,8 +66,11 @@ def test_every_stage_leaves_its_artefacts(finished_run):
     assert rl["algorithm"] == "expert_iteration" and [r["round"] for r in rl["rounds"]] == [1, 2]
     assert rl["validation"]["probe_split"] == "none" and "validation_tasks" in rl["validation"]
     assert (run / "rl" / "rewards.jsonl").stat().st_size > 0, "every sampled reward is logged"
-    evaluated = json.loads((run / "state" / "eval.json").read_text())["stats"]["models"]
-    assert evaluated == ["base", "sft", "rl_midway", "tuned"], "checkpoints are evaluated points"
+    eval_stats = json.loads((run / "state" / "eval.json").read_text())["stats"]
+    assert eval_stats["models"] == ["base", "sft", "rl_midway", "rl", "tuned"], "checkpoints are evaluated points"
+    chosen = eval_stats["selection"]["chosen"]  # eval.select: validation (the default)
+    assert chosen in ("sft", "rl_midway", "rl") and report.selection["chosen"] == chosen
+    assert Pipeline(cfg, progress=False).adapter_for_eval() == run / eval_stats["selection"]["adapter"]
     assert len(report.cost_benefit["points"]) == 4 and report.rl_vs_sft is not None
     assert report.honesty["grader_self_test"]["rate"] == 1.0, "references pass through the eval path"
     base = [json.loads(x) for x in (run / "eval" / "base.jsonl").read_text().splitlines()]
