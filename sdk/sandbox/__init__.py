@@ -66,7 +66,9 @@ by ``tests/sandbox/test_hostile.py``:
   tmpfs mounts with the slot's pid counter set back, by a root helper on the host in the slot's mount
   namespace while the server waits (:mod:`sdk.sandbox.slotreset`: new roots, inode numbers that do
   not count the last task's files, pids that do not count its forks; a slot that is not clean, whose
-  reset failed, or whose server broke, is replaced; a slot that cannot start is ``sandbox_error``, never the task's failure),
+  reset failed, or whose server broke, is replaced before its next task: the caller has its result at
+  the harness's answer, the clean-up's report is read before the slot serves again, ``warm.Zygote.settle``;
+  a slot that cannot start is ``sandbox_error``, never the task's failure),
   System V IPC and POSIX message queues are denied by seccomp (nothing outlives a request, and
   no shared memory escapes ``memory_mb``; extended attributes cannot be set, round 6; another
   process's nice value, CPU mask, scheduling policy or I/O priority cannot be set, round 8: the warm
