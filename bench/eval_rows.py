@@ -1,6 +1,6 @@
 """What a finished run's models get wrong, read from its eval rows alone (no generation, seconds).
 
-For each evaluated model (``RUN/eval/<label>.jsonl``: base, sft, rl_midway, tuned) and split:
+For each evaluated model (``RUN/eval/<label>.jsonl``: base, sft, rl_midway, rl, tuned) and split:
 
 * pass@1 (first sample), stop reasons and generated tokens; ``--cut N`` counts the completions
   longer than ``N`` tokens and how many of them passed. Greedy decoding stopped at the closing fence
@@ -29,7 +29,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
-ORDER = ("base", "sft", "rl_midway", "tuned")
+ORDER = ("base", "sft", "rl_midway", "rl", "tuned")  # rl: the RL end under its own label (eval.select)
 HOUSE_NAMES = ("ok", "err", "Result", "ErrorCode", "Money", "Account", "Line")
 _NAME_ERROR = re.compile(r"NameError: name '(\w+)' is not defined")
 
