@@ -15,6 +15,7 @@ from typing import Any
 
 from sdk.errors import ConfigError, GateError, ModelError
 from sdk.run.lineage import read_lineage
+from sdk.run.shipped import newest_adapter
 
 
 def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, Any]]:
@@ -29,13 +30,18 @@ def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, An
     Raises:
         ModelError: the run has no trained adapter.
         ConfigError: the adapter's stage is out of date (its config or an earlier stage changed
-            since it trained), or the gate is on and the report has not judged this adapter.
+            since it trained), the adapter was chosen on validation and the eval stage is out of date,
+            or the gate is on and the report has not judged this adapter.
         GateError: the gate refused the adapter and no ``override`` was given.
     """
     adapter = pipe.adapter_for_eval()
     if adapter is None:
         raise ModelError(f"no trained adapter in {pipe.run_dir}", "run `tuneloop run CONFIG` first")
     stage = adapter.relative_to(pipe.layout.root).parts[0]  # sft/adapter, rl/adapter, rl/midway/adapter
+    if adapter != newest_adapter(pipe.cfg, pipe.layout) and not pipe.is_complete("eval"):
+        raise ConfigError(f"{adapter} ships by the eval stage's choice on the validation split, and that stage is "
+                          "out of date: its config or an earlier stage changed since it chose",
+                          "run `tuneloop run CONFIG` (same --set options) to re-evaluate and choose again")
     if not pipe.is_complete(stage):
         raise ConfigError(f"the {stage} adapter in {adapter} is out of date: the {stage} stage's config or an "
                           "earlier stage changed since it trained",

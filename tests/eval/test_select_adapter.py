@@ -218,3 +218,28 @@ def test_a_report_without_a_choice_has_no_selection_key():
     rows = {"rl": make_rows("rl", ["1", "0"])}
     sec = selection_section({"chosen": "rl", "candidates": {"rl": {"pass_at_1": None}}}, rows)
     assert sec["candidates"]["rl"]["heldout_pass_at_1"] == 0.5
+
+
+def test_export_takes_the_shipped_adapter_and_refuses_a_stale_choice(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from sdk.errors import ConfigError
+    from sdk.run.lineage import Lineage, write_lineage
+    from sdk.run.release import check_release
+    from sdk.run.stage_eval import stage_eval
+
+    ctx, _ = _run(tmp_path)
+    _fake_scoring(monkeypatch, {("rl_midway", "train"): True}, [])
+    stage_eval(ctx)
+    rl = ctx.layout.adapter("rl")
+    write_lineage(rl, Lineage(stage="rl", base_model="m"))
+    stage_eval(ctx)  # the midway adapter ships: it gets the RL end's lineage
+    complete = {"sft", "rl", "eval"}
+    pipe = SimpleNamespace(cfg=ctx.cfg, layout=ctx.layout, run_dir=ctx.layout.root, is_complete=complete.__contains__,
+                           adapter_for_eval=lambda: adapter_for_eval(ctx.cfg, ctx.layout))
+    adapter, record = check_release(pipe)
+    assert adapter == ctx.layout.midway_adapter("rl") and record["stage"] == "rl"
+    assert (adapter / "lineage.json").is_file(), "the shipped midway adapter carries a lineage"
+    complete.discard("eval")
+    with pytest.raises(ConfigError, match="choice on the validation split, and that stage is out of date"):
+        check_release(pipe)
