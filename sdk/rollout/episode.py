@@ -31,8 +31,10 @@ from sdk.rollout.chat_template import end_of_turn_ids, render
 from sdk.rollout.errors import ToolError
 from sdk.rollout.tools import ToolBox, ToolOutcome, assign_call_ids, parse_tool_calls
 
-Generate = Callable[[list[list[int]]], list[list[int]]]
-"""``generate(batch of token-id lists) -> new token ids per row`` (ending with an end-of-turn token when finished)."""
+Generate = Callable[..., list[list[int]]]
+"""``generate(batch of token-id lists) -> new token ids per row`` (ending with an end-of-turn token when finished).
+A generator that takes the keyword ``max_new_tokens`` is given the most tokens any row of the batch still
+has room for in its rollout's budget, and should generate no more (tokens past the budget are cut anyway)."""
 
 
 @dataclass
@@ -127,11 +129,14 @@ def run_episodes(prompts: Sequence[list[dict[str, Any]]], tokenizer, make_toolbo
         render(tokenizer, p, schemas, add_generation_prompt=True), add_special_tokens=False)["input_ids"])
         for p in prompts]
     eot = end_of_turn_ids(tokenizer)
+    capped = takes_max_new_tokens(generate)
     active = list(range(len(eps)))
     for turn in range(max_turns):
         if not active:
             break
-        outs = generate([eps[i].prompt_ids + eps[i].completion_ids for i in active])
+        room = max(max_completion_tokens - len(eps[i].completion_ids) for i in active)
+        batch = [eps[i].prompt_ids + eps[i].completion_ids for i in active]
+        outs = generate(batch, max_new_tokens=room) if capped else generate(batch)
         still = []
         for i, out in zip(active, outs):
             if _step(eps[i], boxes[i], list(out), turn, tokenizer, eot, max_completion_tokens):
@@ -142,6 +147,16 @@ def run_episodes(prompts: Sequence[list[dict[str, Any]]], tokenizer, make_toolbo
     for ep, box in zip(eps, boxes):
         ep.extra = box.final()
     return eps
+
+
+def takes_max_new_tokens(generate: Generate) -> bool:
+    """Whether ``generate`` accepts the keyword ``max_new_tokens`` (see :data:`Generate`)."""
+    import inspect
+
+    try:
+        return "max_new_tokens" in inspect.signature(generate).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
 
 
 def _step(ep: Episode, box: ToolBox, out: list[int], turn: int, tokenizer, eot: set[int], budget: int) -> bool:
@@ -182,15 +197,18 @@ def hf_generator(model, tokenizer, max_new_tokens: int, temperature: float = 0.0
     """A :data:`Generate` over a transformers model (greedy when ``temperature`` is 0), for evaluation.
 
     Rows are left-padded in batches of ``batch_size`` on the model's device; each output is cut after
-    its first end-of-turn token.
+    its first end-of-turn token. A call's ``max_new_tokens`` (the rollouts' room left) lowers the per-turn
+    limit for that call, never raises it.
     """
     import torch
 
     eot = end_of_turn_ids(tokenizer)
+    cap = max_new_tokens
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    def generate(batch: list[list[int]]) -> list[list[int]]:
+    def generate(batch: list[list[int]], max_new_tokens: int = max_new_tokens) -> list[list[int]]:
         torch.manual_seed(seed)
+        new_tokens = max(1, min(max_new_tokens, cap))
         outs: list[list[int]] = []
         for start in range(0, len(batch), batch_size):
             rows = batch[start: start + batch_size]
@@ -199,7 +217,7 @@ def hf_generator(model, tokenizer, max_new_tokens: int, temperature: float = 0.0
             attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=model.device)
             sample = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             with torch.no_grad():
-                gen = model.generate(input_ids=ids, attention_mask=attn, max_new_tokens=max_new_tokens,
+                gen = model.generate(input_ids=ids, attention_mask=attn, max_new_tokens=new_tokens,
                                      pad_token_id=pad, eos_token_id=sorted(eot), **sample)
             for row in gen[:, width:].tolist():
                 cut = next((k + 1 for k, t in enumerate(row) if t in eot), len(row))

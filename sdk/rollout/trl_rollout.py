@@ -51,11 +51,22 @@ class ToolRolloutFunc:
         tokenizer = trainer.processing_class
         ensure_tool_template(tokenizer)
 
-        def generate(batch: list[list[int]]) -> list[list[int]]:
-            ids, _ = trainer._generate_single_turn(batch, None, {}, 1)  # TRL's generation backend (private API)
+        budget = min(trainer.max_completion_length, self.max_tokens or trainer.max_completion_length)
+        config = getattr(trainer, "generation_config", None)
+
+        def generate(batch: list[list[int]], max_new_tokens: int = budget) -> list[list[int]]:
+            # TRL generates up to max_completion_length per call; a later turn has less room in the
+            # rollout's budget, so its transformers generation is capped to that room (vLLM keeps its own)
+            full = getattr(config, "max_new_tokens", None)
+            if full is not None:
+                config.max_new_tokens = max(1, min(full, max_new_tokens))
+            try:
+                ids, _ = trainer._generate_single_turn(batch, None, {}, 1)  # TRL's generation backend (private API)
+            finally:
+                if full is not None:
+                    config.max_new_tokens = full
             return ids
 
-        budget = min(trainer.max_completion_length, self.max_tokens or trainer.max_completion_length)
         episodes = run_episodes(prompts, tokenizer, self.make_toolbox, generate, budget, self.max_turns)
         traces = traces_json(episodes)
         if self.log_path is not None:

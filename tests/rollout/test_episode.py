@@ -109,3 +109,22 @@ def test_tool_task_reward_components_weights_and_not_judged(tool_tokenizer):
     assert scores[3] is None
     assert set(logged) == {"tools/answer", "tools/right_tool", "tools/valid_args", "tools/no_waste"}
     assert pickle.loads(pickle.dumps(reward)).weights == reward.weights
+
+
+def test_a_generator_taking_max_new_tokens_gets_the_room_left_in_the_budget(tool_tokenizer):
+    """A later turn is asked for no more tokens than the rollout still has room for (was: the full per-turn
+    limit each turn, the excess generated then cut)."""
+    call = '<tool_call>{"name": "stock", "arguments": {"sku": "A-100"}}</tool_call>'
+    plain = scripted(tool_tokenizer, [[call, "Answer: 7"], ["hi"]])
+    asked: list[int] = []
+
+    def generate(batch, max_new_tokens):
+        asked.append(max_new_tokens)
+        return plain(batch)
+
+    prompts = [[{"role": "user", "content": "u0 How many A-100?"}], [{"role": "user", "content": "u1 Say hi"}]]
+    eps = run_episodes(prompts, tool_tokenizer, lambda: ToolBox([stock]), generate, max_completion_tokens=300)
+    assert [e.final_text for e in eps] == ["Answer: 7", "hi"]
+    used_after_turn_0 = len(eps[0].completion_ids) - len(tool_tokenizer("Answer: 7<|im_end|>",
+                                                                        add_special_tokens=False)["input_ids"])
+    assert asked == [300, 300 - used_after_turn_0] and asked[1] < 300

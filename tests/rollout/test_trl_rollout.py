@@ -77,6 +77,26 @@ def scripted(tok, turns):
     return generate
 
 
+def test_later_turns_generate_at_most_the_room_left_and_the_limit_is_restored(tiny_model_dir, tmp_path):
+    trainer = make_trainer(tiny_model_dir, tmp_path, 256)
+    tok = trainer.processing_class
+    assert trainer.generation_config.max_new_tokens == 256
+    plain = scripted(tok, [['<tool_call>{"name": "stock", "arguments": {"sku": "A-100"}}</tool_call>'] * 2,
+                           ["Answer: 7"] * 2])
+    asked: list[int] = []
+
+    def generate(batch, images, fields, n, has_tool_images=False):
+        asked.append(trainer.generation_config.max_new_tokens)
+        return plain(batch, images, fields, n)
+
+    trainer._generate_single_turn = generate
+    prompts = [[{"role": "user", "content": "u0 How many A-100?"}]] * 2
+    _, completion_ids, _, _, _, _, _, _ = trainer._generate(prompts)
+    last = len(tok("Answer: 7<|im_end|>", add_special_tokens=False)["input_ids"])
+    assert asked == [256, 256 - (len(completion_ids[0]) - last)] and asked[1] < 256
+    assert trainer.generation_config.max_new_tokens == 256
+
+
 def test_one_grpo_step_with_tool_rollouts_moves_lora(tiny_model_dir, tmp_path):
     """One group of two rollouts whose rewards differ by construction (a right answer through a valid
     call scores 1, a wrong answer without a call 0): the step must move every LoRA B matrix (A gets no
