@@ -16,12 +16,13 @@ stage's own ``run_grpo``); the adapter trained so far is saved and evaluated, an
 stopped by the budget and after how many steps. The eval is never cut. A training run that finishes its
 ``rl.max_steps`` before the deadline is not stopped.
 
-Default sizing (``--budget-min 18`` on 2 quiet cores): ``rl.max_steps=12`` (an upper bound the budget may
-cut), ``rl.num_generations=4`` with ``rl.batch_size=4`` (one prompt of 4 rollouts per step),
-``rl.max_completion_length=160`` and ``eval.max_new_tokens=64`` (the config's), all 12 held-out tasks
-(``--limit`` caps them). On the default model a GRPO step of 4 tool rollouts took about 40-60 s and one
-greedy eval pass of the 12 held-out tasks about 1 min (load 3 on 2 cores), so the budget, not the step count,
-usually ends training. ``--set KEY=VALUE`` overrides anything else.
+Default sizing (``--budget-min 18``, meant to finish in 15-20 min on 2 quiet cores): ``rl.max_steps=12`` (an
+upper bound the budget cuts), ``rl.num_generations=4`` with ``rl.batch_size=4`` (one prompt of 4 rollouts per
+step), ``rl.max_completion_length=160`` and ``eval.max_new_tokens=64`` (the config's), all 9 held-out tasks
+(``--limit`` caps them). Measured on the default model (2 shared cores, load 4): one greedy eval pass of the 9
+held-out tasks 86 s, one GRPO step of 4 tool rollouts 150-300 s (generation dominates), so 18 minutes leave
+room for 3 to 4 GRPO steps after the base eval and the reserve: the budget, not the step count, ends
+training. ``--set KEY=VALUE`` overrides anything else.
 
     nice -n 10 .venv/bin/python bench/tool_agent.py --work /tmp/tool_agent_bench
     nice -n 10 .venv/bin/python bench/tool_agent.py --budget-min 30 --set rl.max_steps=40
