@@ -72,7 +72,10 @@ by ``tests/sandbox/test_hostile.py``:
   System V IPC and POSIX message queues are denied by seccomp (nothing outlives a request, and
   no shared memory escapes ``memory_mb``; extended attributes cannot be set, round 6; another
   process's nice value, CPU mask, scheduling policy or I/O priority cannot be set, round 8: the warm
-  server's were inherited by the next task's candidates).
+  server's were inherited by the next task's candidates); no process the task can inspect holds a
+  host pipe (bwrap's init, pid 1 in the slot, dumpable, the task's uid, has /dev/null as its stdio:
+  warm and cold runs pass their pipes beside it, moved onto 0-2 inside the slot, round 7), and the
+  slot's root is read-only (``--remount-ro /``, round 7).
 
 What is NOT isolated or not covered:
 
@@ -97,11 +100,6 @@ What is NOT isolated or not covered:
   the slot's earlier requests and supervisor replacements (never what they forked); without root on
   the host there is no helper, and ``/tmp`` and
   ``/dev/shm`` are only emptied (their inode counters and the pid counter then carry over);
-- a cold run's bwrap init (pid 1 in the slot, dumpable, the task's uid) holds the launcher's stdin,
-  stdout and stderr pipes: a task sees them in ``/proc/1/fd``; pipes the host made as root refuse its
-  open (EACCES), but where the host's uid is the task's it could open them (strict xfail in
-  ``tests/sandbox/test_hostile_round7.py``; warm slots pass their pipes beside stdio, which bwrap's
-  init closes). The slot's root is read-only (``--remount-ro /``, round 7);
 - memory is bounded by address space (RLIMIT_AS), not by a cgroup: resident memory of a
   process that maps but does not touch memory is not limited separately, and tmpfs pages
   (``/tmp``, ``/dev/shm``) and memfd pages count against the host, bounded by their sizes and

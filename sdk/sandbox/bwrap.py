@@ -34,6 +34,11 @@ from sdk.sandbox.contract import Limits
 from sdk.sandbox.deps import DEPS_MOUNT
 from sdk.sandbox.env import RUNTIME_MOUNT, WORK_MOUNT, sandbox_env
 from sdk.sandbox.launch import RawRun, launch
+
+#: a cold run's command is started by bash (dash takes only one-digit fds), which moves the stdio pipes
+#: :func:`~sdk.sandbox.launch.launch` passes beside bwrap's (``stdio_beside``) onto 0-2 and execs it
+STDIO_SHIM = ["/usr/bin/bash", "-c", 'exec 0<&{stdin_fd} 1>&{stdout_fd} 2>&{stderr_fd} '
+              '{stdin_fd}<&- {stdout_fd}>&- {stderr_fd}>&- "$@"', "tl-stdio"]
 from sdk.sandbox.pyruntime import process_interpreter, reachable_by_others, runtime_dir
 from sdk.sandbox.seccomp import seccomp_bpf_path
 from sdk.sandbox.warm import WarmServers
@@ -116,9 +121,13 @@ class BubblewrapBackend:
         """Run the command or requests under this backend's isolation and limits."""
         fd = os.open(seccomp_bpf_path(), os.O_RDONLY)
         try:
-            full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd, deps=ws.deps) + argv
+            # stdio on pipes passed beside bwrap's own (/dev/null), moved onto 0-2 by a shell in the slot:
+            # bwrap's init (pid 1, dumpable, the task's uid) closes extra fds but kept the launcher's pipes
+            # as its 0-2, openable through /proc/1/fd wherever the host's uid is the task's (round 7)
+            full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd, deps=ws.deps) + [*STDIO_SHIM, *argv]
             raw = launch(full, cwd="/", env=sandbox_env("/tmp"), limits=limits, uid=uid, stdin=stdin,
-                         report=True, timeout_s=timeout_s, pass_fds=(fd,), keep=self.warm.pids_of(uid))
+                         report=True, timeout_s=timeout_s, pass_fds=(fd,), keep=self.warm.pids_of(uid),
+                         stdio_beside=True)
         finally:
             os.close(fd)
         if raw.exit_code is not None and 128 < raw.exit_code < 128 + 65:

@@ -105,7 +105,7 @@ def prlimit_args(limits: Limits, with_nproc: bool) -> list[str]:
 
 def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, uid: int | None,
            stdin: bytes = b"", report: bool = False, timeout_s: float | None = None,
-           pass_fds: tuple[int, ...] = (), keep: frozenset[int] = frozenset()) -> RawRun:
+           pass_fds: tuple[int, ...] = (), keep: frozenset[int] = frozenset(), stdio_beside: bool = False) -> RawRun:
     """Run ``argv`` under ``limits`` and return what happened.
 
     Args:
@@ -118,6 +118,9 @@ def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, ui
         pass_fds: extra descriptors the command inherits (e.g. bwrap's seccomp program).
         keep: pids of ``uid`` that must survive the clean-up (the slot's warm server); the
             process limit is raised by their number.
+        stdio_beside: the command's stdin/stdout/stderr pipes are passed as extra descriptors, named in
+            ``argv`` by ``{stdin_fd}``, ``{stdout_fd}``, ``{stderr_fd}``, and its own stdio is /dev/null
+            (bwrap's init, pid 1 in the slot, then holds no host pipe a task could open through /proc/1/fd).
     Raises:
         SandboxError: the command could not be started at all.
     """
@@ -125,20 +128,30 @@ def launch(argv: list[str], *, cwd: str, env: dict[str, str], limits: Limits, ui
     rfd, wfd = os.pipe() if report else (-1, -1)
     argv = [a.replace("{report_fd}", str(wfd)) for a in argv]
     ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+    pipes = [os.pipe() for _ in range(3)] if stdio_beside else []
+    child = (pipes[0][0], pipes[1][1], pipes[2][1]) if pipes else ()
+    for name, fd in zip(("{stdin_fd}", "{stdout_fd}", "{stderr_fd}"), child):
+        argv = [a.replace(name, str(fd)) for a in argv]
+    stdio = subprocess.DEVNULL if pipes else subprocess.PIPE
     start = time.monotonic()
     try:
         nproc = limits.model_copy(update={"processes": limits.processes + len(keep)})
         proc = subprocess.Popen(prlimit_args(nproc, uid is not None) + argv, cwd=cwd, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                pass_fds=((wfd,) if report else ()) + tuple(pass_fds), start_new_session=True,
+                                stdin=stdio, stdout=stdio, stderr=stdio,
+                                pass_fds=((wfd,) if report else ()) + tuple(pass_fds) + child, start_new_session=True,
                                 close_fds=True, **ids)
     except OSError as exc:
-        for fd in (rfd, wfd):
+        for fd in (rfd, wfd) + tuple(fd for pair in pipes for fd in pair):
             if fd >= 0:
                 os.close(fd)
         raise SandboxError(f"cannot start {argv[0]}: {exc}", "check that the toolchain is installed") from exc
     if report:
         os.close(wfd)
+    if pipes:
+        for fd in child:
+            os.close(fd)
+        proc.stdin = os.fdopen(pipes[0][1], "wb")
+        proc.stdout, proc.stderr = os.fdopen(pipes[1][0], "rb"), os.fdopen(pipes[2][0], "rb")
     try:
         return _watch(proc, start, timeout, limits, uid, stdin, rfd, keep)
     finally:

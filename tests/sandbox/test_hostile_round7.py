@@ -125,18 +125,14 @@ def test_the_root_helper_imports_nothing_from_the_slot(monkeypatch):
     assert all(path == [] and cache == {} for _, path, cache in seen), seen
 
 
-COLD_PIPES = ("issue 14 hole (round 7): a cold run's bwrap init (pid 1, dumpable, the task's uid) holds the launcher's "
-              "stdin/stdout/stderr pipes; root-made pipes refuse the task's open (EACCES), but on a host whose uid is "
-              "the task's they could be opened through /proc/1/fd")
-
-
-@pytest.mark.parametrize("cold", [False, pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=COLD_PIPES))],
-                         ids=["warm", "cold"])
+@pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
 def test_no_slot_process_the_task_can_inspect_holds_a_host_pipe(bubblewrap_sandbox, cold):
     """bwrap's init (pid 1 in the slot: dumpable, the task's uid) held the warm server's stdin and stdout, the
     host's request pipe and its S/R/D channel: a task could list them in /proc/1/fd and, on a host whose uid
     is the task's (no root, no uid of its own), open them to read requests or forge frames. The host now
-    passes both pipes beside stdio; bwrap's init closes extra fds, so it holds no pipe at all."""
+    passes both pipes beside stdio; bwrap's init closes extra fds, so it holds no pipe at all. A cold run's
+    launcher pipes sat on pid 1 the same way (its 0-2): they are now passed beside bwrap's /dev/null stdio and
+    moved onto 0-2 by a shell inside the slot (bwrap.STDIO_SHIM)."""
     body = ("import os\nout = []\nfor pid in range(1, 64):\n    if pid == os.getpid():\n        continue\n"
             "    for n in range(32):\n        try:\n            link = os.readlink('/proc/%d/fd/%d' % (pid, n))\n"
             "        except OSError:\n            continue\n        if link.startswith(('pipe:', 'socket:')):\n"
