@@ -18,8 +18,7 @@ and fingerprinted) stdlib function whose forked child never returns to its calle
 patched (``object.__setattr__``, which ``unittest.mock`` does on its own classes) genuine stdlib
 frames are passed through to the first frame that must then be trusted.
 
-:func:`watcher` (H4) judges the frames and code objects that reach repository code while a test
-runs (see the section below :func:`_file_fps`).
+:func:`watcher` (H4) judges the frames and code objects that reach repository code while a test runs (below).
 
 Not covered: a trusted function that calls what it is given (pluggy's ``_multicall`` with forged
 hook implementations, a pytest helper with a callable argument) still vouches for the call it
