@@ -298,10 +298,8 @@ def test_warm_supervisor_forgets_patches_and_threads(bw, name):
         assert res.status == ExecStatus.OK, (name, res)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 hole: the long-lived warm supervisor's fingerprint (tl_state) sees "
-                   "module namespaces and audited patches, not an attribute set on an instance a module holds "
-                   "(sys.stdout.x = 1 in a test stays for the slot's later tasks' tests)")
 def test_warm_supervisor_forgets_instance_attributes(bw):
+    # tl_state compares the tags of the __dict__ of every instance a module holds (was a strict xfail)
     assert bw.run_one(probe("return 1", "import sys\nsys.stdout.tl_leak = 1\nassert r == 1")).status == ExecStatus.OK
     for _ in range(2):
         res = bw.run_one(probe("return 1", "import sys\nassert not hasattr(sys.stdout, 'tl_leak')"))

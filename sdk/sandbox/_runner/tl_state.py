@@ -22,9 +22,10 @@ from the server (which never runs a test). Checked, each time:
   spawn, exec, ``subprocess``), and a function's code or defaults replaced (``__code__``,
   ``__defaults__``, ``__kwdefaults__``) where the function belongs to a module loaded before.
 
-Not checked: mutations inside objects other than those above (an attribute of an instance held
-by a module, the contents of a module-level container such as a cache), which Python cannot
-enumerate cheaply; a test that wants to change later verdicts through them can. The tests are
+Also compared by tag: the ``__dict__`` of every instance a module namespace holds (an attribute
+set on ``sys.stdout``). Not checked: mutations inside other objects (the contents of a module-level
+container such as a cache, an instance reached only through another object, a slot attribute),
+which Python cannot enumerate cheaply; a test that wants to change later verdicts through them can. The tests are
 the task's own, never the model's: the candidate (the solution) runs in another process and
 reaches this one only through values on a pipe.
 """
@@ -112,8 +113,8 @@ class State:
         self.spaces = [m.__dict__ for m in self.modules if type(getattr(m, "__dict__", None)) is dict]   # not ``typing.io``
         env = getattr(os.environ, "_data", None)
         copyreg = sys.modules.get("copyreg")
-        self.dicts = [sys.modules, *self.spaces, *CLASSES] + [d for d in (env, getattr(copyreg, "dispatch_table", None))
-                                                               if type(d) is dict]
+        self.dicts = [sys.modules, *self.spaces, *CLASSES, *_instance_dicts(self.spaces)]
+        self.dicts += [d for d in (env, getattr(copyreg, "dispatch_table", None)) if type(d) is dict]
         self.tags = self.version = None
         try:
             tags = Tags(self.dicts + [{}])
@@ -187,6 +188,27 @@ class State:
         if now != self.values:
             return "process state %s" % [i for i, (a, b) in enumerate(zip(now, self.values)) if a != b]
         return None
+
+
+def _instance_dicts(spaces):
+    """The real ``__dict__`` of every instance a module namespace holds (``sys.stdout``,
+    ``logging.root``; not modules, classes or functions), read without the object's own
+    ``__getattribute__``: an attribute set on one (``sys.stdout.x = 1``) changes its tag.
+    Returns a list of dicts, each once."""
+    skip = (type, FUNCTION, type(sys), type(len))
+    seen, found = set(), []
+    for space in spaces:
+        for value in list(space.values()):
+            if isinstance(value, skip) or id(value) in seen:
+                continue
+            try:
+                d = object.__getattribute__(value, "__dict__")
+            except Exception:  # noqa: BLE001 - no instance dict (slots, C types) or a refusing descriptor
+                continue
+            if type(d) is dict:
+                seen.add(id(value))
+                found.append(d)
+    return found
 
 
 def _equal(now, then):
