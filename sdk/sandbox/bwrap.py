@@ -124,7 +124,10 @@ class BubblewrapBackend:
             # stdio on pipes passed beside bwrap's own (/dev/null), moved onto 0-2 by a shell in the slot:
             # bwrap's init (pid 1, dumpable, the task's uid) closes extra fds but kept the launcher's pipes
             # as its 0-2, openable through /proc/1/fd wherever the host's uid is the task's (round 7)
-            full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd, deps=ws.deps) + [*STDIO_SHIM, *argv]
+            runner = next((i for i, a in enumerate(argv[:6]) if a.endswith("/tl_runner.py")), None)
+            inner = ([*argv[:runner + 1], "--io-fds", "{stdin_fd},{stdout_fd},{stderr_fd}", *argv[runner + 1:]]
+                     if runner is not None else [*STDIO_SHIM, *argv])   # our Python runner moves them itself
+            full = self.bwrap_argv(str(ws.work), limits, seccomp_fd=fd, deps=ws.deps) + inner
             raw = launch(full, cwd="/", env=sandbox_env("/tmp"), limits=limits, uid=uid, stdin=stdin,
                          report=True, timeout_s=timeout_s, pass_fds=(fd,), keep=self.warm.pids_of(uid),
                          stdio_beside=True)

@@ -44,6 +44,10 @@ def _read_all(fd):
 
 def main():
     """Fork the candidate, read the request, run the harness; events go to ``--fd``."""
+    if "--io-fds" in sys.argv:   # stdio pipes passed beside bwrap's /dev/null stdio (bwrap.run): onto 0-2
+        for target, fd in enumerate(int(x) for x in sys.argv[sys.argv.index("--io-fds") + 1].split(",")):
+            os.dup2(fd, target)
+            os.close(fd)
     opts = _args(sys.argv[1:])
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [here]
