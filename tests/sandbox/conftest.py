@@ -33,11 +33,17 @@ def sandbox(request):
     return request.getfixturevalue(f"{request.param}_sandbox")
 
 
-@pytest.fixture(scope="session")
-def bubblewrap_sandbox():
+def bubblewrap_or_skip(concurrency: int):
+    """A bubblewrap sandbox with ``concurrency`` slots (no result cache); skips the test where bubblewrap
+    cannot run here."""
     try:
-        sb = make_sandbox(SandboxConfig(backend="bubblewrap", concurrency=2, cache=False))
+        return make_sandbox(SandboxConfig(backend="bubblewrap", concurrency=concurrency, cache=False))
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"bubblewrap unavailable here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def bubblewrap_sandbox():
+    sb = bubblewrap_or_skip(2)
     yield sb
     sb.close()

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from sdk.config import SandboxConfig
-from sdk.sandbox import ExecRequest, make_sandbox
+from sdk.sandbox import ExecRequest
+from tests.sandbox.conftest import bubblewrap_or_skip
 from tests.sandbox.test_hostile import probe
 
 EVERY_PID = "import os\nfor p in range(1, 1 << 12):\n    try:\n        {call}\n    except OSError:\n        pass\nreturn 1"
@@ -43,10 +43,7 @@ LEAKS = {  # name: (writer body, reader body returning what the writer would hav
 @pytest.fixture(scope="module")
 def one_slot():
     """One warm slot: every request lands on the same server."""
-    try:
-        sb = make_sandbox(SandboxConfig(backend="bubblewrap", concurrency=1, cache=False))
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"bubblewrap unavailable here: {exc}")
+    sb = bubblewrap_or_skip(1)
     yield sb
     sb.close()
 

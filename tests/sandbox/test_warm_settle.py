@@ -13,18 +13,15 @@ import os
 
 import pytest
 
-from sdk.config import SandboxConfig
-from sdk.sandbox import ExecStatus, make_sandbox, warm
+from sdk.sandbox import ExecStatus, warm
+from tests.sandbox.conftest import bubblewrap_or_skip
 from tests.sandbox.test_hostile import probe
 
 
 @pytest.fixture
 def one_slot():
     """A bubblewrap sandbox with one slot (so every request lands on the same warm server)."""
-    try:
-        sb = make_sandbox(SandboxConfig(backend="bubblewrap", concurrency=1, cache=False))
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"bubblewrap unavailable here: {exc}")
+    sb = bubblewrap_or_skip(1)
     yield sb
     assert sb.stray_processes() == []
     sb.close()
