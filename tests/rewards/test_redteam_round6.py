@@ -178,28 +178,34 @@ def _lang_task(lang: L) -> Task:
                 verifier=verifier, source=Source(connector="test"))
 
 
-def _rows() -> list[tuple[str, str, Task, str]]:
-    """(name, control key, task, completion) for every row of the one batch."""
-    langs = sorted({lang for lang, _ in CHEATS.values() if not toolchain_status(lang)}, key=lambda x: x.value)
+def batch_rows(lang_items: dict, py_items: dict) -> list[tuple[str, str, Task, str]]:
+    """(name, control key, task, completion) for one batch: every ``lang_items`` entry (name -> (language, code))
+    whose toolchain is here, every ``py_items`` entry (name -> (pytest|unittest|script, code)), and each kind's
+    wrong-answer control and honest solution (rounds 6 and 8 share it)."""
+    langs = sorted({lang for lang, _ in lang_items.values() if not toolchain_status(lang)}, key=lambda x: x.value)
     lang_tasks = {lang: _lang_task(lang) for lang in langs}
     py_tasks = {"pytest": add_task(), "unittest": _unittest_task(), "script": script_task()}
 
     def lang_row(name, lang, code):
         return name, lang.value, lang_tasks[lang], f"Here you go.\n```{SPECS[lang]['tag']}\n{code}```\n"
-    rows = [lang_row(n, lang, c) for n, (lang, c) in CHEATS.items() if lang in lang_tasks]
+    rows = [lang_row(n, lang, c) for n, (lang, c) in lang_items.items() if lang in lang_tasks]
     rows += [lang_row(f"{k}:{lang.value}", lang, c) for lang in langs
              for k, c in (("control", ZERO[lang]), ("honest", RIGHT[lang]))]
-    rows += [(n, kind, py_tasks[kind], py_fenced(c)) for n, (kind, c) in {**PY_CHEATS, **NO_GAIN}.items()]
+    rows += [(n, kind, py_tasks[kind], py_fenced(c)) for n, (kind, c) in py_items.items()]
     rows += [(f"{k}:{kind}", kind, py_tasks[kind], py_fenced(c)) for kind in py_tasks for k, c in PY_CONTROLS.items()]
     return rows
+
+
+def score_rows(rows: list[tuple[str, str, Task, str]], sandbox) -> dict:
+    """``{name: (RewardResult, control key)}`` for ``rows`` scored in one ``score_batch`` call."""
+    got = score_batch([t for _, _, t, _ in rows], [c for _, _, _, c in rows], sandbox, RewardConfig())
+    return {name: (res, key) for (name, key, _, _), res in zip(rows, got)}
 
 
 @pytest.fixture(scope="module")
 def scored(real_sandbox):
     """``{name: (RewardResult, control key)}``: every cheat, control and honest solution in one batch."""
-    rows = _rows()
-    got = score_batch([t for _, _, t, _ in rows], [c for _, _, _, c in rows], real_sandbox, RewardConfig())
-    return {name: (res, key) for (name, key, _, _), res in zip(rows, got)}
+    return score_rows(batch_rows(CHEATS, {**PY_CHEATS, **NO_GAIN}), real_sandbox)
 
 
 def _control(scored, key):

@@ -34,14 +34,10 @@ import pytest
 from sdk.config import RewardConfig
 from sdk.rewards.integrity import HACKING_FLAGS
 from sdk.rewards.tiered import score_batch
-from sdk.sandbox.languages import toolchain_status
 from sdk.types import Language as L
 
 from . import test_redteam_round4 as R4
-from .helpers import add_task
-from .test_redteam import fenced as py_fenced
-from .test_redteam import script_task
-from .test_redteam_round6 import PY_CONTROLS, RIGHT, SPECS, ZERO, _lang_task, _unittest_task
+from .test_redteam_round6 import batch_rows, score_rows
 
 # --- JavaScript: node --test runs the solution in the test's own process ---------------------------
 # the running test is node's Test object, an AsyncResource: executionAsyncResource() inside the test
@@ -249,29 +245,10 @@ NO_GAIN = {
 }
 
 
-def _rows() -> list[tuple[str, str, object, str]]:
-    """(name, control key, task, completion) for every row of the one batch."""
-    lang_items = {**CHEATS, **LANG_NO_GAIN}
-    langs = sorted({lang for lang, _ in lang_items.values() if not toolchain_status(lang)}, key=lambda x: x.value)
-    lang_tasks = {lang: _lang_task(lang) for lang in langs}
-    py_tasks = {"pytest": add_task(), "unittest": _unittest_task(), "script": script_task()}
-
-    def lang_row(name, lang, code):
-        return name, lang.value, lang_tasks[lang], f"Here you go.\n```{SPECS[lang]['tag']}\n{code}```\n"
-    rows = [lang_row(n, lang, c) for n, (lang, c) in lang_items.items() if lang in lang_tasks]
-    rows += [lang_row(f"{k}:{lang.value}", lang, c) for lang in langs
-             for k, c in (("control", ZERO[lang]), ("honest", RIGHT[lang]))]
-    rows += [(n, kind, py_tasks[kind], py_fenced(c)) for n, (kind, c) in {**PY_CHEATS, **NO_GAIN}.items()]
-    rows += [(f"{k}:{kind}", kind, py_tasks[kind], py_fenced(c)) for kind in py_tasks for k, c in PY_CONTROLS.items()]
-    return rows
-
-
 @pytest.fixture(scope="module")
 def scored(real_sandbox):
     """``{name: (RewardResult, control key)}``: every cheat, control and honest solution in one batch."""
-    rows = _rows()
-    got = score_batch([t for _, _, t, _ in rows], [c for _, _, _, c in rows], real_sandbox, RewardConfig())
-    return {name: (res, key) for (name, key, _, _), res in zip(rows, got)}
+    return score_rows(batch_rows({**CHEATS, **LANG_NO_GAIN}, {**PY_CHEATS, **NO_GAIN}), real_sandbox)
 
 
 @pytest.mark.parametrize("key", sorted({lang.value for lang, _ in {**CHEATS, **LANG_NO_GAIN}.values()})
