@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -137,10 +138,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
         path: the YAML file.
         overrides: dotted keys to replace after reading, e.g. ``{"rl.max_steps": 2}``.
     Raises:
-        ConfigError: missing file, YAML syntax error, or validation errors (each with its fix).
+        ConfigError: missing file, YAML syntax error, an unset ``${VAR}``, or validation errors
+            (each with its fix).
     """
     path = Path(path)
-    raw = yaml_mapping(path)
+    raw = expand_env(yaml_mapping(path))
     for dotted, value in (overrides or {}).items():
         _set_dotted(raw, dotted, value)
     return parse_config(raw, base_dir=path.resolve().parent, origin=str(path))
@@ -166,6 +168,33 @@ def yaml_mapping(path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must hold a mapping at the top level", "start the file with keys such as `model:` and `sources:`")
     return raw
+
+
+_ENV = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_env(node: Any, where: str = "") -> Any:
+    """``${NAME}`` in every string value replaced by the environment variable ``NAME``
+    (``$${NAME}`` stays a literal ``${NAME}``; a bare ``$NAME`` is left as written).
+
+    Raises:
+        ConfigError: a ``${NAME}`` whose variable is not set, naming the key that holds it.
+    """
+    if isinstance(node, dict):
+        return {k: expand_env(v, f"{where}.{k}" if where else str(k)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [expand_env(v, f"{where}.{i}") for i, v in enumerate(node)]
+    if not isinstance(node, str) or "${" not in node:
+        return node
+
+    def value(m: re.Match[str]) -> str:
+        if m.group(1):
+            return m.group(0)[1:]
+        if m.group(2) not in os.environ:
+            raise ConfigError(f"`{where}` uses ${{{m.group(2)}}}, but the environment variable {m.group(2)} is not set",
+                              f"export {m.group(2)}=... before running, or write $${{{m.group(2)}}} for a literal")
+        return os.environ[m.group(2)]
+    return _ENV.sub(value, node)
 
 
 def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:

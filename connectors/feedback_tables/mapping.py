@@ -171,6 +171,22 @@ def normalise_rating(value: Any, scale: RatingScale) -> float | None:
     return (raw - lo) / (hi - lo)
 
 
+def as_text(field: str, value: Any) -> Any:
+    """A text field's value as ``str`` (chat-message lists pass through).
+
+    ``bytes`` (a BLOB in a text column, e.g. SQLite's mixed types) are decoded as UTF-8, never
+    written as their Python repr; other scalars become ``str(value)``.
+    Raises:
+        RowError: bytes that are not UTF-8 text (the row is quarantined with this reason).
+    """
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RowError(f"{field} is binary, not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    return value if isinstance(value, (str, list)) else str(value)
+
+
 def resolve_json(value: Any, path: JsonPath) -> Any:
     """Follow ``path`` into ``value`` (JSON text or an already decoded value).
 

@@ -1,0 +1,77 @@
+"""Hostile field input, round 2: values a real table, config or repository holds that the first
+round did not try. Each test is the right behaviour for one finding; no model is needed."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from connectors.feedback_tables.source import SqlFeedbackSource
+from sdk.config import load_config
+from sdk.errors import ConfigError
+
+GOOD = "```python\ndef add(a, b):\n    return a + b\n```"
+
+
+def _feedback_db(path: Path, rows: list[tuple]) -> Path:
+    """A ``fb`` table without declared types (SQLite keeps each value's own type: text, blob, int)."""
+    con = sqlite3.connect(path)
+    con.execute("create table fb(id, message_id, prompt, response, rating)")
+    con.executemany("insert into fb values (?, ?, ?, ?, ?)", rows)
+    con.commit()
+    con.close()
+    return path
+
+
+def _read(db: Path, **options):
+    opts = {"url": f"sqlite:///{db.name}", "table": "fb", "timezone": "UTC", "rating": "thumbs",
+            "columns": {"row_id": "id", "message_id": "message_id"}, **options}
+    return SqlFeedbackSource(opts, db.parent, "fb").read()
+
+
+@pytest.mark.parametrize("ingest", ["rows", "fast"])
+def test_blob_text_is_decoded_or_quarantined_never_trained_as_its_repr(tmp_path, ingest):
+    db = _feedback_db(tmp_path / "fb.db", [
+        (1, "m1", "Write add(a, b)", GOOD, 1),
+        (2, "m2", "Write add(a, b) \u00e9".encode(), GOOD, 1),   # a BLOB holding valid UTF-8
+        (3, "m3", b"\xff\xfe bad", GOOD, 1),                     # a BLOB that is no text
+        (4, "m4", "Write add(a, b)", b"\xc3\x28 cut", 1),
+    ])
+    result = _read(db, ingest=ingest)
+    texts = [m.content for e in result.sft_examples for m in e.messages]
+    assert not any(t.startswith("b'") or "\\x" in t for t in texts), texts
+    assert "Write add(a, b) \u00e9" in texts
+    reasons = sorted(q.reason for q in result.quarantined)
+    assert len(reasons) == 2 and all("not UTF-8" in r for r in reasons), reasons
+    assert {q.raw.get("id") for q in result.quarantined} == {3, 4}
+    assert len(result.sft_examples) == 2
+
+
+def _config(tmp_path: Path, run_dir: str, path: str) -> Path:
+    (tmp_path / "b.jsonl").write_text("")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"run_dir: {run_dir}\nsources:\n  - {{type: jsonl, domain: a, options: {{path: '{path}'}}}}\n")
+    return cfg
+
+
+def test_environment_variables_in_config_values_are_expanded(tmp_path, monkeypatch):
+    monkeypatch.setenv("TL_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("TL_DATA", str(tmp_path))
+    cfg = load_config(_config(tmp_path, "${TL_RUNS}/one", "${TL_DATA}/b.jsonl"))
+    assert cfg.run_path == tmp_path / "runs" / "one"
+    assert cfg.sources[0].options["path"] == f"{tmp_path}/b.jsonl"
+
+
+def test_an_unset_environment_variable_is_one_error_naming_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("TL_NOT_SET", raising=False)
+    with pytest.raises(ConfigError) as err:
+        load_config(_config(tmp_path, "${TL_NOT_SET}/one", "b.jsonl"))
+    assert "TL_NOT_SET" in str(err.value) and "run_dir" in str(err.value)
+    assert not list(tmp_path.glob("$*"))  # no folder literally named '${TL_NOT_SET}'
+
+
+def test_a_literal_dollar_brace_is_written_twice(tmp_path):
+    cfg = load_config(_config(tmp_path, "runs/$${x}", "b.jsonl"))
+    assert cfg.run_dir == "runs/${x}"
