@@ -100,14 +100,19 @@ Not covered (known gaps):
   (``add.caller.toString()`` in sloppy mode) or from node's memory. A C/C++ solution finds the calling
   test's expected constant right after its own return address (round 8: ``__builtin_return_address`` is
   flagged; the same address found by walking the stack from a local is not, strict xfail in
-  ``tests/rewards/test_redteam_round8.py``). A JS solution can rewrite node's child-to-runner frames (v8-serialised
-  results on the test process's stdout) on their way out, a failure made a pass (static scan only; strict xfail there).
+  ``tests/rewards/test_redteam_round8.py``). JS: node's child-to-runner frames (v8-serialised results on the stdout of the test process,
+  which runs the solution) can be rewritten on their way out; for CommonJS tests a reported pass counts only
+  where the test's own function completed, signed in that process with a key read before any solution code
+  (``sdk.sandbox.languages.nodesign``, ``runner_tampering``; ``tests/rewards/test_redteam_js_frames.py``).
+  ES module and TypeScript tests are not signed (static scan only); the key, like the hidden source, is in
+  that process's memory (``/proc/self/mem``, no pattern to find it by); a test registered from a script
+  other than the test file (a helper module) or through ``import('node:test')`` is unsigned, so its pass
+  is not confirmed (fails honestly too).
 - Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
   aliased exit, is stopped by the static scan only); a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests
   is stopped by the static scan only (the run-time layer then counts its lines as results).
-- Code inside one C/C++ test's own child can still find that test's token in its memory;
-  a JS test file could forge node's internal child-to-runner protocol (``v8`` serialisation).
+- Code inside one C/C++ test's own child can still find that test's token in its memory.
 - Change tasks run the tests in the candidate's process, so the layers above are detection, not
   a boundary (only running the tests out of that process, as function tasks do, would be one).
   Open (strict xfails in ``tests/rewards/test_redteam_round4.py``): the test module's globals

@@ -161,7 +161,9 @@ would decide ``==`` here) and that are not the entry point's come back as the *t
   imports the solution's); after a timed-out call the remaining tests of the run fail
   too (the candidate is gone);
 - compiled and other languages (:mod:`sdk.sandbox.languages`) have their own runners (C/C++,
-  Java, JS: see there); equality-operator tricks there are the rewards module's concern.
+  Java, JS: see there; a JS test runs in the solution's process, and a CommonJS test's pass counts only
+  where that process signed it, ``languages/nodesign.py``; ES module and TypeScript tests are unsigned);
+  equality-operator tricks there are the rewards module's concern.
 
 The **process** backend (opt-in: ``allow_unisolated: true``; :mod:`sdk.sandbox.process`)
 keeps the separate process, uid drop (when root), cleared environment, own folder, rlimits,

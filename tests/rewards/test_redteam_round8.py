@@ -22,8 +22,9 @@ read from the test's machine code at ``add``'s return address; change tasks - a 
 pytest's own ``TracebackEntry.frame`` (a receiver the witness trusted). Closed: stand-ins for runner objects and
 no async_wrap/inspector in ``tl_node_guard.cjs``; pytest's frame and code helpers judged like ``inspect``'s
 (``tl_proof``); static patterns (Go raw-string imports, ``//go:`` directives, any ``.Exit``; C
-``__builtin_return_address``; JS ``stdout.write`` assigned, ``'test:fail'``). Still open (``HOLES``, strict xfails):
-the frames rewritten under obfuscated names, and the return address found by walking the stack.
+``__builtin_return_address``; JS ``stdout.write`` assigned, ``'test:fail'``); the frames rewritten under obfuscated names, later: the guard signs each test's own
+outcome and the host holds node's report to it (``tests/rewards/test_redteam_js_frames.py``). Still open
+(``HOLES``, strict xfail): the return address found by walking the stack.
 ``NO_GAIN``: attempts that earn no more than the control without a flag (nothing to flag: they only lose).
 """
 
@@ -193,11 +194,6 @@ LANG_NO_GAIN = {
     "cpp_throws_through_the_runner": (L.CPP, CPP_THROW),
 }
 HOLES = {  # name: why it still earns credit (the "Not covered" list of sdk.rewards says it too)
-    "js_rewrites_its_verdict_frames_unflagged": (
-        "node --test's child reports each result as a v8-serialised frame on its stdout, in the process the "
-        "solution runs in: rewriting them (a failed test made passed) needs no runner object; the static scan "
-        "flags only the plain form (stdout.write assigned, 'test:fail' named). A MAC per frame with a key the "
-        "preload reads before the solution loads, checked by tl_build, would close it (not built)"),
     "c_finds_its_return_address_on_the_stack": (
         "the compiled tests share the test child's address space with the solution: add() walks the stack "
         "from a local to the address after `call add` and reads the test's `cmp $want, %eax` (plain pointer "

@@ -113,8 +113,11 @@ def _run(spec, env, emit):
     if spec.get("each"):
         ran = _sibling("tl_offdisk").run_each(spec, env, spec["each_sources"], _feed)
         if ran is None:
-            emit(event="run_timeout")
-        return ran
+            return emit(event="run_timeout")
+        emit(event="node_signed", records=ran[2])   # each test's own outcome, signed in its process
+        if ran[3]:
+            emit(event="channel_forged", count=ran[3])
+        return ran[:2]
     try:   # "filter" (Go: test2json): the program's output (stderr merged) is converted after it exits
         p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"], check=False,
                            stderr=subprocess.STDOUT if spec.get("filter") else None)

@@ -13,7 +13,10 @@ answers from the hidden test's class file (``sipush`` operands). Two pieces:
   them to ``TlJUnit`` on its key pipe (:func:`pack_classes`), which defines them from memory.
 - :func:`run_each`: node (CommonJS tests) runs one test file per ``node --test``, the file's source on
   a pipe (``TL_TEST_FD``) that ``tl_node_guard.cjs`` drains in the test's process before any test or
-  solution code and compiles in place of the decoy; the JUnit reports are merged.
+  solution code and compiles in place of the decoy; the JUnit reports are merged. A fresh key leads
+  the pipe: the guard signs each test's own outcome with it on ``TL_REC_FD`` (:func:`signed_records`),
+  so that a result frame rewritten between node's child and its runner is caught on the host
+  (``sdk.sandbox.languages.nodesign``).
 """
 
 import ctypes
@@ -135,29 +138,82 @@ def pack_classes(classes):
 
 def run_each(spec, env, sources, feed):
     """Run ``spec["run"] + [path]`` once per test file of ``sources`` (``{path: source}``; node: the
-    guard of the test's process reads its source from the descriptor named by ``TL_TEST_FD``, written
-    by ``feed(fd, data)`` on a thread (``tl_build._feed``), and the file on disk stays a decoy).
-    Returns (the runs' JUnit reports merged into one document, the first non-zero exit code or 0), or
-    None when ``spec["run_timeout"]`` ran out."""
+    guard of the test's process reads a fresh 32-byte key and then its source from the descriptor named
+    by ``TL_TEST_FD``, written by ``feed(fd, data)`` on a thread (``tl_build._feed``), and the file on
+    disk stays a decoy; it signs each test's own outcome on ``TL_REC_FD``: :func:`signed_records`).
+    Returns (the runs' JUnit reports merged into one document, the first non-zero exit code or 0, the
+    signed ``[outcome, name]`` records of all runs, the count of lines that failed the check), or None
+    when ``spec["run_timeout"]`` ran out."""
+    import secrets
     import subprocess
     import threading
     import time
-    deadline, reports, code = time.monotonic() + spec["run_timeout"], [], 0
+    deadline, reports, code, records, forged = time.monotonic() + spec["run_timeout"], [], 0, [], 0
     for path in sorted(sources):
+        key, got = secrets.token_bytes(32), []
         r, w = os.pipe()
         fd = os.dup2(r, 200, inheritable=True)   # high: node's own descriptors take the low numbers
         os.close(r)
-        threading.Thread(target=feed, args=(w, sources[path].encode()), daemon=True).start()
+        rr, rw = os.pipe()
+        rec = os.dup2(rw, 201, inheritable=True)
+        os.close(rw)
+        threading.Thread(target=feed, args=(w, key + sources[path].encode()), daemon=True).start()
+        drain = threading.Thread(target=_drain, args=(rr, got), daemon=True)
+        drain.start()
         try:
-            p = subprocess.run(spec["run"] + [path], stdout=subprocess.PIPE, env=dict(env, TL_TEST_FD=str(fd)),
-                               pass_fds=(fd,), timeout=max(0.1, deadline - time.monotonic()), check=False)
+            p = subprocess.run(spec["run"] + [path], stdout=subprocess.PIPE, pass_fds=(fd, rec), check=False,
+                               env=dict(env, TL_TEST_FD=str(fd), TL_REC_FD=str(rec)),
+                               timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             return None
         finally:
             os.close(fd)
+            os.close(rec)
+        drain.join(0.5)   # a grandchild holding the record pipe must not hold us
+        lines, bad = signed_records(b"".join(got), key)
+        records += lines
+        forged += bad
         reports.append(p.stdout)
         code = code or p.returncode
-    return _merge_junit(reports), code
+    return _merge_junit(reports), code, records, forged
+
+
+def _drain(fd, into, cap=4 << 20):
+    """Read the pipe ``fd`` into the list ``into`` until EOF (or ``cap`` bytes), then close it."""
+    try:
+        while sum(map(len, into)) < cap:
+            b = os.read(fd, 65536)
+            if not b:
+                break
+            into.append(b)
+    finally:
+        os.close(fd)
+
+
+def signed_records(data, key):
+    """``([[outcome, name], ...], forged)`` from the guard's record pipe (``tl_node_guard.cjs``,
+    ``signVerdicts``): each line is ``<mac> <seq> <passed|failed> <name as UTF-8 hex>``, mac the first
+    16 bytes (hex) of HMAC-SHA256(key, ``<seq> <outcome> <hex>``), seq counting from 0. A line with a
+    wrong mac, out of sequence or malformed is counted as forged and dropped."""
+    import hashlib
+    import hmac
+    out, forged = [], 0
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        mac, _, body = raw.partition(b" ")
+        parts = body.split(b" ")
+        ok = hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).hexdigest()[:32].encode())
+        try:
+            good = ok and len(parts) == 3 and parts[0] == str(len(out)).encode() and parts[1] in (b"passed", b"failed")
+            name = bytes.fromhex(parts[2].decode()).decode("utf-8", "replace") if good else ""
+        except ValueError:
+            good = False
+        if good:
+            out.append([parts[1].decode(), name])
+        else:
+            forged += 1
+    return out, forged
 
 
 def _merge_junit(reports):

@@ -40,7 +40,9 @@ single-package Go and CommonJS JavaScript travel on the driver's stdin and are d
 program runs, a decoy under each name reporting any open (``tests_read``: flag ``reads_tests``); Java's
 test classes are then read into memory, deleted and defined by ``TlJUnit``; each node test file runs in
 a node run of its own, its source on a pipe (``TL_TEST_FD``) that ``tl_node_guard.cjs`` drains and
-compiles in place of the decoy (``_runner/tl_offdisk.py``). Go tests in several folders, ES module and
+compiles in place of the decoy (``_runner/tl_offdisk.py``); a key leads that pipe, and the guard signs each
+test's own outcome with it, so a result frame rewritten between node's child and its runner is caught
+(:mod:`.nodesign`: ``runner_tampering``). Go tests in several folders, ES module and
 TypeScript tests still run beside their sources. Whole-file Go and
 Rust results still come from output the candidate's process could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
 imitated line next to the real one is a duplicate.
@@ -57,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdk.sandbox.contract import ExecRequest, ExecResult, ExecStatus, TestOutcome
-from sdk.sandbox.languages import goguard, gorepo, reports
+from sdk.sandbox.languages import goguard, gorepo, nodesign, reports
 from sdk.sandbox.pyruntime import RUNNER_DIR
 from sdk.sandbox.python_lang import _events
 from sdk.sandbox.workspace import Workspace, safe_relpath
@@ -246,7 +248,9 @@ def _parse(spec: LangSpec, events: list[dict], req: ExecRequest) -> tuple[TestOu
         return tuple(TestOutcome(name=n, outcome=o, message=gorepo.failure_output(stdout, n) if o == "failed" else "")
                      for n, o in goguard.channel_outcomes(channel))
     if lang in (Language.JAVASCRIPT, Language.TYPESCRIPT):  # the reporter's stdout: the tests' own goes elsewhere
-        return reports.parse_junit(stdout)
+        signed = [e for e in events if e.get("event") == "node_signed"]   # one run per file: results signed
+        tests = reports.parse_junit(stdout)
+        return nodesign.confirm(stdout, tests, [r for e in signed for r in e.get("records") or []]) if signed else tests
     if lang == Language.GO:
         return reports.parse_go_json(stdout)
     if lang == Language.RUST:
@@ -298,7 +302,7 @@ def _flags(events: list[dict], tests: tuple[TestOutcome, ...], lang: Language,
         return ("runner_tampering",)
     if any(e.get("event") == "tests_read" for e in events):   # a decoy of a deleted test source was opened
         return ("reads_tests",)
-    if any(t.message == "tampering_signal" for t in tests) or any(
+    if any(t.message == "tampering_signal" or t.message.startswith(nodesign.UNSIGNED) for t in tests) or any(
             e.get("event") == "run_timeout" and e.get("stopped") for e in events) or (channel and run.get("exit") in _SENT):
         return ("runner_tampering",)
     return ()
