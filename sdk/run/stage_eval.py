@@ -75,9 +75,10 @@ def stage_eval(ctx: StageContext) -> StageStats:
                 else agent_rows(ctx, part, label, adapter_path, make_box) if agentic
                 else tool_rows(ctx, part, label, adapter_path, make_box))
 
-    selection = choose_shipped(ctx, score)
+    also = [t for t in tasks if t.split.value in ec.checkpoint_splits] if ec.checkpoints else []
+    selection, done = choose_shipped(ctx, score, also)
     shipped = selection["chosen"] if selection and ec.checkpoints else None
-    generated, summaries = evaluate_models(ctx, tasks, eval_models(ctx, selection), shipped, score, with_tools)
+    generated, summaries = evaluate_models(ctx, tasks, eval_models(ctx, selection), shipped, score, with_tools, done)
     if ec.self_test and (agentic or not with_tools):
         ref = reference_rows(ctx, tasks)
         save_rows(ctx.layout.eval_rows("reference"), ref)
@@ -92,12 +93,15 @@ def stage_eval(ctx: StageContext) -> StageStats:
 
 
 def evaluate_models(ctx: StageContext, tasks: Sequence[Task], models: Sequence[tuple[str, Path | None]],
-                    shipped: str | None, score, with_tools: bool) -> tuple[dict[str, int], dict[str, dict]]:
+                    shipped: str | None, score, with_tools: bool, done: dict[str, list[EvalRow]] | None = None
+                    ) -> tuple[dict[str, int], dict[str, dict]]:
     """Score and save the rows of each model (base and tuned on every task, checkpoints on
     ``eval.checkpoint_splits``). The ``shipped`` checkpoint (the validation choice) is scored on every
     task once: its checkpoint-split rows go to its own file, all of them, labelled ``tuned``, to
-    ``tuned.jsonl``. Returns ``({label written: tokens generated (0 for the tuned copy)}, {label:
-    tool summary})``, labels in the order written."""
+    ``tuned.jsonl``. ``done`` holds rows already scored per label (the choice's pass,
+    :func:`sdk.run.stage_select.choose_shipped`): those tasks are not generated again, only the rest
+    (e.g. the shipped adapter's OOD tasks). Returns ``({label written: tokens generated (0 for the
+    tuned copy)}, {label: tool summary})``, labels in the order written."""
     from sdk.eval.records import save_rows
 
     splits = ctx.cfg.eval.checkpoint_splits
@@ -105,7 +109,8 @@ def evaluate_models(ctx: StageContext, tasks: Sequence[Task], models: Sequence[t
     summaries: dict[str, dict] = {}
     for label, adapter_path in models:
         full = label in ("base", "tuned", shipped)
-        rows = score(tasks if full else [t for t in tasks if t.split.value in splits], label, adapter_path)
+        rows = _score_rest([t for t in tasks if full or t.split.value in splits], (done or {}).get(label, ()),
+                           lambda part, lb=label, ad=adapter_path: score(part, lb, ad))
         out = {label: rows}
         if label == shipped:
             out = {label: [r for r in rows if r.split.value in splits],
@@ -117,6 +122,15 @@ def evaluate_models(ctx: StageContext, tasks: Sequence[Task], models: Sequence[t
                 summaries[name] = tool_summary(part)
             ctx.console.print(_rows_line(name, part, summaries.get(name)))
     return generated, summaries
+
+
+def _score_rest(wanted: Sequence[Task], done: Sequence[EvalRow], score) -> list[EvalRow]:
+    """Rows of ``wanted`` in its order: those in ``done`` (by task id) as they are, the rest from
+    ``score(tasks)`` (not called when nothing is left)."""
+    have = {r.task_id: r for r in done}
+    rest = [t for t in wanted if t.id not in have]
+    have.update((r.task_id, r) for r in (score(rest) if rest else []))
+    return [have[t.id] for t in wanted]
 
 
 def _rows_line(label: str, rows: Sequence[EvalRow], summary: dict | None) -> str:

@@ -133,8 +133,11 @@ def test_held_out_rows_that_would_flip_the_choice_do_not(tmp_path, monkeypatch, 
     stats = stage_eval(ctx)
     sel = stats.extra["selection"]
     assert sel["chosen"] == "sft" and sel["decided_by"] == "pass_at_1", "validation alone decides"
-    assert all(splits == ["train"] * 3 for _, _, splits in calls[:3]), "the choice scores validation tasks only"
-    assert [c[0] for c in calls] == ["sft", "rl_midway", "rl", "base", "sft", "rl_midway", "rl"]
+    # one pass per candidate: its validation tasks and its held-out tasks together; the rule read the
+    # validation rows only (above: the held-out winner did not win); the shipped one adds its OOD tasks
+    assert [(c[0], c[2]) for c in calls] == [(lb, ["train"] * 3 + ["heldout"] * 4) for lb in ("sft", "rl_midway", "rl")] \
+        + [("base", ["heldout"] * 4 + ["ood"] * 2), ("sft", ["ood"] * 2)]
+    assert sel["candidates"][heldout_winner]["tasks"] == 3, "validation rows alone reach the rule"
     assert stats.extra["models"] == ["base", "sft", "rl_midway", "rl", "tuned"]
     layout = ctx.layout
     tuned, sft = load_rows(layout.eval_rows("tuned")), load_rows(layout.eval_rows("sft"))
@@ -181,7 +184,8 @@ def test_an_empty_validation_split_ships_the_rl_end(tmp_path, monkeypatch):
     _fake_scoring(monkeypatch, {("rl", "heldout"): True}, calls)
     sel = stage_eval(ctx).extra["selection"]
     assert (sel["chosen"], sel["decided_by"]) == ("rl", "no_validation")
-    assert [c[0] for c in calls] == ["base", "sft", "rl_midway", "rl"], "nothing to score on validation"
+    assert [(c[0], c[2]) for c in calls] == [(lb, ["heldout"] * 4) for lb in ("sft", "rl_midway", "rl")] \
+        + [("base", ["heldout"] * 4 + ["ood"] * 2), ("rl", ["ood"] * 2)], "no validation: held-out once each"
     assert adapter_for_eval(ctx.cfg, ctx.layout) == ctx.layout.adapter("rl")
     assert all(r.passed[0] for r in load_rows(ctx.layout.eval_rows("tuned")) if r.split == Split.HELDOUT)
 
