@@ -24,6 +24,7 @@ import ast
 import gzip
 import json
 import re
+import zlib
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -35,6 +36,7 @@ from sdk.tasks.records import Message, Quarantined, Source, Task, UnitTestVerifi
 
 HUMANEVAL_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
 MBPP_FIELDS = ("task_id", "text", "code", "test_list", "test_setup_code")
+_TRUNCATED = b"\x00truncated"  # the marker line of a cut gzip stream (compared by identity)
 _MBPP_ALIASES = {"text": ("prompt",), "test_setup_code": ("test_imports",)}
 _INSTRUCTION = "Complete this Python function. Reply with the whole function definition in one ```python block."
 
@@ -141,7 +143,10 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any], str]]:
         raise SourceError(f"benchmark file {path} does not exist", "set `path:` to a .jsonl or .jsonl.gz file")
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
+        for lineno, raw in _lines(fh, path):
+            if raw is _TRUNCATED:
+                yield lineno, {}, f"the file is truncated after line {lineno - 1} (rows past the cut are lost)"
+                return
             try:  # per line, so one bad byte costs one row; a BOM (Windows editors) is not an error
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as exc:
@@ -155,6 +160,26 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any], str]]:
                 yield lineno, {}, f"line {lineno} is not JSON ({exc.msg})"
                 continue
             yield (lineno, row, "") if isinstance(row, dict) else (lineno, {}, f"line {lineno} is not an object")
+
+
+def _lines(fh: Any, path: Path) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines of ``fh``; a gzip stream cut short (a partial download) ends with the
+    ``_TRUNCATED`` marker instead of losing the lines read before the cut.
+
+    Raises:
+        SourceError: a ``.gz`` name on a file that is not gzip at all.
+    """
+    lineno = 0
+    try:
+        for lineno, raw in enumerate(fh, 1):
+            yield lineno, raw
+    except gzip.BadGzipFile as exc:
+        if lineno == 0:
+            raise SourceError(f"benchmark file {path} is not gzip ({exc})",
+                              "rename it without .gz if it is plain JSONL, or re-download it") from None
+        yield lineno + 1, _TRUNCATED
+    except (EOFError, zlib.error):
+        yield lineno + 1, _TRUNCATED
 
 
 def _getter(row: dict[str, Any], fields: dict[str, str], shape: str):

@@ -75,3 +75,40 @@ def test_an_unset_environment_variable_is_one_error_naming_it(tmp_path, monkeypa
 def test_a_literal_dollar_brace_is_written_twice(tmp_path):
     cfg = load_config(_config(tmp_path, "runs/$${x}", "b.jsonl"))
     assert cfg.run_dir == "runs/${x}"
+
+
+def _bench_rows(n: int) -> bytes:
+    import json
+    rows = [{"task_id": f"T/{i}", "prompt": f'def f{i}(a):\n    """Add {i}."""\n',
+             "canonical_solution": f"    return a + {i}\n", "entry_point": f"f{i}",
+             "test": f"def check(candidate):\n    assert candidate(1) == {1 + i}\n"} for i in range(n)]
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def test_a_truncated_gzip_keeps_the_rows_before_the_cut(tmp_path):
+    import gzip
+    import zlib
+
+    from connectors.suites.jsonl_bench import load_benchmark
+    data = _bench_rows(200)
+    whole = gzip.compress(data)
+    # a partial download: the stream stops mid-way (a deflate stream cut after the first rows)
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    cut = packer.compress(data) + packer.flush(zlib.Z_SYNC_FLUSH)
+    path = tmp_path / "b.jsonl.gz"
+    path.write_bytes(cut[: len(cut) * 3 // 4])
+    result = load_benchmark(path, "humaneval", {}, domain="a", connector="jsonl")
+    assert 50 < len(result.tasks) < 200
+    assert [q.reason for q in result.quarantined if "truncated" in q.reason], result.quarantined
+    path.write_bytes(whole)
+    assert len(load_benchmark(path, "humaneval", {}, domain="a", connector="jsonl").tasks) == 200
+
+
+def test_a_gz_name_on_a_plain_file_is_one_clear_error(tmp_path):
+    from connectors.suites.jsonl_bench import load_benchmark
+    from sdk.errors import SourceError
+    path = tmp_path / "b.jsonl.gz"
+    path.write_bytes(_bench_rows(2))
+    with pytest.raises(SourceError) as err:
+        load_benchmark(path, "humaneval", {}, domain="a", connector="jsonl")
+    assert "not gzip" in str(err.value) and "rename" in err.value.fix
