@@ -58,7 +58,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
-LABELS = ("sft", "rl_midway", "tuned")
+LABELS = ("sft", "rl_midway", "rl", "tuned")  # rl: the RL end under its own label (eval.select: validation)
 
 
 def pipeline(config: str, run_dir: Path, sets: list[str]):
@@ -123,9 +123,10 @@ def score(pipe, label: str, adapter: Path | None, split: str, out: Path) -> list
 
 
 def adapters(pipe) -> dict[str, Path]:
-    """The arm's adapters that exist: ``sft``, ``rl_midway`` and ``tuned`` (the newest)."""
+    """The arm's adapters that exist: ``sft``, ``rl_midway``, ``rl`` (the RL end) and ``tuned`` (the
+    shipped one: the validation choice, else the newest)."""
     layout = pipe.layout
-    found = {"sft": layout.adapter("sft"), "rl_midway": layout.midway_adapter("rl"),
+    found = {"sft": layout.adapter("sft"), "rl_midway": layout.midway_adapter("rl"), "rl": layout.adapter("rl"),
              "tuned": pipe.adapter_for_eval()}
     return {k: v for k, v in found.items() if v is not None and (v / "adapter_config.json").is_file()}
 
