@@ -146,8 +146,7 @@ function signVerdicts(key, fd, source) {
   const U8 = Uint8Array, U32 = Uint32Array, charCodeAt = String.prototype.charCodeAt;
   const writeSync = require('fs').writeSync, isPromise = require('util').types.isPromise;
   const then = Promise.prototype.then, capture = Error.captureStackTrace;
-  const want = require('crypto').createHash('sha256').update(source, 'utf8').digest('hex');
-  let mine = false, theirs;
+  let mine = false, theirs, want = null;   // want: V8's hash of the test file's script (set below)
   const callSites = (e, cs) => cs;   // ours only while the guard reads a caller; theirs is kept otherwise
   defineProperty(Error, 'prepareStackTrace', { get() { return mine ? callSites : theirs; }, set(v) { theirs = v; }, configurable: false });
   defineProperty(globalThis, 'Error', { value: Error, writable: false, configurable: false });
@@ -183,17 +182,6 @@ function signVerdicts(key, fd, source) {
     for (let i = 0; i < 32; i++) out[i] = (H[i >>> 2] >>> (24 - 8 * (i & 3))) & 255;
     return out;
   };
-  const pads = new U8(128);   // key ^ ipad, key ^ opad; the key itself is then wiped
-  for (let i = 0; i < 64; i++) { pads[i] = (i < 32 ? key[i] : 0) ^ 0x36; pads[64 + i] = (i < 32 ? key[i] : 0) ^ 0x5c; }
-  key.fill(0);
-  const hmac = (m, n) => {
-    const inner = new U8(64 + n), outer = new U8(96);
-    for (let i = 0; i < 64; i++) { inner[i] = pads[i]; outer[i] = pads[64 + i]; }
-    for (let i = 0; i < n; i++) inner[64 + i] = m[i];
-    const ih = sha(inner, 64 + n);
-    for (let i = 0; i < 32; i++) outer[64 + i] = ih[i];
-    return sha(outer, 96);
-  };
   const HEX = '0123456789abcdef';
   const utf8Hex = (s, bytes) => {   // s as UTF-8, hex-encoded; or bytes [Uint8Array, length]
     let out = '';
@@ -212,6 +200,19 @@ function signVerdicts(key, fd, source) {
       else { put(0xf0 | (c >>> 18)); put(0x80 | ((c >>> 12) & 63)); put(0x80 | ((c >>> 6) & 63)); put(0x80 | (c & 63)); }
     }
     return out;
+  };
+  const src = Buffer.from(source, 'utf8');   // (before any solution code) V8 hashes a script's UTF-8 source
+  want = utf8Hex('', [sha(src, src.length), 32]);
+  const pads = new U8(128);   // key ^ ipad, key ^ opad; the key itself is then wiped
+  for (let i = 0; i < 64; i++) { pads[i] = (i < 32 ? key[i] : 0) ^ 0x36; pads[64 + i] = (i < 32 ? key[i] : 0) ^ 0x5c; }
+  key.fill(0);
+  const hmac = (m, n) => {
+    const inner = new U8(64 + n), outer = new U8(96);
+    for (let i = 0; i < 64; i++) { inner[i] = pads[i]; outer[i] = pads[64 + i]; }
+    for (let i = 0; i < n; i++) inner[64 + i] = m[i];
+    const ih = sha(inner, 64 + n);
+    for (let i = 0; i < 32; i++) outer[64 + i] = ih[i];
+    return sha(outer, 96);
   };
   let seq = 0, nameOf = null, ownTest = null;
   const record = (passed, name) => {
