@@ -1,7 +1,8 @@
 """Run a repository's pytest suite in a subprocess and read back per-test outcomes and calls.
 
 The suite is the company's own code, trusted enough to run, but it never runs in the tuneloop
-process: each run is ``python -m pytest`` in the repository folder with the tracing plugin
+process and it sees none of the caller's environment beyond :data:`_PASSED_ENV` (no credential;
+HOME is a temporary folder): each run is ``python -m pytest`` in the repository folder with the tracing plugin
 :mod:`connectors.suites._pytest_trace` (copied into a temporary folder, loaded with ``-p``). The
 repository's ``addopts`` are cleared (they often name plugins such as pytest-cov that need not
 be installed), ``pytest-randomly`` and the cache provider are switched off, and bytecode is not
@@ -29,6 +30,8 @@ from pydantic import BaseModel, ConfigDict
 from sdk.errors import SourceError
 
 _PLUGIN = Path(__file__).with_name("_pytest_trace.py")
+_PASSED_ENV = ("PATH", "LANG", "TZ", "TMPDIR", "SYSTEMROOT", "TUNELOOP_TEST_TIMEOUT")
+"""The only variables of the caller's environment the traced suite run sees (plus ``LC_*``)."""
 log = logging.getLogger("tuneloop.connectors.pytest")
 
 
@@ -132,7 +135,10 @@ def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout
             (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / rel).write_text(text, encoding="utf-8")
         out = Path(tmp) / "report.json"
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+        # the suite runs on this machine, not in the sandbox: it gets no credential of the caller
+        # (no token, key or DSN in the environment; HOME is the temporary folder, so no ~/.netrc etc.)
+        env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
+        env["HOME"] = tmp
         extra = [tmp] + ([str(package_dir.parent)] if package_dir.parent != repo else [])
         env["PYTHONPATH"] = os.pathsep.join(extra + [p for p in [env.get("PYTHONPATH", "")] if p])
         env.update(PYTHONDONTWRITEBYTECODE="1", TUNELOOP_TRACE_ROOT=str(package_dir.resolve()),
