@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from connectors.suites.npmreqs import find_node_requirements
+from connectors.suites.pyrepo import outside
 from sdk.errors import SourceError
 from sdk.sandbox.deps import DependencyError
 from sdk.sandbox.npmdeps import ensure_node_env
@@ -156,7 +157,8 @@ def _walk(repo: Path) -> list[str]:
     out = []
     for path in sorted(repo.rglob("*")):
         rel = path.relative_to(repo)
-        if path.is_file() and not (set(rel.parts) & _SKIP_DIRS) and not any(p.startswith(".") for p in rel.parts):
+        if (path.is_file() and not (set(rel.parts) & _SKIP_DIRS) and not any(p.startswith(".") for p in rel.parts)
+                and not outside(repo, path)):
             out.append(rel.as_posix())
     return out
 

@@ -22,6 +22,7 @@ import ast
 import configparser
 import email.parser
 import fnmatch
+import logging
 import re
 import tokenize
 import tomllib
@@ -32,8 +33,21 @@ from connectors.suites.pysource import ModuleInfo, scan_module
 from sdk.errors import SourceError
 
 DATA_LIMIT = 64 * 1024
+log = logging.getLogger("tuneloop.connectors.repo")
+
 SRC_CONFTEST = ("import os as _tl_os, sys as _tl_sys  # added by tuneloop: the package lives under {parent}/\n"
                 "_tl_sys.path.insert(0, _tl_os.path.join(_tl_os.path.dirname(_tl_os.path.abspath(__file__)), {parent!r}))\n")
+
+
+def outside(repo: Path, path: Path) -> bool:
+    """``path`` (a file found in ``repo``) resolves to a place outside ``repo`` (a symlink to a key,
+    another checkout, ``/etc``...): it is never read, and a warning names it."""
+    target = path.resolve()
+    if target.is_relative_to(repo.resolve()):
+        return False
+    log.warning("%s is a link to %s, outside the repository: left out (copy the file in if the "
+                "tests need it)", path.relative_to(repo).as_posix() if path.is_relative_to(repo) else path, target)
+    return True
 
 
 def read_package(repo: Path, package_dir: Path, exclude: Sequence[str] = ()) -> tuple[list[ModuleInfo], dict[str, str]]:
@@ -52,6 +66,8 @@ def read_package(repo: Path, package_dir: Path, exclude: Sequence[str] = ()) -> 
         if "__pycache__" in path.parts:
             continue
         rel = path.relative_to(repo).as_posix()
+        if outside(repo, path):
+            continue
         excluded = any(fnmatch.fnmatch(rel, g) for g in exclude)
         fix = f"fix the file, or add '{rel}' to the source's `exclude:` option"
         try:
@@ -88,7 +104,7 @@ def package_data(repo: Path, package_dir: Path) -> dict[str, str]:
     for path in sorted(package_dir.rglob("*")):
         parts = path.relative_to(package_dir).parts
         if (not path.is_file() or path.suffix in (".py", ".pyc", ".pyo") or "__pycache__" in parts
-                or any(p.startswith(".") for p in parts) or path.stat().st_size > DATA_LIMIT):
+                or any(p.startswith(".") for p in parts) or path.stat().st_size > DATA_LIMIT or outside(repo, path)):
             continue
         try:
             out[path.relative_to(repo).as_posix()] = path.read_text(encoding="utf-8")
@@ -117,7 +133,7 @@ def support_files(repo: Path, tests: str, package_dir: Path) -> dict[str, str]:
         if not path.is_file() or "__pycache__" in path.parts or any(p.startswith(".") for p in path.relative_to(repo).parts):
             continue
         is_test = path.suffix == ".py" and (path.name.startswith("test_") or path.stem.endswith("_test"))
-        if is_test or path.stat().st_size > DATA_LIMIT:
+        if is_test or path.stat().st_size > DATA_LIMIT or outside(repo, path):
             continue
         try:
             out[rel] = path.read_text(encoding="utf-8")

@@ -135,3 +135,32 @@ def test_the_traced_suite_run_sees_no_secret_of_the_caller(tmp_path, monkeypatch
     assert "AWS_SECRET_ACCESS_KEY" not in env and "hunter2" not in json.dumps(env)
     assert env["TUNELOOP_TEST_TIMEOUT"] == "30" and env["PATH"]
     assert env["HOME"] != str(Path.home())
+
+
+def test_links_out_of_the_repository_are_never_read(tmp_path, caplog):
+    """A symlink in the repository that points outside it (a key, another checkout) is left out of
+    task files and snapshots with a warning; a link to a file inside the repository is kept."""
+    from connectors.suites.file_tasks import _walk
+    from connectors.suites.pyrepo import package_data, read_package, support_files
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.py").write_text('def leaked():\n    return "SECRET"\n')
+    (outside / "id_rsa").write_text("SECRET KEY\n")
+    repo = tmp_path / "repo"
+    pkg = repo / "mylib"
+    (repo / "tests").mkdir(parents=True)
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def add(a, b):\n    return a + b\n")
+    (pkg / "real.txt").write_text("inside\n")
+    (pkg / "leak.py").symlink_to(outside / "leak.py")
+    (pkg / "data.txt").symlink_to(outside / "id_rsa")
+    (pkg / "alias.txt").symlink_to(pkg / "real.txt")
+    (repo / "tests" / "helper_data.txt").symlink_to(outside / "id_rsa")
+    modules, files = read_package(repo, pkg)
+    files.update(package_data(repo, pkg))
+    files.update(support_files(repo, "tests", pkg))
+    assert "SECRET" not in "".join(files.values())
+    assert {m.path for m in modules} == {"mylib/__init__.py"}
+    assert files["mylib/alias.txt"] == "inside\n"
+    assert "mylib/leak.py" not in _walk(repo) and "mylib/alias.txt" in _walk(repo)
+    assert any("outside the repository" in r.getMessage() and "leak.py" in r.getMessage() for r in caplog.records)
