@@ -84,6 +84,7 @@ _OTHER_TAMPER = {
     "c": (r"__attribute__\s*\(\(\s*(constructor|destructor)|\.init_array|\.fini_array|\bdlsym\b|/proc/|\.incbin\b|#\s*embed\b"
           r"|\bTLTEST\b|\bTLFAIL\b|\btl_(test|tests|count|run|report|nonce|sys)\b"
           r"|\b__builtin_(return|frame)_address\b|\b__builtin_extract_return_addr\b"   # the test's code (round 8)
+          r"|\b(fork|vfork|clone3?|posix_spawnp?)\s*\("   # a process per guess: an oracle for the expected value (round 9)
           r"|^[\w \t\*]*?\b(?:" + _LIBC_NAMES + r")\s*\([^;{)]*\)\s*(?:noexcept\s*)?\{"),
     "java": (r"addShutdownHook|java\.lang\.reflect|\.setAccessible\s*\(|getDeclaredField|sun\.misc\.Unsafe|/proc/"
              r"|TEST-[\w-]*\.xml|tl-reports|<testcase|org\.junit\.platform\.launcher|System\.set(Out|Err)\b"),

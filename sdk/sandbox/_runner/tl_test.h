@@ -126,7 +126,10 @@ static unsigned long long tl_token;
 
 /* The test child may not signal (or prlimit) the runner, the build driver or their group: a
  * classic-BPF seccomp filter kills the child with SIGSYS instead (reported as
- * "tampering_signal"); the same program as _runner/tl_guard.py for Python. */
+ * "tampering_signal"); the same program as _runner/tl_guard.py for Python. Nor may it make a
+ * process (fork, vfork, clone without CLONE_THREAD: EPERM; clone3: ENOSYS, threads fall back to
+ * clone): a child forked per guess runs the rest of the test and its exit status says whether the
+ * guess passed, an oracle for the expected value (issue 14, round 9: tests/rewards/test_redteam_round9.py). */
 struct tl_bpf { unsigned short code; unsigned char jt, jf; unsigned int k; };
 struct tl_fprog { unsigned short len; struct tl_bpf *filter; };
 static void tl_guard(void) {
@@ -147,8 +150,11 @@ static void tl_guard(void) {
     sig_ids[nsig++] = (unsigned)tl_extra[i];
     if (tl_extra[i] > 0) pid_ids[npid++] = (unsigned)tl_extra[i];
   }
-  struct tl_bpf p[16 + 6 + 40 + 3 + 40 + 4];
-  int n = 0, hdr = 4 + x86 + 1 + 5 + 2 + 1, sig_at = hdr, pid_at = sig_at + 1 + nsig + 1, kill_at = pid_at + 1 + npid + 1;
+  struct tl_bpf p[16 + 6 + 40 + 3 + 40 + 4 + 12];
+  const unsigned clone_nr = x86 ? 56u : 220u, clone3_nr = 435u, fork_nr[2] = {57u, 58u};   /* x86_64: fork, vfork */
+  int nfork = x86 ? 2 : 0;
+  int n = 0, hdr = 4 + x86 + 1 + 5 + 2 + nfork + 2 + 1, sig_at = hdr, pid_at = sig_at + 1 + nsig + 1,
+      kill_at = pid_at + 1 + npid + 1, clone_at = kill_at + 1, eperm_at = clone_at + 3, enosys_at = eperm_at + 1;
 #define TL_OP(c, t, f, kk) do { p[n].code = (c); p[n].jt = (unsigned char)(t); p[n].jf = (unsigned char)(f); p[n].k = (kk); n++; } while (0)
 #define TL_TO(label) ((label) - n - 1)
   TL_OP(0x20, 0, 0, 4); TL_OP(0x15, 1, 0, arch); TL_OP(0x06, 0, 0, 0x80000000u); TL_OP(0x20, 0, 0, 0);
@@ -156,10 +162,16 @@ static void tl_guard(void) {
   TL_OP(0x15, TL_TO(kill_at), 0, 424 /* pidfd_send_signal */);
   for (int i = 0; i < 5; i++) TL_OP(0x15, TL_TO(sig_at), 0, sig_nr[i]);
   for (int i = 0; i < 2; i++) TL_OP(0x15, TL_TO(pid_at), 0, pid_nr[i]);
+  for (int i = 0; i < nfork; i++) TL_OP(0x15, TL_TO(eperm_at), 0, fork_nr[i]);
+  TL_OP(0x15, TL_TO(clone_at), 0, clone_nr); TL_OP(0x15, TL_TO(enosys_at), 0, clone3_nr);
   TL_OP(0x06, 0, 0, 0x7FFF0000u);
   TL_OP(0x20, 0, 0, 16); for (int i = 0; i < nsig; i++) TL_OP(0x15, TL_TO(kill_at), 0, sig_ids[i]); TL_OP(0x06, 0, 0, 0x7FFF0000u);
   TL_OP(0x20, 0, 0, 16); for (int i = 0; i < npid; i++) TL_OP(0x15, TL_TO(kill_at), 0, pid_ids[i]); TL_OP(0x06, 0, 0, 0x7FFF0000u);
   TL_OP(0x06, 0, 0, 0x80000000u);
+  /* clone_at: a thread (CLONE_THREAD in the flags) is allowed, a new process is EPERM; clone3 is ENOSYS (libc
+   * then makes its threads with clone) */
+  TL_OP(0x20, 0, 0, 16); TL_OP(0x45, 0, 1, 0x00010000u); TL_OP(0x06, 0, 0, 0x7FFF0000u);
+  TL_OP(0x06, 0, 0, 0x00050000u | 1u); TL_OP(0x06, 0, 0, 0x00050000u | 38u);
 #undef TL_OP
 #undef TL_TO
   struct tl_fprog prog = {(unsigned short)n, p};
