@@ -5,10 +5,13 @@ from __future__ import annotations
 import typer
 
 app = typer.Typer(no_args_is_help=True, help="The production feedback collector.")
+# the same store as `tuneloop adapters` and `tuneloop loop`: $TUNELOOP_STORE_URL when set
+UrlOpt = typer.Option("sqlite:///feedback_store.db", envvar="TUNELOOP_STORE_URL",
+                      help="SQLAlchemy URL of the feedback store (default $TUNELOOP_STORE_URL)")
 
 
 @app.command("serve")
-def serve_cmd(url: str = typer.Option("sqlite:///feedback_store.db", help="SQLAlchemy URL of the feedback store"),
+def serve_cmd(url: str = UrlOpt,
               host: str = typer.Option("127.0.0.1", help="interface to bind"),
               port: int = typer.Option(8700, help="TCP port")) -> None:
     """Run the feedback collector (FastAPI) until interrupted. Needs the `serve` extra."""
@@ -22,7 +25,7 @@ def serve_cmd(url: str = typer.Option("sqlite:///feedback_store.db", help="SQLAl
 
 @app.command("create-key")
 def create_key_cmd(application: str = typer.Argument(..., help="application name, e.g. support-bot"),
-                   url: str = typer.Option("sqlite:///feedback_store.db", help="SQLAlchemy URL of the feedback store")) -> None:
+                   url: str = UrlOpt) -> None:
     """Create an API key for APPLICATION and print it once (only its SHA-256 is stored)."""
     from feedback.store import new_api_key
 
@@ -31,7 +34,6 @@ def create_key_cmd(application: str = typer.Argument(..., help="application name
 
 keys_app = typer.Typer(no_args_is_help=True, help="List and revoke the collector's API keys.")
 app.add_typer(keys_app, name="keys")
-UrlOpt = typer.Option("sqlite:///feedback_store.db", help="SQLAlchemy URL of the feedback store")
 
 
 @keys_app.command("list")

@@ -164,3 +164,21 @@ def test_links_out_of_the_repository_are_never_read(tmp_path, caplog):
     assert files["mylib/alias.txt"] == "inside\n"
     assert "mylib/leak.py" not in _walk(repo) and "mylib/alias.txt" in _walk(repo)
     assert any("outside the repository" in r.getMessage() and "leak.py" in r.getMessage() for r in caplog.records)
+
+
+def test_feedback_commands_and_adapter_commands_use_one_store(tmp_path, monkeypatch):
+    """With $TUNELOOP_STORE_URL set, `feedback create-key` wrote ./feedback_store.db while `adapters`
+    read the variable's store and answered "no application"."""
+    from typer.testing import CliRunner
+
+    from feedback.adapters_cli import app as adapters_app
+    from feedback.cli import app as feedback_app
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TUNELOOP_STORE_URL", f"sqlite:///{tmp_path / 'shared.db'}")
+    made = CliRunner().invoke(feedback_app, ["create-key", "support-bot"])
+    assert made.exit_code == 0, made.output
+    assert not (tmp_path / "feedback_store.db").exists()
+    listed = CliRunner().invoke(adapters_app, ["list", "-a", "support-bot"])
+    assert "no application" not in listed.output, listed.output
+    keys = CliRunner().invoke(feedback_app, ["keys", "list", "--json"])
+    assert '"support-bot"' in keys.output
