@@ -154,12 +154,12 @@ would decide ``==`` here) and that are not the entry point's come back as the *t
   computed with plain data: ``<``, ``-``... raise TypeError; a builtin subclass, ``namedtuple`` or
   ``IntEnum`` member of a class the solution defined or changed arrives as its base value) (``from solution import *`` gives
   the names read from its source); a function of another repository module handed to the
-  candidate (a decorator's ``func``) is a stand-in without ``__code__``, so a helper that
-  introspects it (validators' ``_func_args_as_dict``) fails an honest reference:
-  ``reference_fails`` (strict xfail in ``tests/connectors/test_crossing_holes.py``; open: it
-  needs the function rebuilt in the candidate's process from its own module, which itself
-  imports the solution's); after a timed-out call the remaining tests of the run fail
-  too (the candidate is gone);
+  candidate (a decorator's ``func``) is a stand-in that is called back, but shows its code object
+  (``__code__``, marshalled: validators' ``_func_args_as_dict``), never one of a test file, a conftest
+  or a module served from memory, and other introspection of it (``__globals__``, ``__defaults__``,
+  ``inspect.getsource``) still fails; an instance of the solution's exception class that it returns
+  is an instance of the tests' mirrored class (``tests/connectors/test_crossing_holes.py``); after a
+  timed-out call the remaining tests of the run fail too (the candidate is gone);
 - compiled and other languages (:mod:`sdk.sandbox.languages`) have their own runners (C/C++,
   Java, JS: see there; a JS test runs in the solution's process, and a CommonJS test's pass counts only
   where that process signed it, ``languages/nodesign.py``; ES module and TypeScript tests are unsigned);

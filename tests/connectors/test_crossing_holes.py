@@ -1,11 +1,15 @@
-"""A hole found on validators 0.36.0 (new-user round), kept as a strict xfail until closed.
+"""A hole found on validators 0.36.0 (new-user round), closed in issue 14's last round.
 
 When the target module is a decorator's own module (validators' ``utils.py``: ``validator`` and its
 helper ``_func_args_as_dict``), the candidate's module runs apart from the tests, and the decorated
-function it is handed from another module arrives as a stand-in: introspecting it fails
-(``func.__code__`` -> ``AttributeError: __code__``; validators' ``inspect.getfullargspec(func)``), so
-the *reference* fails its tests and the task is quarantined ``reference_fails`` (validators:
-``_func_args_as_dict``, 67 of 153 tests).
+function it is handed from another module arrived as a stand-in: introspecting it failed
+(``func.__code__`` -> ``AttributeError: __code__``), and an instance of the solution's exception class
+that it *returned* (validators' ``ValidationError``) was no instance of the tests' copy of that class, so
+the *reference* failed its tests and the task was quarantined ``reference_fails`` (validators:
+``_func_args_as_dict``, 67 of 153 tests). Now a plain function of a repository module that holds no
+tests shows its code object (``tl_values.Codec.code_of``: marshal, plain data; a test's own function
+still refuses, its constants being the expected values), and ``isinstance`` against a mirrored
+exception class asks the candidate for its handles (``tl_rmodule._Mirror``).
 """
 
 from __future__ import annotations
@@ -63,11 +67,20 @@ def test_odd():
 }
 
 
-@pytest.mark.xfail(strict=True, reason="hole: a function handed to the candidate's module from another module "
-                                       "arrives as a stand-in without __code__ (validators _func_args_as_dict); "
-                                       "open, not attempted in issue 14's time: it needs the function rebuilt "
-                                       "in the candidate's process from its own module, which itself imports "
-                                       "the solution's module")
+# the candidate asks for the code of a function the test defined (its constants would be the answers)
+OWN_TEST = """import pytest
+
+from dec.utils import _as_dict
+
+
+def test_a_test_function_does_not_show_its_code():
+    def secret(value):
+        return value == 12345
+    with pytest.raises(AttributeError):
+        _as_dict(secret, 3)
+"""
+
+
 def test_a_helper_that_introspects_a_function_from_another_module_passes_as_its_own_reference(tmp_path):
     sandbox_mod = pytest.importorskip("sdk.sandbox")
     for rel, text in FILES.items():
@@ -78,9 +91,11 @@ def test_a_helper_that_introspects_a_function_from_another_module_passes_as_its_
     v = task.verifier
     box = sandbox_mod.make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=1, cache=False))
     try:
-        (res,) = box.run([ExecRequest(framework=v.framework, solution=task.reference, tests=v.tests, files=v.files,
-                                      target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude,
-                                      limits=Limits(timeout_s=v.timeout_s))])
+        (res, own) = box.run([ExecRequest(framework=v.framework, solution=task.reference, tests=tests, files=v.files,
+                                          target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude,
+                                          limits=Limits(timeout_s=v.timeout_s))
+                              for tests in (v.tests, {**v.tests, "tests/test_own.py": OWN_TEST})])
     finally:
         box.close()
     assert res.all_passed, res.detail[:300]
+    assert own.all_passed and len(own.tests) == len(res.tests) + 1, own.detail[:300]   # a test's own function keeps its code

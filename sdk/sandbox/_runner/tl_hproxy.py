@@ -45,6 +45,9 @@ class HarnessProxy:
     def __getattr__(self, name):   # a public attribute or method of the test's own object
         if name == "__qualname__":
             return self._tl_cand.call_back(self._tl_rid, "meta", (name,), {})
+        if name == "__code__":   # a repository function's code (never a test's: the harness refuses)
+            import marshal
+            return marshal.loads(self._tl_cand.call_back(self._tl_rid, "code", (), {}))
         if name.startswith("_"):
             raise AttributeError(name)
         return self._tl_cand.call_back(self._tl_rid, "getattr", (name,), {})

@@ -112,9 +112,24 @@ def _base_exception(node, made):
     return None
 
 
-def mirrors(source, module):
+class _Mirror(type):
+    """The metaclass of a mirrored exception class: ``isinstance(x, mod.E)`` also holds for a handle of
+    an instance of the solution's own ``E`` (one returned, not raised: validators' ``ValidationError``),
+    asked in the candidate by the MRO (``isa``; the mirror crosses as the solution's class)."""
+
+    def __instancecheck__(cls, instance):
+        if type.__instancecheck__(cls, instance):
+            return True
+        remote = cls.__dict__.get("_tl_remote")
+        if remote is None or not isinstance(instance, RemoteObject) or instance._tl_target()[0] != "h":
+            return False
+        return remote.op("isa", instance, cls) is True
+
+
+def mirrors(source, module, remote=None):
     """``{name: class}``: the exception classes defined at the top of ``source`` (the
-    solution's file, parsed, never run) whose bases all resolve (see :func:`_base_exception`)."""
+    solution's file, parsed, never run) whose bases all resolve (see :func:`_base_exception`);
+    ``remote`` (a :class:`tl_remote.Remote`) answers ``isinstance`` for its handles (:class:`_Mirror`)."""
     try:
         tree = ast.parse(source or "")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -126,9 +141,9 @@ def mirrors(source, module):
         bases = [_base_exception(b, made) for b in node.bases]
         if all(bases):
             try:
-                made[node.name] = type(node.name, tuple(bases), {
+                made[node.name] = _Mirror(node.name, tuple(bases), {
                     "__module__": module, "__qualname__": node.name, "__doc__": ast.get_docstring(node),
-                    "_tl_mirror": True})
+                    "_tl_mirror": True, "_tl_remote": remote})
             except TypeError:   # bases that cannot be combined (a layout conflict)
                 continue
     return made
@@ -162,7 +177,7 @@ class RemoteModule(type(os)):
         object.__setattr__(self, "_tl_names", {})
         object.__setattr__(self, "_tl_all", list(public))
         object.__setattr__(self, "_tl_top", top_names(source))
-        found = mirrors(source, name)
+        found = mirrors(source, name, remote)
         object.__setattr__(self, "_tl_mirrors", found)
         remote.codec.mirrors = {cls: n for n, cls in found.items()}
         remote.mirrors = (name, found)

@@ -287,6 +287,23 @@ class Codec:
             if not isinstance(orig, self.proxy):
                 tl_pickle.apply_state(orig, self.decode(tree))
 
+    def code_of(self, obj):
+        """``marshal`` bytes of the code of a plain function of a repository module that holds no
+        tests (a decorator's ``func`` from another module: validators' ``_func_args_as_dict`` reads
+        ``func.__code__.co_varnames``). Plain data, and the repository's code is the candidate's to
+        read anyway; a function of a test file, conftest or a module served from memory (the tests),
+        the solution's or the harness's own, is refused (AttributeError): its constants would be
+        the expected values."""
+        import marshal
+        module = self.trust.repo_module(getattr(obj, "__module__", None)) if type(obj) is types.FunctionType else None
+        loader = type(getattr(getattr(module, "__spec__", None), "loader", None)).__name__
+        path = os.path.realpath(getattr(module, "__file__", None) or "/nonexistent")
+        base = os.path.basename(path)
+        if module is None or loader == "MemorySources" or base == "conftest.py" or base.startswith("test_") \
+                or base.endswith("_test.py") or os.path.realpath(obj.__code__.co_filename) != path:
+            raise AttributeError("__code__: only a function of the repository's own (non-test) modules shows its code")
+        return marshal.dumps(obj.__code__)
+
     # -- calls back from the candidate -----------------------------------------------------
     def callback(self, frame):
         """Run one call back (``{"cb": id, "op", "args", "kwargs"}``) on a reverse handle; the
@@ -312,6 +329,8 @@ class Codec:
                 value = list(getattr(obj, op)())
             elif op in ("getattr", "meta", "signature"):
                 value = reflect(obj, op, args)
+            elif op == "code":
+                value = self.code_of(obj)
             else:
                 raise TypeError("unsupported operation on a test's object: %r" % (op,))
             return {"cbr": 1, "v": self.to_wire(value)}
