@@ -19,6 +19,8 @@ RUNNER = str(Path(__file__).resolve().parents[2] / "sdk" / "sandbox" / "_runner"
 SEEN: list = []   # the tl.flag events' args while a test records (audit hooks cannot be removed: one for the module)
 RECORDING: list = []
 sys.addaudithook(lambda event, args: SEEN.append(args) if RECORDING and event == "tl.flag" else None)
+MODS: list = []   # the tl.mod events' args (a guarded test module asked about), likewise
+sys.addaudithook(lambda event, args: MODS.append(args) if RECORDING and event == "tl.mod" else None)
 
 
 @pytest.fixture
@@ -109,8 +111,9 @@ def test_marks_find_comparisons_and_runner_names_in_the_rewritten_and_plain_code
 
 
 def test_a_signal_handler_gets_a_stand_in_that_flags_when_read(rg, seen):
+    import _imp
     import _signal
-    kept, got = (_signal.signal, _signal.getsignal), []
+    kept, got, maker = (_signal.signal, _signal.getsignal), [], _imp.create_builtin
     try:
         rg.signals()
         handler = lambda s, f: got.append(f)
@@ -124,6 +127,77 @@ def test_a_signal_handler_gets_a_stand_in_that_flags_when_read(rg, seen):
         assert seen and seen[-1][0] == "runner_tampering" and ".f_back" in seen[-1][1]
     finally:
         _signal.signal, _signal.getsignal = kept
+        _imp.create_builtin = maker
+
+
+@pytest.mark.parametrize("route", ["import_module", "module_from_spec", "create_builtin", "fresh_imp"])
+def test_a_signal_module_made_afresh_is_the_wrapped_one(rg, route):
+    """Every way to make ``_signal`` afresh (all go through ``_imp.create_builtin``) hands back the loaded
+    module, whose ``signal`` is the wrapper; other builtin modules are still made."""
+    import _imp
+    import _signal
+    from importlib.machinery import BuiltinImporter
+    from importlib.util import module_from_spec
+    kept, maker = (_signal.signal, _signal.getsignal), _imp.create_builtin
+    try:
+        rg.signals()
+        wrapped = _signal.signal
+        if route == "import_module":
+            sys.modules.pop("_signal")
+            try:
+                fresh = importlib.import_module("_signal")
+            finally:
+                sys.modules["_signal"] = _signal
+        elif route == "module_from_spec":
+            fresh = module_from_spec(BuiltinImporter.find_spec("_signal"))
+        elif route == "create_builtin":
+            fresh = _imp.create_builtin(type("Spec", (), {"name": "_signal"})())
+        else:
+            sys.modules.pop("_imp")
+            try:
+                fresh = importlib.import_module("_imp").create_builtin(BuiltinImporter.find_spec("_signal"))
+            finally:
+                sys.modules["_imp"] = _imp
+        assert fresh is _signal and fresh.signal is wrapped
+        other = next(n for n in sys.builtin_module_names if n not in sys.modules and n not in ("_signal", "_imp"))
+        assert module_from_spec(BuiltinImporter.find_spec(other)).__name__ == other
+    finally:
+        _signal.signal, _signal.getsignal = kept
+        _imp.create_builtin = maker
+
+
+def test_withhold_guards_the_test_modules_for_the_call_and_undo_puts_them_back(seen, tmp_path):
+    """A module whose file lies in the tests folder: during the call its class asks (``tl.mod``) before
+    any attribute outside the open dunders, however the module was reached; no hook says yes here, so
+    every read is refused. ``undo`` restores its class; a module outside the folder is left alone."""
+    MODS.clear()
+    sys.path.insert(0, RUNNER)
+    try:
+        rmods = importlib.import_module("tl_rmods")
+    finally:
+        sys.path.remove(RUNNER)
+    import types
+    pkg, mod, other = types.ModuleType("tlpkg"), types.ModuleType("tlpkg.test_a"), types.ModuleType("tlother")
+    mod.__file__, mod.EXPECTED, other.__file__, other.X = str(tmp_path / "tests" / "test_a.py"), 6, "/elsewhere.py", 1
+    pkg.test_a = mod
+    sys.modules.update({"tlpkg": pkg, "tlpkg.test_a": mod, "tlother": other})
+    try:
+        undo = rmods.withhold(str(tmp_path) + os.sep)
+        kept = sys.modules["tlpkg.test_a"]
+        assert kept is mod and kept.__file__ == mod.__file__ and other.X == 1 and type(other) is types.ModuleType
+        for read in (lambda: kept.EXPECTED, lambda: pkg.test_a.EXPECTED, lambda: vars(kept)["EXPECTED"],
+                     lambda: importlib.import_module("tlpkg.test_a").EXPECTED):
+            with pytest.raises((AttributeError, TypeError)):
+                read()
+        with pytest.raises(AttributeError):
+            mod.EXPECTED = 7
+        assert getattr(mod, "EXPECTED", None) is None
+        assert ("get", "EXPECTED") in MODS and ("get", "__dict__") in MODS and ("set", "EXPECTED") in MODS
+        undo()
+        assert type(mod) is types.ModuleType and mod.EXPECTED == 6
+    finally:
+        for name in ("tlpkg", "tlpkg.test_a", "tlother"):
+            sys.modules.pop(name, None)
 
 
 def test_hide_withholds_pytests_objects_for_the_call_and_undo_puts_them_back(rg, request):

@@ -33,17 +33,13 @@ import os
 import sys
 import types
 
-from tl_rhide import Withheld, hide, signals  # noqa: F401 - re-exported (tl_repo, tests, bench)
+from tl_rhide import Trusted, Withheld, hide, signals  # noqa: F401 - re-exported (tl_repo, tests, bench)
 
 LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL", "LOAD_NAME", "IMPORT_FROM"})
 PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset, type,
                    types.FunctionType, types.ModuleType, types.BuiltinFunctionType, types.MethodType})
 HEAPTYPE = 1 << 9
 SHADOW = frozenset({"__tl_shadow__", "__tl_assert__"})   # tl_shadow.NAMES: checked before each use (guarded)
-
-
-class Trusted(Exception):
-    """Raised by the witness's hook on ``tl.lib`` when an ``__eq__`` is genuine library or test code."""
 
 
 class Probe:

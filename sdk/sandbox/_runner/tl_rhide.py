@@ -4,20 +4,32 @@ A layer, never a boundary (see :mod:`tl_rguard`): state is bound as default argu
 
 - Signals (:func:`signals`): a handler installed through ``signal.signal`` is given a
   :class:`Withheld` in place of the interrupted frame (whose ``f_back`` is the running test's);
-  reading it flags. Not covered: code that takes the original ``_signal.signal`` (from the
-  wrapper's defaults, or a ``_signal`` module made afresh through importlib) installs handlers that
-  get the frame.
+  reading it flags. A ``_signal`` (or ``_imp``) module made afresh (``importlib`` after a
+  ``sys.modules`` pop, ``importlib.util.module_from_spec``, ``imp.init_builtin``, ``_imp.create_builtin``:
+  all make builtin modules through ``_imp.create_builtin``) is the loaded one, whose ``signal`` is the
+  wrapper (:func:`keep_builtins`); the original ``_signal.signal`` sits in the wrapper's defaults, and
+  reading a runner function's ``__defaults__`` from repository code is flagged (:mod:`tl_witness`).
+  Not covered: an extension module of that name loaded from a file (``_imp.create_dynamic``).
 - pytest's objects (:func:`hide`): during each test's call phase a :class:`Withheld` stands in
   ``sys.meta_path`` for the assertion rewriter and for its ``config`` and ``session`` (reading them
   flags), ``_pytest.assertion.util`` holds no config or item (its ``_reprcompare`` gives pytest's
   diff from values read before the call; a conftest's ``pytest_assertrepr_compare`` is not called),
-  and ``PYTEST_CURRENT_TEST`` names the test without its parameters. Not covered: the test module's globals (constants, a
-  test function's ``pytestmark`` with its parametrize table) through ``sys.modules``.
+  and ``PYTEST_CURRENT_TEST`` names the test without its parameters. The test modules are guarded
+  for the call too (:mod:`tl_rmods`, which says what it leaves open).
 """
 
 import os
 import sys
 import types
+
+from tl_rmods import withhold
+
+FRESH = ("_signal", "_imp")   # builtin modules never made afresh once armed (keep_builtins)
+
+
+class Trusted(Exception):
+    """Raised by the witness's hook on ``tl.lib`` when an ``__eq__`` is genuine library or test code, and
+    on ``tl.mod`` when a guarded test module's attribute is read for the tests (:mod:`tl_rmods`)."""
 
 
 class Withheld:
@@ -78,10 +90,31 @@ def signals():
         return _unwrap(_real(signalnum))
 
     _signal.signal, _signal.getsignal = install, getsignal
+    keep_builtins()
     for name in ("signal", "getsignal"):
         fn = getattr(std, name, None)
         if type(fn) is types.FunctionType and "__wrapped__" in vars(fn):
             fn.__wrapped__ = install if name == "signal" else getsignal
+
+
+def keep_builtins(_fresh=FRESH):
+    """Wrap ``_imp.create_builtin`` so that the modules :data:`FRESH` are never made afresh: asked for
+    one, it hands back the module loaded now (see the module docstring). The name is read once, as an
+    exact str, and the real function is given a spec whose name cannot change between two reads."""
+    import _imp
+    import _signal  # noqa: F401 - loaded before it is held
+    from importlib.machinery import BuiltinImporter, ModuleSpec
+
+    def create_builtin(spec, _real=_imp.create_builtin, _held=types.MappingProxyType({n: sys.modules[n] for n in _fresh}),
+                       _spec=ModuleSpec, _loader=BuiltinImporter, _type=type, _str=str):
+        name = spec.name
+        if _type(name) is not _str:
+            raise TypeError("spec.name must be a str")
+        if name in _held:
+            return _held[name]
+        plain = _type(spec) is _spec and not {"name", "__getattribute__", "__getattr__"} & set(_spec.__dict__)
+        return _real(spec if plain else _spec(name, _loader, origin="built-in"))
+    _imp.create_builtin = create_builtin
 
 
 def _PYTEST_SLOTS():   # noqa: N802 - other holders of pytest's config or plugin manager
@@ -114,9 +147,10 @@ def _plain_reprcompare(config):
     return reprcompare
 
 
-def hide():
+def hide(_folder=None):
     """Take pytest's session, config and item out of the places repository code can reach without a
-    frame (see the module docstring) for one test's call phase; returns ``undo()``."""
+    frame, and guard the test modules under ``_folder`` (bound by :func:`tl_witness.arm`; see the module
+    docstring), for one test's call phase; returns ``undo()``."""
     from _pytest.assertion import util
     from _pytest.assertion.rewrite import AssertionRewritingHook
     hooks = {id(h): (h, Withheld("pytest's import hook")) for h in sys.meta_path if type(h) is AssertionRewritingHook}
@@ -131,7 +165,7 @@ def hide():
     old = [(o, k, vars(o)[k]) for o, k in slots]
     for o, k in slots:
         setattr(o, k, None)
-    env = os.environ.get("PYTEST_CURRENT_TEST")
+    env, mods = os.environ.get("PYTEST_CURRENT_TEST"), withhold(_folder)
     if env is not None:
         path, _, rest = env.partition("::")
         os.environ["PYTEST_CURRENT_TEST"] = path + "::" + rest.split("[", 1)[0].split(" ", 1)[0] + " (call)"
@@ -147,4 +181,5 @@ def hide():
             setattr(o, k, v)
         if env is not None:
             os.environ["PYTEST_CURRENT_TEST"] = env
+        mods()
     return undo

@@ -151,7 +151,61 @@ def arm(fd, nonce, codes, cwd, marks=None, shadow=None):
     if marks is not None:
         moved = tl_rguard.with_globals(moved, tl_rguard.imports(FOLDER[0], sorted({r for r, _ in codes}))
                                        if FOLDER else {})
-    sys.addaudithook(_hook(emit, check, source, frames, moved, lib, shadow, tl_proof.runner_dirs(__name__)))
+    sys.addaudithook(_hook(emit, check, source, frames, moved, lib, shadow, tl_proof.runner_dirs(__name__),
+                           _layers(source, fps, files, cwd)))
+
+
+def _layers(source, fps, files, cwd):
+    """What the hook needs for :mod:`tl_rmods` and :mod:`tl_rhide`: ``(reader, mine)``, the judge of a
+    guarded test module's read and the folders of the runner's own files (whose functions' defaults
+    hold the layers' state); binds the tests folder into :func:`tl_rhide.hide`."""
+    import _thread
+
+    import tl_proof
+    import tl_rhide
+    import tl_rmods
+    if FOLDER:
+        tl_rhide.hide.__defaults__ = (FOLDER[0].rstrip(os.sep) + os.sep,)
+    libs = tl_proof.libraries(cwd, FOLDER[0] if FOLDER else cwd, sys.path)
+    reader = tl_rmods.judge(source.trusted, frozenset(fps) - {None}, frozenset(files), fingerprint, libs,
+                            _thread.get_ident())
+    here = os.path.dirname(os.path.abspath(__file__))
+    return reader, frozenset({here, os.path.realpath(here)})
+
+
+def _tampering(dirs, watched, _type=type):
+    """``tampering(event, args)`` of the hook: a watched event, a runner's class or defaults (or a runner
+    module's class) set, or an ``open`` of process memory."""
+    from tl_proof import owner as _owner
+
+    def tampering(event, args):
+        if event in watched:
+            return True
+        if event == "object.__setattr__":
+            mod = _owner(args[0] if args else None, dirs, RUNNER)   # a runner's class or defaults, a module's class
+            return _type(mod) is str and mod.startswith(RUNNER)
+        return event == "open" and bool(args) and memory(args[0])
+    return tampering
+
+
+def _layer(source, reader, mine, _getframe=sys._getframe, _safe=safe):
+    """``layer(event, args)`` of the hook: ``(trusted, why)`` for a guarded test module's attribute
+    (``tl.mod``, :mod:`tl_rmods`) or a runner function's defaults read (``object.__getattr__``)."""
+    def layer(event, args):
+        if event == "tl.mod":
+            why = reader(_getframe(2))
+            return why is None, why and "%s read a test module's attribute (%s) while a test ran" % (why, _safe(args))
+        where = source(_getframe(2), event) if _runner_fn(args[0], mine) else None
+        return False, where and "%s read a runner function's %s" % (where, args[1])
+    return layer
+
+
+def _runner_fn(fn, mine, _type=type, _code=types.FunctionType.__dict__["__code__"].__get__):
+    """True when ``fn`` is a function of the runner's own files (``tl_*.py`` in a folder of ``mine``)."""
+    if _type(fn) is not types.FunctionType:
+        return False
+    name = _code(fn).co_filename
+    return _type(name) is str and os.path.dirname(name) in mine and os.path.basename(name).startswith("tl_")
 
 
 FOLDER = []   # the tests folder (set by test_codes)
@@ -165,24 +219,17 @@ def memory(path, _type=type):
     return _type(path) is str and bool(MEMORY.match(os.path.normpath(path)))
 
 
-def _hook(emit, check, source, frames, moved, lib, shadow, dirs, _getframe=sys._getframe, _type=type, _safe=safe, _watched=frozenset(WATCHED),
+def _hook(emit, check, source, frames, moved, lib, shadow, dirs, layers, _getframe=sys._getframe, _type=type, _safe=safe,
+          _watched=frozenset(WATCHED), _state=frozenset({"__defaults__", "__kwdefaults__"}),
           _frame_events=frozenset({"sys._getframe", "object.__getattr__"}),
           _frame_attrs=frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "__code__", "gi_code",
                                   "cr_code", "ag_code"})):
     import tl_rguard
-    from tl_proof import owner as _owner
     from tl_shadow import intact as _intact
     busy, done, said = [], set(), set()
     guard, _trusted, _guard_events = tl_rguard.events(emit, moved, lib, said), tl_rguard.Trusted, tl_rguard.EVENTS
 
-    def tampering(event, args):
-        if event in _watched:
-            return True
-        if event == "object.__setattr__":
-            mod = _owner(args[0] if args else None, dirs, RUNNER)   # a runner's class or defaults, a module's class
-            return _type(mod) is str and mod.startswith(RUNNER)
-        return event == "open" and bool(args) and memory(args[0])
-
+    tampering, layer = _tampering(dirs, _watched), _layer(source, *layers)
     def hook(event, args):
         if busy or _type(event) is not str or not (event[:3] == "tl." or event in _watched or event == "open"
                                                    or event == "object.__setattr__" or event in _frame_events):
@@ -205,6 +252,12 @@ def _hook(emit, check, source, frames, moved, lib, shadow, dirs, _getframe=sys._
                     if lie:
                         emit(event="flag", flag="runner_tampering", detail="%s was rebound before %s" % (lie, nid))
                     emit(event="ran", name=nid)
+            elif event == "tl.mod" or (event == "object.__getattr__" and _type(args) is tuple and len(args) == 2
+                                       and args[1] in _state):
+                trusted, why = layer(event, args)
+                if why and why not in said:
+                    said.add(why)
+                    emit(event="flag", flag="runner_tampering", detail=why)
             elif event in _frame_events:
                 why = frames(event, args, _getframe(1)) if event == "sys._getframe" or (
                     _type(args) is tuple and len(args) == 2 and args[1] in _frame_attrs) else None
