@@ -115,12 +115,15 @@ Not covered (known gaps):
 - Code inside one C/C++ test's own child can still find that test's token in its memory.
 - Change tasks run the tests in the candidate's process, so the layers above are detection, not
   a boundary (only running the tests out of that process, as function tasks do, would be one).
-  Open (strict xfails in ``tests/rewards/test_redteam_round4.py``): the test module's globals
-  through ``sys.modules`` (a test's ``pytestmark`` parametrize table, constants); a ``_signal``
-  module made afresh through importlib (its handlers get the real frame); the layers' state is
-  reachable Python (bound as defaults; a changed ``__defaults__`` is flagged, a mutated object is
-  not). Honest repository code that reads frames during a test, or a signal handler's frame, is
-  flagged too; a conftest's ``pytest_assertrepr_compare`` is not called during the call (pytest's
+  A ``_signal`` made afresh (importlib, ``module_from_spec``, ``imp``, ``_imp.create_builtin``) is the
+  loaded, wrapped one; a test module's attributes read from repository code during the call, however
+  the module was reached, are ``runner_tampering`` (``_runner/tl_rmods.py``; round 4, several routes
+  each). Open: ``object.__getattribute__`` on a test module, and its globals or test functions kept
+  from collection (which runs repository code) or handed to repository code (a callback's
+  ``__globals__``); the layers' state is reachable Python (bound as defaults; reading or changing a
+  runner function's ``__defaults__`` is flagged, a mutated object is not). Honest repository code that
+  reads frames during a test, a signal handler's frame, or a test module's attributes (a pickle of a
+  test's object) is flagged too; a conftest's ``pytest_assertrepr_compare`` is not called during the call (pytest's
   own diff is kept).
   Shadow comparisons leave open (``_runner/tl_shadow.py`` says each; the test code holds the helpers
   as constants, so a rebound name changes nothing, and their state is in defaults, no closure cell:

@@ -81,7 +81,8 @@ What is NOT isolated or not covered:
 
 - change tasks (``pytest_repo``): the repository's tests run in the candidate's process
   (``_runner/tl_repo.py``); the verdict is re-derived from the nonce-tagged evidence of an audit
-  hook (``_runner/tl_witness.py``) with run-time layers (``_runner/tl_rguard.py``) and shadow
+  hook (``_runner/tl_witness.py``) with run-time layers (``_runner/tl_rguard.py``, ``tl_rhide.py``: pytest's
+  objects and a signal handler's frame withheld, ``tl_rmods.py``: the test modules guarded) and shadow
   comparisons of the test files (``_runner/tl_shadow.py``, ``ExecRequest.shadow_exempt``), not a
   process boundary: what they leave open is said once, in :mod:`sdk.rewards`;
 

@@ -191,8 +191,8 @@ def _compiled_fps(name, fingerprint, accept):
 #
 # Not covered: what needs no frame or code object. Values the test holds as objects stay reachable through
 # pytest's objects (``sys.meta_path``'s assertion rewriter holds the session, so its items, their
-# ``callspec.params`` and ``funcargs``), the test module's globals through ``sys.modules``, a signal handler's
-# ``frame`` argument (no audit event), and third-party library code that returns frames (library code).
+# ``callspec.params`` and ``funcargs``, withheld during the call), the test module's globals (guarded during the
+# call: tl_rmods), a handler's ``frame`` argument (a stand-in: tl_rhide), third-party code that returns frames.
 # Repository code that reads frames while a test runs (a caller-introspecting helper) is flagged even if honest.
 GETATTR_FRAME = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 GETATTR_CODE = frozenset({"f_code", "__code__", "gi_code", "cr_code", "ag_code"})
