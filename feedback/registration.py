@@ -16,8 +16,14 @@ from typing import Any
 from feedback.registry import Registration
 from sdk.errors import ModelError
 from sdk.run.lineage import read_lineage
-from sdk.serve.preflight import (adapter_digest, check_adapter_servable, lora_rank_plan, model_digest,
-                                 read_adapter_config)
+from sdk.serve.preflight import (
+    ServeError,
+    adapter_digest,
+    check_adapter_servable,
+    lora_rank_plan,
+    model_digest,
+    read_adapter_config,
+)
 
 
 def registration_from_folder(adapter_dir: str | Path, *, base_model: str | None = None,
@@ -34,7 +40,8 @@ def registration_from_folder(adapter_dir: str | Path, *, base_model: str | None 
         config, eval: extra config and evaluation results to record (merged over the lineage's).
         probe: also record the probe's log-probabilities (loads base + adapter; needs torch).
     Raises:
-        ServeError: not an adapter folder, empty weights, or unservable (V1, V2).
+        ServeError: not an adapter folder, empty or truncated weights, an unreadable ``lineage.json``,
+            or unservable (V1, V2).
         ModelError: no base model is known.
     """
     folder = Path(adapter_dir).resolve()
@@ -42,6 +49,11 @@ def registration_from_folder(adapter_dir: str | Path, *, base_model: str | None 
     check_adapter_servable(adapter_cfg)
     plan = lora_rank_plan(adapter_cfg)
     lineage = read_lineage(folder)
+    if lineage is None and (folder / "lineage.json").exists():
+        raise ServeError(f"{folder / 'lineage.json'} cannot be read (hand-edited, cut short or from another "
+                         "version): registering without it would drop the gate verdict and the task-set version",
+                         "copy the adapter folder again from the run, or delete lineage.json to register it "
+                         "without lineage (gate: none)")
     base = base_model or (lineage.base_model if lineage else None) or adapter_cfg.get("base_model_name_or_path")
     if not base:
         raise ModelError(f"no base model is known for {folder}", "pass --base-model FOLDER")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -57,11 +58,33 @@ class RankPlan(Frozen):
 def read_adapter_config(adapter_dir: str | Path) -> dict[str, Any]:
     """The adapter's ``adapter_config.json``. Raises :class:`ServeError` when absent or invalid."""
     path = Path(adapter_dir) / "adapter_config.json"
+    fix = "point at the `adapter` folder of an SFT or RL stage (adapter_config.json + weights)"
     try:
-        return json.loads(path.read_text())
+        config = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise ServeError(f"{adapter_dir} is not a PEFT adapter folder ({exc})",
-                         "point at the `adapter` folder of an SFT or RL stage (adapter_config.json + weights)") from None
+        raise ServeError(f"{adapter_dir} is not a PEFT adapter folder ({exc})", fix) from None
+    problem = _config_problem(config)
+    if problem:
+        raise ServeError(f"{path} is not a valid adapter config: {problem}", "copy it again from the run; " + fix)
+    return config
+
+
+def _config_problem(config: Any) -> str:
+    """What makes ``config`` unusable as a LoRA adapter config (``""`` when nothing does)."""
+    if not isinstance(config, dict):
+        return f"not a JSON object (a {type(config).__name__})"
+    rank = config.get("r", 8)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank <= 0:
+        return f"`r` must be a positive integer, not {rank!r}"
+    for key in ("rank_pattern", "alpha_pattern"):
+        pattern = config.get(key) or {}
+        if not isinstance(pattern, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                   for v in pattern.values()):
+            return f"`{key}` must map module names to numbers, not {pattern!r:.80}"
+    saved = config.get("modules_to_save")
+    if saved is not None and not (isinstance(saved, list) and all(isinstance(m, str) for m in saved)):
+        return f"`modules_to_save` must be a list of module names or null, not {saved!r:.80}"
+    return ""
 
 
 def lora_rank_plan(config: Mapping[str, Any], allowed: Sequence[int] = VLLM_LORA_RANKS,
@@ -121,7 +144,27 @@ def adapter_digest(adapter_dir: str | Path) -> str:
     if weights is None or weights.stat().st_size == 0:
         raise ServeError(f"{folder} has no adapter weights (adapter_model.safetensors missing or empty)",
                          "copy the adapter folder again from the run (it may still have been writing)")
+    if weights.suffix == ".safetensors":
+        _check_safetensors(weights)
     return files_digest([folder / "adapter_config.json", weights])
+
+
+def _check_safetensors(path: Path) -> None:
+    """A safetensors file whose header parses and whose size is the header's end offset (a cut copy
+    fails here without torch). Raises :class:`ServeError` naming the file."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        head = fh.read(8)
+        n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+        try:
+            header = json.loads(fh.read(n)) if 0 < n <= size - 8 else None
+            end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            header = None
+    if header is None or 8 + n + end != size:
+        why = "its header does not parse" if header is None else f"{size} bytes where its header says {8 + n + end}"
+        raise ServeError(f"{path} is truncated or not a safetensors file ({why})",
+                         "copy the adapter folder again from the run (it may still have been writing)")
 
 
 def model_digest(model_dir: str | Path) -> str:

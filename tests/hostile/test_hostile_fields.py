@@ -182,3 +182,62 @@ def test_feedback_commands_and_adapter_commands_use_one_store(tmp_path, monkeypa
     assert "no application" not in listed.output, listed.output
     keys = CliRunner().invoke(feedback_app, ["keys", "list", "--json"])
     assert '"support-bot"' in keys.output
+
+
+def _adapter(tmp_path: Path, config: object, weights: bytes | None = None) -> Path:
+    """An adapter folder with ``config`` as adapter_config.json and a valid (or the given) weights file."""
+    import json
+    import struct
+    folder = tmp_path / "adapter"
+    folder.mkdir(exist_ok=True)
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    if weights is None:
+        header = json.dumps({"a.lora_A.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}).encode()
+        weights = struct.pack("<Q", len(header)) + header + bytes(16)
+    (folder / "adapter_model.safetensors").write_bytes(weights)
+    return folder
+
+
+GOOD_LORA = {"peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj"]}
+
+
+@pytest.mark.parametrize("config,words", [([1, 2], "not a JSON object"),
+                                          ({**GOOD_LORA, "r": "sixteen"}, "`r`"),
+                                          ({**GOOD_LORA, "rank_pattern": {"q_proj": "big"}}, "rank_pattern"),
+                                          ({**GOOD_LORA, "rank_pattern": [64]}, "rank_pattern"),
+                                          ({**GOOD_LORA, "modules_to_save": "lm_head"}, "modules_to_save")])
+def test_a_hand_edited_adapter_config_is_one_serve_error(tmp_path, config, words):
+    from sdk.serve.preflight import (
+        ServeError,
+        check_adapter_servable,
+        lora_rank_plan,
+        read_adapter_config,
+    )
+    folder = _adapter(tmp_path, config)
+    with pytest.raises(ServeError) as err:
+        cfg = read_adapter_config(folder)
+        check_adapter_servable(cfg)
+        lora_rank_plan(cfg)
+    assert words in str(err.value)
+
+
+def test_a_truncated_weights_file_is_refused_before_it_is_hashed(tmp_path):
+    from sdk.serve.preflight import ServeError, adapter_digest
+    whole = _adapter(tmp_path, GOOD_LORA)
+    assert len(adapter_digest(whole)) == 64
+    data = (whole / "adapter_model.safetensors").read_bytes()
+    for cut in (data[:-5], data[:20], b"\x00" * 7, b"not safetensors at all"):
+        (whole / "adapter_model.safetensors").write_bytes(cut)
+        with pytest.raises(ServeError) as err:
+            adapter_digest(whole)
+        assert "adapter_model.safetensors" in str(err.value) and "copy" in err.value.fix
+
+
+def test_an_unreadable_lineage_is_not_silently_dropped_from_a_registration(tmp_path):
+    from feedback.registration import registration_from_folder
+    from sdk.errors import TuneloopError
+    folder = _adapter(tmp_path, GOOD_LORA)
+    (folder / "lineage.json").write_text('{"stage": ')
+    with pytest.raises(TuneloopError) as err:
+        registration_from_folder(folder, base_model="some/base")
+    assert "lineage.json" in str(err.value)
