@@ -21,11 +21,12 @@ supervisor on a status pipe; the candidate's kill-guard protects the server's ch
 supervisor beside it (:data:`tl_guard.SIBLING`). When the supervisor reports the end of a request
 (``d``), or it ends, or its wall clock runs out (it reports the request's time limit on a private
 pipe; the supervisor is then killed), the server kills every other process it can see but the
-live supervisor (``kill(-1)`` when there is none), reaps them as a subreaper, empties ``/tmp``
-and ``/dev/shm`` (making unreadable folders readable first), and checks that nothing is left: no
-process, no file; then asks the host's root helper (``r N`` and its answer, on the two pipes of
-``--reset-fds``, which no host thread relays) to remake both as fresh mounts and, when the request
-forked, set the slot's pid counter back to its candidate's pid (``sdk/sandbox/slotreset.py``). It
+live supervisor (``kill(-1)`` when there is none), reaps them as a subreaper, checks that no
+process is left, then asks the host's root helper (``r N`` and its answer, on the two pipes of
+``--reset-fds``, which no host thread relays) to remake ``/tmp`` and ``/dev/shm`` as fresh mounts
+(checked empty but ``/tmp/run``) and, when the request forked, set the slot's pid counter back to
+its candidate's pid (``sdk/sandbox/slotreset.py``); without a helper it empties both itself (making
+unreadable folders readable first) and checks that no file is left (:func:`_clean_up`). It
 then answers ``D <json>`` with ``clean``; a slot that is not clean is
 replaced by the host before the next request, never handed to another task. System V IPC and
 POSIX message queues are denied by seccomp, so none can outlive a request. The server is not
