@@ -13,7 +13,10 @@ driver checks the MACs (``tl_offdisk.signed_records``) and passes the records on
 records carry no suite path): no more passes than signed passes, no fewer failures than signed
 failures, and no more records than test cases. A name that breaks this has every result that is not
 already a failure turned into one, its message starting with :data:`UNSIGNED` (flag
-``runner_tampering``). Honest runs always agree: node passes a test only when its function completed.
+``runner_tampering``) where the name has signed records, or :data:`UNRECORDED` (no flag) where it has
+none: a test a helper module registered is never signed (a false negative, never a false flag), and a
+rewrite after the record pipe was closed earns nothing. Honest runs of tests the test file registers
+always agree: node passes a test only when its function completed.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from lxml import etree
 
 from sdk.sandbox.contract import TestOutcome
 
-UNSIGNED = "unconfirmed:"
+UNSIGNED = "unconfirmed:"   # a name whose signed records contradict node's report: flagged
+UNRECORDED = "unrecorded:"   # a pass of a name nothing was signed for: failed, not flagged
 
 
 def leaf_names(xml: str) -> list[str]:
@@ -54,7 +58,9 @@ def confirm(xml: str, tests: tuple[TestOutcome, ...], records: list) -> tuple[Te
            if got.count("passed") > signed["passed"][leaf]
            or sum(o in ("failed", "error") for o in got) < signed["failed"][leaf]
            or signed["passed"][leaf] + signed["failed"][leaf] > len(got)}
-    why = (f"{UNSIGNED} node reported this result, but the test's own process signed "
-           "a different one (its result frames were rewritten on their way to the runner)")
-    return tuple(t.model_copy(update={"outcome": "failed", "message": why})
+    why = {True: f"{UNSIGNED} node reported this result, but the test's own process signed a different one "
+                 "(its result frames were rewritten on their way to the runner)",
+           False: f"{UNRECORDED} node reported a pass the test's own process never signed (a test registered "
+                  "outside the test file, e.g. by a helper module, or a record pipe closed by the code under test)"}
+    return tuple(t.model_copy(update={"outcome": "failed", "message": why[signed["passed"][leaf] + signed["failed"][leaf] > 0]})
                  if leaf in bad and t.outcome not in ("failed", "error") else t for leaf, t in zip(leaves, tests))

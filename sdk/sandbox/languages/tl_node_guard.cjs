@@ -150,7 +150,11 @@ function signVerdicts(key, fd, source) {
   const callSites = (e, cs) => cs;   // ours only while the guard reads a caller; theirs is kept otherwise
   defineProperty(Error, 'prepareStackTrace', { get() { return mine ? callSites : theirs; }, set(v) { theirs = v; }, configurable: false });
   defineProperty(globalThis, 'Error', { value: Error, writable: false, configurable: false });
-  const sites = (entry) => { const o = {}; mine = true; try { capture(o, entry); return o.stack; } finally { mine = false; } };
+  const sites = (entry) => {   // the call sites above entry (stackTraceLimit set by the code under test: ours here)
+    const o = {}, limit = Error.stackTraceLimit;
+    mine = true;
+    try { Error.stackTraceLimit = 10; capture(o, entry); return o.stack; } finally { mine = false; Error.stackTraceLimit = limit; }
+  };
   const scriptHash = getPrototypeOf(sites(signVerdicts)[0]).getScriptHash;
   const fromTests = (entry) => {
     try { const cs = sites(entry); return cs.length > 0 && apply(scriptHash, cs[0], []) === want; } catch (e) { return false; }
