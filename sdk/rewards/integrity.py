@@ -70,7 +70,8 @@ _OTHER_EXIT = {
     Language.JAVASCRIPT: _JS_EXIT, Language.TYPESCRIPT: _JS_EXIT,
     Language.JAVA: r"\b(System\.exit|Runtime\.getRuntime\(\)\.(halt|exit))\b|getMethod\s*\(\s*\"(exit|halt)\"",
     Language.GO: r"\.Exit\b|\bGoexit\b|\bExit\s*\(|\"(syscall|golang\.org/x/sys/unix)\"",
-    Language.RUST: r"\bprocess::(exit|abort)\b|\blibc::_?exit\b|\bstd\s*::\s*(\{[^}]*)?\bprocess\b|\b(exit|abort)\s*\(",
+    Language.RUST: r"\bprocess::(exit|abort)\b|\blibc::_?exit\b|\bstd\s*::\s*(\{[^}]*)?\bprocess\b|\b(exit|abort)\s*\("
+                   r"|\bprocess\s*::|\buse\b[^;]*\bprocess\b",   # `use std::*;` then `process::{exit as leave}` (round 9)
     Language.C: _C_EXIT, Language.CPP: _C_EXIT,
 }
 
@@ -99,6 +100,7 @@ _OTHER_TAMPER = {
     "go": (r"\bfunc\s+(TestMain|init)\s*\(|\"testing\"|--- (PASS|FAIL|SKIP)|=== RUN|/proc/|\bgo:linkname\b"
            r"|\"(unsafe|reflect|os/exec)\""),
     "rust": (r"\bunsafe\b|/proc/|test \S+ \.\.\. ok|\b(no_mangle|export_name|link_section)\b|\bstd::process::Command\b"
+             r"|\b(set_hook|take_hook)\b"   # a panic hook runs after the test's assertion failed (round 9)
              r"|\binclude(_str|_bytes)?\s*!"),
 }
 # Reading the run's folder (issue 14, round 6): listing it, or a test-like file name in a string. The
