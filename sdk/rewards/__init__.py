@@ -123,7 +123,7 @@ Not covered (known gaps):
   ``__globals__``); the layers' state is reachable Python (bound as defaults; reading or changing a
   runner function's ``__defaults__`` is flagged, a mutated object is not). Honest repository code that
   reads frames during a test, a signal handler's frame, or a test module's attributes (a pickle of a
-  test's object) is flagged too; a conftest's ``pytest_assertrepr_compare`` is not called during the call (pytest's
+  test's object, ``typing.get_type_hints`` of a test's class) is flagged too; a conftest's ``pytest_assertrepr_compare`` is not called during the call (pytest's
   own diff is kept).
   Shadow comparisons leave open (``_runner/tl_shadow.py`` says each; the test code holds the helpers
   as constants, so a rebound name changes nothing, and their state is in defaults, no closure cell:

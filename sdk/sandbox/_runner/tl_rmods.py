@@ -22,8 +22,10 @@ Not covered: the base class's own lookup (``object.__getattribute__(module, name
 back through ``object.__setattr__``; what was taken before the call (the globals dict, a test function
 or value kept while the test module was imported, at collection); objects the test hands to repository
 code (a callback's ``__globals__``: no audit event).
-Repository code that pickles a test's object, or scans modules' non-dunder attributes, during a test
-is flagged even if honest.
+Repository code that, during a test, pickles a test's object, resolves the type hints of a class of a
+test module (``typing.get_type_hints`` reads its module's ``__dict__``: attrs/pydantic-like libraries) or
+scans modules' non-dunder attributes is flagged even if honest. Cost: one scan of ``sys.modules`` per
+call (about 0.2 ms with 380 modules, under load).
 """
 
 import sys
