@@ -4,7 +4,8 @@ Every field carries a description (it shows in ``/openapi.json``). Hostile value
 here, as 422s, before the store sees them: ids beyond signed 64 bits (the drivers overflow),
 non-finite numbers (``1e999`` parses as infinity), and ratings off their scale. Lone UTF-16
 surrogates (``"\\ud83c"`` without its pair, field case L2) cannot be stored as UTF-8: a valid
-pair is joined, a lone one becomes U+FFFD, and a warning is logged.
+pair is joined, a lone one becomes U+FFFD, and a warning is logged. So does a NUL character
+(PostgreSQL refuses U+0000 in text: it was a 500 there and a 201 on SQLite).
 """
 
 from __future__ import annotations
@@ -22,16 +23,16 @@ log = logging.getLogger(__name__)
 
 
 def _has_surrogate(text: str) -> bool:
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
+    return "\x00" in text or any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
 def _fix_text(text: str) -> str:
-    """Join surrogate pairs, replace lone surrogates with U+FFFD."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    """Join surrogate pairs, replace lone surrogates and NUL (PostgreSQL refuses it in text) with U+FFFD."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").replace("\x00", "\ufffd")
 
 
 def clean_surrogates(value: Any) -> Any:
-    """``value`` (str, or JSON lists/dicts of them) with lone surrogates replaced; logs a warning if any."""
+    """``value`` (str, or JSON lists/dicts of them) with lone surrogates and NULs replaced; logs a warning if any."""
     found = False
 
     def walk(v: Any) -> Any:
@@ -49,7 +50,7 @@ def clean_surrogates(value: Any) -> Any:
 
     out = walk(value)
     if found:
-        log.warning("lone UTF-16 surrogates in a request were replaced with U+FFFD")
+        log.warning("lone UTF-16 surrogates or NUL characters in a request were replaced with U+FFFD")
     return out
 
 
