@@ -31,8 +31,8 @@
  *   groups (tl_guard, installed before the constructors: seccomp kills it with SIGSYS, reported
  *   "tampering_signal" and flagged by the sandbox).
  * Not covered: code inside a test's own child (its constructors included) shares that child's
- * address space and could find that test's token; a process it forks and that is killed by the
- * guard goes unreported; the static scan flags constructors, inline asm and raw syscalls. */
+ * address space and could find that test's token (it can no longer fork: see tl_guard); the static
+ * scan flags constructors, inline asm and raw syscalls. */
 #ifndef TL_TEST_H
 #define TL_TEST_H
 #include <stddef.h>
