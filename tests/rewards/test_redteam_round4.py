@@ -29,11 +29,12 @@ TESTS = {  # the fail-to-pass test of each task: the expected value as a constan
     "param": ("import pytest\n\n\n@pytest.mark.parametrize('a, b, expected', [(2, 3, 6)])\n"
               "def test_mul(a, b, expected):\n    from calc import mul\n    assert mul(a, b) == expected\n"),
 }
+TESTS["global"] = "EXPECTED = 6\n\nfrom calc import mul  # noqa: E402\n\n\ndef test_mul():\n    assert mul(2, 3) == EXPECTED\n"
 TESTS["raises"] = ("def test_div():\n    from calc.ops import div\n    import pytest\n    assert div(6, 3) == 2\n"
                    "    with pytest.raises(ValueError):\n        div(1, 0)\n")
 TESTS["raises_global"] = "from pytest import raises\n\nfrom calc.ops import div\n\n\n" + TESTS["raises"].replace(
     "    from calc.ops import div\n    import pytest\n", "").replace("pytest.raises", "raises")
-F2P = {"const": "tests/test_ops.py::test_mul", "local": "tests/test_ops.py::test_mul",
+F2P = {"const": "tests/test_ops.py::test_mul", "local": "tests/test_ops.py::test_mul", "global": "tests/test_ops.py::test_mul",
        "param": "tests/test_ops.py::test_mul[2-3-6]", "raises": "tests/test_ops.py::test_div",
        "raises_global": "tests/test_ops.py::test_div"}
 RAISES = ("raises", "raises_global")
@@ -150,7 +151,10 @@ TEST_GLOBALS = {  # (task "param"): the test function's parametrize table, throu
         "    fn = vars(mod)['test_mul']", TABLE),
     "pkgutil_resolve_name": _mul(*NAME, "    fn = _load('pkg' + 'util').resolve_name(name + ':test_mul')", TABLE, extra=LOAD),
 }
-HOLES = {**{n: ("local", d) for n, d in FRESH_SIGNAL.items()}, **{n: ("param", d) for n, d in TEST_GLOBALS.items()}}
+HOLES = {**{n: ("local", d) for n, d in FRESH_SIGNAL.items()}, **{n: ("param", d) for n, d in TEST_GLOBALS.items()},
+         # (task "global"): the test module kept by the repository's import, at collection; its constant read in the call
+         "module_kept_since_collection": ("global", _mul("    return _KEPT[0].EXPECTED", extra=(
+             "", "", f"_KEPT = [m for m in list({g('sys.modules')}.values()) if 'EXPECTED' in getattr(m, '__dict__', ())]")))}
 
 # -- what the test calls, made to lie (runner modules: tl_proof.rebinding; the returned value: not covered)
 DIV = ("", "", "def div(a, b):", "    return a / b")   # ZeroDivisionError, where the test wants ValueError
