@@ -4,7 +4,8 @@ Why the git CLI and not a library: git is already needed by the change reward (`
 :mod:`sdk.rewards.patch`) and by anyone who has a repository; its C diff and rename detection
 are fast on real histories, and ``git cat-file --batch`` reads a whole tree in one process.
 dulwich (pure Python) is not a dependency and its tree diffs are slower; pygit2 needs libgit2.
-Every call runs ``git`` with a fixed environment (no user config, no pager, C locale).
+Every call runs ``git`` with a fixed environment (no system config, no pager, C locale) and runs no
+program the repository's own ``.git/config`` names (external diff, textconv, fsmonitor).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class GitRepo:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp"),
                "GIT_CONFIG_NOSYSTEM": "1", "GIT_PAGER": "cat", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
         try:
-            proc = subprocess.run(["git", "-C", str(self.path), "-c", "core.quotepath=off", *args], input=input,
+            proc = subprocess.run(["git", "-C", str(self.path), "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
+                                   *args], input=input,
                                   capture_output=True, env=env, timeout=600, check=False)
         except FileNotFoundError as exc:
             raise SourceError("git is not installed", "install git (Debian: apt-get install git)") from exc
@@ -112,7 +114,8 @@ class GitRepo:
         """``git diff`` from ``parent`` to ``sha`` restricted to ``paths`` (a/ b/ prefixes, renames)."""
         if not paths:
             return ""
-        return self._git("diff", "-M", "--no-color", "--no-ext-diff", parent, sha, "--", *paths)
+        # no external diff and no textconv: a driver the repository's .git/config names would run here
+        return self._git("diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", parent, sha, "--", *paths)
 
     def snapshot(self, sha: str, max_file_bytes: int) -> tuple[dict[str, str], list[str]]:
         """Text files at ``sha``: ``(path -> text, skipped paths)``; a file is skipped when it is

@@ -241,3 +241,27 @@ def test_an_unreadable_lineage_is_not_silently_dropped_from_a_registration(tmp_p
     with pytest.raises(TuneloopError) as err:
         registration_from_folder(folder, base_model="some/base")
     assert "lineage.json" in str(err.value)
+
+
+def test_a_repositorys_git_config_runs_no_program_when_change_tasks_are_mined(tmp_path):
+    """A repository handed over with its .git folder can name a textconv driver for *.py: `git diff`
+    ran it on this machine while mining change tasks, and the reference diff came back empty."""
+    from connectors.history.gitrepo import GitRepo
+    from tests.connectors import history_repo
+    repo = tmp_path / "r"
+    repo.mkdir()
+    history_repo.build(repo)
+    gitrepo = GitRepo(repo)
+    last = gitrepo.commits()[-1]
+    clean = gitrepo.diff(last.parent, last.sha, ["calc/ops.py"])
+    marker, script = tmp_path / "ran", tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    script.chmod(0o755)
+    config = repo / ".git" / "config"
+    config.write_text(config.read_text() + f'[diff "evil"]\n\ttextconv = {script}\n[core]\n\tfsmonitor = {script}\n')
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("*.py diff=evil\n")
+    assert gitrepo.diff(last.parent, last.sha, ["calc/ops.py"]) == clean != ""
+    gitrepo.changes(last.parent, last.sha)
+    gitrepo.snapshot(last.sha, 1 << 20)
+    assert not marker.exists()
