@@ -107,7 +107,7 @@ Not covered (known gaps):
   ES module and TypeScript tests are not signed (static scan only); the key, like the hidden source, is in
   that process's memory (``/proc/self/mem``, no pattern to find it by); a test registered from a script
   other than the test file (a helper module) or through ``import('node:test')`` is unsigned, so its pass
-  is not confirmed (fails honestly too).
+  is not confirmed (an honest one fails too, unflagged: ``nodesign.UNRECORDED``).
 - Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
   aliased exit, is stopped by the static scan only); a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests
