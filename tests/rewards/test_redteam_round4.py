@@ -149,6 +149,10 @@ TEST_GLOBALS = {  # (task "param"): the test function's parametrize table, throu
     "vars_of_the_module_found_by_file": _mul(
         *NAME, f"    mod = next(m for m in list({g('sys.modules')}.values()) if str(getattr(m, '__file__', '')).endswith(path))",
         "    fn = vars(mod)['test_mul']", TABLE),
+    # the guard taken off: the module's class put back to a plain module before the read
+    "module_class_put_back": _mul(
+        *NAME, f"    mod = next(m for m in list({g('sys.modules')}.values()) if str(getattr(m, '__file__', '')).endswith(path))",
+        f"    object.__setattr__(mod, '__cla' + 'ss__', type({g('sys')}))", "    fn = mod.test_mul", TABLE),
     "pkgutil_resolve_name": _mul(*NAME, "    fn = _load('pkg' + 'util').resolve_name(name + ':test_mul')", TABLE, extra=LOAD),
 }
 HOLES = {**{n: ("local", d) for n, d in FRESH_SIGNAL.items()}, **{n: ("param", d) for n, d in TEST_GLOBALS.items()},

@@ -17,9 +17,9 @@ before any other code, or the main thread's outermost frame is reached: ``mock.p
 pickle of a test's class, ``from test_x import f`` inside a test), else ``runner_tampering`` (once per
 reader and name) and AttributeError. Everything is put back when the call ends.
 
-Not covered: the base class's own lookup (``object.__getattribute__(module, name)``,
-``types.ModuleType.__dict__['__dict__'].__get__(module)``: no audit event) and the module's class put
-back through ``object.__setattr__``; what was taken before the call (the globals dict, a test function
+Its class put back during the call (``object.__setattr__(module, '__class__', ...)``) by untrusted code
+is flagged by the witness's hook. Not covered: the base class's own lookup (``object.__getattribute__(
+module, name)``, ``types.ModuleType.__dict__['__dict__'].__get__(module)``: no audit event); what was taken before the call (the globals dict, a test function
 or value kept while the test module was imported, at collection); objects the test hands to repository
 code (a callback's ``__globals__``: no audit event).
 Repository code that, during a test, pickles a test's object, resolves the type hints of a class of a

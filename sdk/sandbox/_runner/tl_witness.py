@@ -173,13 +173,17 @@ def _layers(source, fps, files, cwd):
     return reader, frozenset({here, os.path.realpath(here)})
 
 
-def _tampering(dirs, watched, _type=type):
+def _tampering(dirs, watched, _type=type, _modname=type.__dict__["__module__"].__get__):
     """``tampering(event, args)`` of the hook: a watched event, a runner's class or defaults (or a runner
-    module's class) set, or an ``open`` of process memory."""
+    module's class) set, a guarded test module's class put back (:mod:`tl_rmods`), or an ``open`` of
+    process memory."""
     from tl_proof import owner as _owner
 
     def tampering(event, args):
         if event in watched:
+            return True
+        if event == "object.__setattr__" and len(args) == 3 and args[1] == "__class__" \
+                and _modname(_type(args[0])) == "tl_rmods":
             return True
         if event == "object.__setattr__":
             mod = _owner(args[0] if args else None, dirs, RUNNER)   # a runner's class or defaults, a module's class
