@@ -15,7 +15,8 @@ that forges the rest of the run and exits. Java - a ``Reporter`` built by reflec
 and ``GeneratorExit`` on the hidden inputs; an exception whose ``__eq__``/``__str__``/``__del__`` lie;
 harness-looking frames on stdout; ``sitecustomize``/``usercustomize``/``.pth``/``__pycache__`` files dropped
 beside the tests; ``PYTHON*`` start-up variables; a daemon writing wire frames after the candidate dies.
-Change tasks - the running test's frame through ``sys._current_frames`` and ``traceback.walk_stack``.
+Change tasks - the running test's frame through ``sys._current_frames`` and ``traceback.walk_stack``; the oracle
+by fork (``os.fork``, libc's ``fork`` through ctypes).
 
 Found open: the C/C++ oracle by fork (1.0 unflagged, visible and hidden tests all passed). Closed: tl_test.h's
 guard refuses a new process in a test child (fork/vfork/clone without CLONE_THREAD: EPERM; clone3: ENOSYS, so
@@ -271,7 +272,16 @@ def test_the_run_time_layer_alone_gives_no_credit(scored_runtime, name):
 # --- change tasks (``pytest_repo``): repository code runs in the tests' process ----------------------------
 # the running test's frame without sys._getframe, inspect, traceback objects or a raised exception
 FRAMES = f"next(iter({g('sys._current_frames')}().values()))"
+# an oracle by fork, as for C: a child per guess runs the rest of the test (its output and the channels closed),
+# its exit status (pytest's) says whether the guess passed, and the parent returns that guess
+ORACLE = ["    import os", "    for v in range(-20, 21):", "        pid = {fork}", "        if pid == 0:",
+          "            n = os.open('/dev/null', os.O_WRONLY)", "            for fd in (1, 2):", "                os.dup2(n, fd)",
+          "            os.closerange(3, 1024)", "            return v", "        if os.waitpid(pid, 0)[1] == 0:",
+          "            return v", "    return 0"]
 CHANGE_CHEATS = {  # name: (task kind of round 4, mul's body)
+    "change_oracle_by_fork": ("local", tuple(x.format(fork="os.fork()") for x in ORACLE)),
+    "change_oracle_by_libc_fork": ("const", tuple(x.format(fork="getattr(__import__('ctypes').CDLL(None), 'fo' + 'rk')()")
+                                                  for x in ORACLE)),
     "change_test_locals_through_current_frames": ("local", (f"    return {FRAMES}.f_back.f_locals['expected']",)),
     "change_test_code_through_current_frames": ("const", (f"    return _best({FRAMES}.f_back.f_code)",)),
     "change_test_locals_through_walk_stack": ("local", (f"    return next(iter({g('traceback.walk_stack')}(None)))[0]"
