@@ -20,11 +20,15 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
+
+from pydantic import ValidationError
 
 from sdk.errors import SourceError
 from sdk.tasks.records import Quarantined, Split, Task
 from sdk.types import canonical_json
+
+T = TypeVar("T")
 
 SNAPSHOTS = "snapshots"  # folder beside the tasks file
 
@@ -111,9 +115,9 @@ class TaskSet:
         """
         path = Path(path)
         store = _Snapshots(path.parent / SNAPSHOTS, source=path)
-        tasks = [store.unpack(row) for row in _read_jsonl(path)]
+        tasks = list(_records(path, store.unpack))
         qpath = path.with_name(path.stem + ".quarantine.jsonl")
-        quarantined = [_unpack_quarantined(store, r) for r in _read_jsonl(qpath)] if qpath.exists() else []
+        quarantined = list(_records(qpath, lambda r: _unpack_quarantined(store, r))) if qpath.exists() else []
         return cls(tasks, quarantined)
 
     def to_dataset(self):
@@ -197,6 +201,21 @@ def _write_jsonl(path: Path, rows: Iterable[dict]) -> None:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
     tmp.replace(path)
+
+
+def _records(path: Path, make: Callable[[dict], T]) -> Iterator[T]:
+    """``make(row)`` per line of ``path``; a line that is JSON but no valid record (a hand edit, a file
+    of another version) is one :class:`SourceError` naming ``path:line`` and the first wrong field."""
+    for lineno, row in enumerate(_read_jsonl(path), 1):
+        try:
+            yield make(row)
+        except SourceError:
+            raise
+        except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+            why = (f"`{'.'.join(map(str, exc.errors()[0]['loc']))}`: {exc.errors()[0]['msg']}"
+                   if isinstance(exc, ValidationError) else f"{type(exc).__name__}: {exc}")
+            raise SourceError(f"{path}:{lineno} is not a valid record ({why})",
+                              "rebuild with `tuneloop tasks build CONFIG --force`, or repair that line") from None
 
 
 def _read_jsonl(path: Path) -> Iterator[dict]:

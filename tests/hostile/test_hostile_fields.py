@@ -265,3 +265,29 @@ def test_a_repositorys_git_config_runs_no_program_when_change_tasks_are_mined(tm
     gitrepo.changes(last.parent, last.sha)
     gitrepo.snapshot(last.sha, 1 << 20)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("edit", ["bad_split", "no_prompt", "a_list", "bad_verifier"])
+def test_a_hand_edited_task_file_is_one_error_naming_its_line(tmp_path, edit):
+    import json
+
+    from sdk.errors import SourceError
+    from sdk.tasks.records import Message, Source, Task, UnitTestVerifier
+    from sdk.tasks.taskset import TaskSet
+    tasks = [Task(domain="d", prompt=(Message(role="user", content=f"add {i}"),), reference="x = 1\n",
+                  verifier=UnitTestVerifier(tests={"test_x.py": "def test_x():\n    assert True\n"}, entry_point="f"),
+                  source=Source(connector="jsonl", uri="b.jsonl", locator=str(i))) for i in range(3)]
+    path = TaskSet(tasks).save(tmp_path / "tasks" / "tasks.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    if edit == "bad_split":
+        rows[1]["split"] = "bogus"
+    elif edit == "no_prompt":
+        rows[1].pop("prompt")
+    elif edit == "a_list":
+        rows[1] = [1, 2]
+    else:
+        rows[1]["verifier"] = "pytest"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SourceError) as err:
+        TaskSet.load(path)
+    assert f"{path}:2" in str(err.value) and "tasks build" in err.value.fix
