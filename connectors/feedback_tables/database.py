@@ -69,7 +69,7 @@ class Database:
             if db and db != ":memory:" and not db.startswith("file:"):
                 path = resolve(db)
                 if not path.is_file():
-                    raise SourceError(f"SQLite database {path} does not exist",
+                    raise SourceError(f"SQLite database {path} " + ("is a folder" if path.is_dir() else "does not exist"),
                                       "check `url:` of the sql_feedback source (relative paths start at the config's folder)")
                 parsed = parsed.set(database=str(path))
         elif parsed.get_backend_name() in ("postgresql", "mysql", "mariadb"):
@@ -125,6 +125,9 @@ class Database:
             schema, _, name = table.rpartition(".")
             try:
                 return sa.Table(name, sa.MetaData(), autoload_with=conn, schema=schema or None)
+            except sa_exc.DatabaseError as exc:  # e.g. SQLite's "file is not a database" (a CSV or dump named .db)
+                raise SourceError(f"cannot read table {table!r} of {self.display}: {str(exc.orig).splitlines()[0]}",
+                                  "check that `url:` points at the database itself (not an export or a dump)") from None
             except sa_exc.NoSuchTableError:
                 names = sa.inspect(conn).get_table_names(schema=schema or None)
                 raise SourceError(f"table {table!r} does not exist in {self.display}",

@@ -140,7 +140,8 @@ def load_benchmark(path: Path, shape: str, fields: dict[str, str], *, domain: st
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any], str]]:
     """``(line number, row, error)`` for every non-blank line; error is "" for good rows."""
     if not path.is_file():
-        raise SourceError(f"benchmark file {path} does not exist", "set `path:` to a .jsonl or .jsonl.gz file")
+        raise SourceError(f"benchmark file {path} " + ("is a folder" if path.is_dir() else "does not exist"),
+                          "set `path:` to a .jsonl or .jsonl.gz file")
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
         for lineno, raw in _lines(fh, path):

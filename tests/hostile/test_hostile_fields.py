@@ -291,3 +291,24 @@ def test_a_hand_edited_task_file_is_one_error_naming_its_line(tmp_path, edit):
     with pytest.raises(SourceError) as err:
         TaskSet.load(path)
     assert f"{path}:2" in str(err.value) and "tasks build" in err.value.fix
+
+
+def test_a_file_that_is_not_sqlite_is_one_source_error_naming_it(tmp_path):
+    from sdk.errors import SourceError
+    (tmp_path / "fb.db").write_text("id,prompt,response\n1,a,b\n")  # a CSV export named .db
+    with pytest.raises(SourceError) as err:
+        _read(tmp_path / "fb.db")
+    assert "not a database" in str(err.value) and "url:" in err.value.fix
+
+
+def test_a_folder_given_as_a_file_is_called_a_folder(tmp_path):
+    from connectors.suites.jsonl_bench import load_benchmark
+    from sdk.errors import SourceError
+    (tmp_path / "bench.jsonl").mkdir()
+    with pytest.raises(SourceError) as err:
+        load_benchmark(tmp_path / "bench.jsonl", "humaneval", {}, domain="a", connector="jsonl")
+    assert "is a folder" in str(err.value)
+    (tmp_path / "fb.db").mkdir()
+    with pytest.raises(SourceError) as err:
+        _read(tmp_path / "fb.db")
+    assert "is a folder" in str(err.value)
