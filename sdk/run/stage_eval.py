@@ -186,7 +186,11 @@ def reference_rows(ctx: StageContext, tasks: Sequence[Task]) -> list[EvalRow]:
 
 
 def text_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Path | None) -> list[EvalRow]:
-    """Single-turn completions scored by the sandboxed tiered reward on the run's sandbox."""
+    """Single-turn completions scored by the sandboxed tiered reward on the run's sandbox; rows in
+    the order of ``tasks``. Greedy passes (``eval.temperature`` 0) generate the tasks shortest prompt
+    first (:func:`by_prompt_length`), so each batch pads its prompts little; a greedy row does not
+    depend on its batch (``tests/eval/test_eval_one_pass.py``). Sampled passes keep the given order
+    (a seeded draw depends on the batch it falls in)."""
     from sdk.eval.run import evaluate
     from sdk.generate import make_generator
     from sdk.rewards.tiered import score_batch
@@ -196,11 +200,22 @@ def text_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Pat
     gen = make_generator(ctx.model_path, adapter, ec.batch_size, ec.max_new_tokens, ec.temperature,
                          cfg.seed, cfg.model.dtype, cfg.rl.use_vllm)
     score = lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward)  # noqa: E731
+    where = by_prompt_length(tasks) if ec.temperature <= 0 else list(range(len(tasks)))
+    order = [tasks[i] for i in where]
     try:
-        rows = evaluate(tasks, gen, score, label, ec.n_samples, progress=ctx.progress, batch_size=ec.batch_size)
-        return _retry(ctx, tasks, rows, gen) if ec.retry_with_feedback else rows
+        rows = evaluate(order, gen, score, label, ec.n_samples, progress=ctx.progress, batch_size=ec.batch_size)
+        rows = _retry(ctx, order, rows, gen) if ec.retry_with_feedback else rows
     finally:
         gen.close()
+    out = list(rows)
+    for i, row in zip(where, rows):
+        out[i] = row
+    return out
+
+
+def by_prompt_length(tasks: Sequence[Task]) -> list[int]:
+    """Indices of ``tasks``, shortest prompt (characters of its messages) first; ties keep their order."""
+    return sorted(range(len(tasks)), key=lambda i: sum(len(m.content) for m in tasks[i].prompt))
 
 
 def retry_rows(ctx: StageContext, tasks: Sequence[Task], rows: Sequence[EvalRow], adapter: Path | None) -> list[EvalRow]:

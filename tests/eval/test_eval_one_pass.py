@@ -80,3 +80,48 @@ def test_greedy_rows_of_one_joint_pass_equal_separate_passes(tiny_model_dir, tmp
         gen.close()
     assert joint == apart
     assert len({o[0][0] for o in joint}) > 1, "rows differ from prompt to prompt (the check can fail)"
+
+
+def _fake_text_pass(monkeypatch, tmp_path, temperature):
+    """text_rows with a fake generator (each answer names its prompt) and a fake reward (a pass when
+    the answer is its own task's); returns (rows, the tasks, the prompts each generate call got)."""
+    from sdk.rewards.result import RewardResult, RewardStatus
+    from sdk.run.stage_eval import text_rows
+    from sdk.tasks.records import Message
+
+    from dataclasses import replace
+
+    ctx, _ = _run(tmp_path, batch_size=2, temperature=temperature)
+    ctx = replace(ctx, sandbox=object())
+    tasks = [t.model_copy(update={"prompt": (Message(role="user", content=t.prompt[0].content + " ." * n),)})
+             for t, n in zip(sorted(ctx.inputs.taskset().split(Split.HELDOUT), key=lambda t: t.id), (5, 0, 9, 2))]
+    batches = []
+
+    class Gen:
+        def __call__(self, prompts, n, **kw):
+            batches.append([p[-1]["content"] for p in prompts])
+            return [[(p[-1]["content"], 3, "stop")] * n for p in prompts]
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr("sdk.generate.make_generator", lambda *a, **k: Gen())
+    monkeypatch.setattr("sdk.rewards.tiered.score_batch", lambda ts, cs, *a, **k: [
+        RewardResult(score=1.0 if c == t.prompt[-1].content else 0.0, status=RewardStatus.OK if c == t.prompt[-1].content
+                     else RewardStatus.FAILED) for t, c in zip(ts, cs)])
+    return text_rows(ctx, tasks, "sft", None), tasks, batches
+
+
+def test_a_greedy_pass_generates_shortest_prompts_first_and_returns_rows_in_task_order(tmp_path, monkeypatch):
+    rows, tasks, batches = _fake_text_pass(monkeypatch, tmp_path, 0.0)
+    assert [r.task_id for r in rows] == [t.id for t in tasks]
+    assert all(r.passed == (True,) and r.completions[0] == t.prompt[-1].content for r, t in zip(rows, tasks))
+    sent = [p for b in batches for p in b]
+    assert [len(p) for p in sent] == sorted(len(t.prompt[-1].content) for t in tasks), "batches by prompt length"
+    assert len(batches) == 2 and sent != [t.prompt[-1].content for t in tasks], "the order did change"
+
+
+def test_a_sampled_pass_keeps_the_task_order(tmp_path, monkeypatch):
+    rows, tasks, batches = _fake_text_pass(monkeypatch, tmp_path, 0.7)
+    assert [p for b in batches for p in b] == [t.prompt[-1].content for t in tasks]
+    assert [r.task_id for r in rows] == [t.id for t in tasks] and all(r.passed == (True,) for r in rows)
