@@ -114,7 +114,9 @@ Not covered (known gaps):
   is stopped by the static scan only (the run-time layer then counts its lines as results).
   Round 9: a Rust panic hook that completes libtest's line with ``ok`` after the hidden test's assertion
   failed, prints the summary and exits 0 is the same class (static scan only: ``process`` named in a
-  path or ``use``, ``set_hook``; strict xfails in ``tests/rewards/test_redteam_round9.py``).
+  path or ``use``, ``set_hook``; strict xfails in ``tests/rewards/test_redteam_round9.py``). So is an
+  oracle by fork in a Rust test (a child per guess runs the rest of the test; its exit status says which
+  guess passed): the static scan flags the ``unsafe`` it needs; C/C++ test children can no longer fork.
 - Code inside one C/C++ test's own child can still find that test's token in its memory.
 - Change tasks run the tests in the candidate's process, so the layers above are detection, not
   a boundary (only running the tests out of that process, as function tasks do, would be one).
