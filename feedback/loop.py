@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 import sqlalchemy as sa
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -53,6 +52,7 @@ from feedback.store import FeedbackEvent, sessions, utcnow
 from feedback.transitions import end_canary, promote, start_canary
 from feedback.versus import (GenerationEvaluator, PairedEvaluator, against_production, as_record, compare_sets,
                              load_tasks, paired, recorded_pairs, replay_tasks, with_comparison)
+from sdk.config import expand_env, validated, yaml_mapping
 from sdk.errors import ConfigError, GateError
 
 Trainer = Callable[[Path, dict[str, Any], Path], Path]
@@ -114,11 +114,8 @@ class LoopConfig(BaseModel):
 def load_loop_config(path: str | Path) -> LoopConfig:
     """Read and validate a loop YAML. Raises :class:`ConfigError` with the field that is wrong."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-        return LoopConfig(**raw, base_dir=path.resolve().parent)
-    except (OSError, yaml.YAMLError, ValueError, TypeError) as exc:
-        raise ConfigError(f"cannot read loop config {path}: {exc}", "see feedback.loop.LoopConfig for the keys") from None
+    raw = expand_env(yaml_mapping(path, keys="`store_url:`, `application:`, `adapter:` and `run_config:`"))
+    return validated(LoopConfig, {**raw, "base_dir": path.resolve().parent}, f"loop config {path}")
 
 
 class LoopLockedError(RegistryError):

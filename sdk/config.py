@@ -18,7 +18,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -131,6 +131,9 @@ class RunConfig(_Cfg):
         return self.resolve(self.run_dir)
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
     """Read and validate a YAML config.
 
@@ -148,8 +151,9 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ru
     return parse_config(raw, base_dir=path.resolve().parent, origin=str(path))
 
 
-def yaml_mapping(path: Path) -> dict[str, Any]:
-    """The config file's top-level mapping, or a :class:`ConfigError` saying what is wrong with the file."""
+def yaml_mapping(path: Path, keys: str = "`model:` and `sources:`") -> dict[str, Any]:
+    """The config file's top-level mapping, or a :class:`ConfigError` saying what is wrong with the file
+    (``keys``: the top-level keys the fix suggests)."""
     example = "pass the path of a YAML config, e.g. examples/quickstart/config.yaml"
     if path.is_dir():
         raise ConfigError(f"config file {path} is a folder, not a YAML file", example)
@@ -166,7 +170,7 @@ def yaml_mapping(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}",
                           "make the file readable by this user") from exc
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must hold a mapping at the top level", "start the file with keys such as `model:` and `sources:`")
+        raise ConfigError(f"{path} must hold a mapping at the top level", f"start the file with keys such as {keys}")
     return raw
 
 
@@ -215,18 +219,23 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
 
 def parse_config(raw: dict[str, Any], base_dir: Path = Path("."), origin: str = "config") -> RunConfig:
     """Validate a config mapping; see :func:`load_config`."""
+    return validated(RunConfig, raw, origin).model_copy(update={"base_dir": base_dir})
+
+
+def validated(model: type[M], raw: dict[str, Any], origin: str) -> M:
+    """``model`` validated from ``raw``; every wrong key is one line of one :class:`ConfigError` (unknown
+    keys with a did-you-mean and the allowed keys), never pydantic's own text."""
     try:
-        cfg = RunConfig.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"{origin} is invalid:\n" + "\n".join(_explain(e) for e in exc.errors()),
+        raise ConfigError(f"{origin} is invalid:\n" + "\n".join(_explain(e, model) for e in exc.errors()),
                           "correct the keys listed above (see the config reference in README.md)") from exc
-    return cfg.model_copy(update={"base_dir": base_dir})
 
 
-def _explain(err: dict[str, Any]) -> str:
+def _explain(err: dict[str, Any], root: type[BaseModel] = RunConfig) -> str:
     loc = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
-        model = _model_at(RunConfig, err["loc"][:-1])
+        model = _model_at(root, err["loc"][:-1])
         allowed = list(model.model_fields) if model else []
         guess = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
         hint = f" (did you mean `{guess[0]}`?)" if guess else ""

@@ -312,3 +312,29 @@ def test_a_folder_given_as_a_file_is_called_a_folder(tmp_path):
     with pytest.raises(SourceError) as err:
         _read(tmp_path / "fb.db")
     assert "is a folder" in str(err.value)
+
+
+@pytest.mark.parametrize("body,words", [
+    ("- a\n", ["must hold a mapping"]),
+    ("store_url: 5\n", ["`application`", "`run_config`", "Field required"]),
+    ("store_url: s\napplication: a\nadapter: b\nrun_config: r.yaml\nwatch: yes\n", ["unknown key `watch`", "min_new_feedback"]),
+    ("store_url: ${TL_NOT_SET_EITHER}\napplication: a\nadapter: b\nrun_config: r.yaml\n", ["TL_NOT_SET_EITHER"]),
+])
+def test_a_wrong_loop_config_names_each_wrong_key(tmp_path, monkeypatch, body, words):
+    from feedback.loop import load_loop_config
+    monkeypatch.delenv("TL_NOT_SET_EITHER", raising=False)
+    (tmp_path / "r.yaml").write_text("sources: []\n")
+    (tmp_path / "loop.yaml").write_text(body)
+    with pytest.raises(ConfigError) as err:
+        load_loop_config(tmp_path / "loop.yaml")
+    text = str(err.value)
+    assert all(w in text for w in words), text
+    assert "LoopConfig" not in text and "pydantic" not in text
+
+
+def test_a_loop_config_reads_environment_variables(tmp_path, monkeypatch):
+    from feedback.loop import load_loop_config
+    monkeypatch.setenv("TL_STORE", "postgresql://u:secret@db/feedback")
+    (tmp_path / "r.yaml").write_text("sources: []\n")
+    (tmp_path / "loop.yaml").write_text("store_url: ${TL_STORE}\napplication: a\nadapter: b\nrun_config: r.yaml\n")
+    assert load_loop_config(tmp_path / "loop.yaml").store_url == "postgresql://u:secret@db/feedback"
