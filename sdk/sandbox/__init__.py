@@ -62,9 +62,9 @@ by ``tests/sandbox/test_hostile.py``:
   answer (it forks a fresh candidate per request, beside a long-lived supervisor that runs the
   tests and never forks, so no candidate ever held an earlier request in memory; the supervisor is
   replaced after any request that changed it: ``_runner/tl_state.py``), ``/tmp`` and ``/dev/shm``
-  are emptied and checked empty after every request, then (host running as root) remade as new
-  tmpfs mounts with the slot's pid counter set back, by a root helper on the host in the slot's mount
-  namespace while the server waits (:mod:`sdk.sandbox.slotreset`: new roots, inode numbers that do
+  are (host running as root) remade as new tmpfs mounts, checked to hold only ``/tmp/run``
+  (without the root helper: emptied and checked empty after every request), with the slot's pid
+  counter set back, by a root helper on the host in the slot's mount namespace while the server waits (:mod:`sdk.sandbox.slotreset`: new roots, inode numbers that do
   not count the last task's files, pids that do not count its forks; a slot that is not clean, whose
   reset failed, or whose server broke, is replaced before its next task: the caller has its result at
   the harness's answer, the clean-up's report is read before the slot serves again, ``warm.Zygote.settle``;
