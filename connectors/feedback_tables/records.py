@@ -172,4 +172,7 @@ class RecordBuilder:
 
     def _quarantine(self, reason: str, ids: dict[str, Any]) -> Quarantined:
         raw = {k: (v if isinstance(v, (int, float, str, type(None))) else str(v)) for k, v in ids.items()}
-        return Quarantined(reason=reason, raw=raw or None, source=Source(connector=self.name, uri=self._uri()))
+        # the row's ids as its locator, so `tasks build`'s "e.g." lines say which row it is
+        locator = str(raw.get("locator") or ";".join(f"{k}={v}" for k, v in raw.items() if v is not None))
+        return Quarantined(reason=reason, raw=raw or None, source=Source(connector=self.name, uri=self._uri(),
+                                                                         locator=locator))

@@ -338,3 +338,12 @@ def test_a_loop_config_reads_environment_variables(tmp_path, monkeypatch):
     (tmp_path / "r.yaml").write_text("sources: []\n")
     (tmp_path / "loop.yaml").write_text("store_url: ${TL_STORE}\napplication: a\nadapter: b\nrun_config: r.yaml\n")
     assert load_loop_config(tmp_path / "loop.yaml").store_url == "postgresql://u:secret@db/feedback"
+
+
+@pytest.mark.parametrize("ingest", ["rows", "fast"])
+def test_a_quarantined_feedback_row_says_which_row_it_is(tmp_path, ingest):
+    """`tasks build` prints 'e.g. <locator>: <reason>'; the locator was empty ('(row)') for bad rows."""
+    db = _feedback_db(tmp_path / "fb.db", [(1, "m1", "Write add(a, b)", GOOD, 1), (7, "m7", None, GOOD, 1),
+                                           (9, "m9", "Write add(a, b)", GOOD, "yes")])
+    result = _read(db, ingest=ingest)
+    assert sorted(q.source.locator for q in result.quarantined) == ["id=7;message_id=m7", "id=9;message_id=m9"]
