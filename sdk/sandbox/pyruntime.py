@@ -84,7 +84,8 @@ def _build_runtime() -> Path:
     for name in ("tl_runner.py", "tl_build.py", "tl_test.h", "tl_zygote.py", "tl_harness.py", "tl_remote.py",
                  "tl_candidate.py", "tl_wire.py", "tl_pickle.py", "tl_values.py", "tl_cvalues.py", "tl_guard.py",
                  "tl_rmodule.py", "tl_early.py", "tl_memtests.py", "tl_rproxy.py",
-                 "tl_cops.py", "tl_hproxy.py", "tl_offdisk.py", "tl_pristine.py", "tl_capture.py", "tl_supervisor.py", "tl_state.py", "tl_warmup.py"):
+                 "tl_cops.py", "tl_hproxy.py", "tl_offdisk.py", "tl_pristine.py", "tl_capture.py", "tl_supervisor.py", "tl_state.py", "tl_warmup.py",
+                 "tl_nofork.py"):
         shutil.copy2(RUNNER_DIR / name, root / name)
     for name in REPO_RUNNER:
         shutil.copy2(RUNNER_DIR / name, root / name)

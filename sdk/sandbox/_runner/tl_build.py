@@ -119,8 +119,9 @@ def _run(spec, env, emit):
             emit(event="channel_forged", count=ran[3])
         return ran[:2]
     try:   # "filter" (Go: test2json): the program's output (stderr merged) is converted after it exits
+        guard = _sibling("tl_nofork").installer(os.uname().machine) if spec.get("nofork") else None   # Rust
         p = subprocess.run(spec["run"], stdout=subprocess.PIPE, env=env, timeout=spec["run_timeout"], check=False,
-                           stderr=subprocess.STDOUT if spec.get("filter") else None)
+                           stderr=subprocess.STDOUT if spec.get("filter") else None, preexec_fn=guard)
         out = subprocess.run(spec["filter"], input=p.stdout, stdout=subprocess.PIPE, env=env,
                              timeout=spec["run_timeout"], check=False).stdout if spec.get("filter") else p.stdout
         return out, p.returncode

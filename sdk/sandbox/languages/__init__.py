@@ -219,7 +219,7 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
         root = "".join(f'include!("{p}");\n' for p in [req.target_path, *tests])
         files["tl_root.rs"] = "#![allow(dead_code, unused_imports)]\n" + root
         b |= {"compile": [which("rustc"), "--edition", "2021", "--test", "-o", "tl_bin", "tl_root.rs"],
-              "run": ["./tl_bin", "--test-threads=1"]}
+              "run": ["./tl_bin", "--test-threads=1"], "nofork": True}   # threads only (_runner/tl_nofork.py)
     return b
 
 
