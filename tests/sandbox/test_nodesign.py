@@ -67,3 +67,11 @@ def test_only_lines_signed_with_the_key_and_in_sequence_count():
     records, forged = _offdisk().signed_records(data, key)
     assert records == [["passed", "small"], ["failed", "big \u2603"]]
     assert forged == 3
+
+
+def test_trusted_hashes_name_the_suites_scripts_but_never_the_candidates():
+    import json
+    files = {"tests/helpers.js": "\ufeffmodule.exports = 1;\n", "add.js": "x", "lib/util.cjs": "y", "data.json": "{}"}
+    got = json.loads(nodesign.trusted_hashes(files, "add.js"))
+    assert got == {"tests/helpers.js": hashlib.sha256(b"module.exports = 1;\n").hexdigest(),
+                   "lib/util.cjs": hashlib.sha256(b"y").hexdigest()}

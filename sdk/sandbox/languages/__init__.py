@@ -195,6 +195,7 @@ def _build_spec(spec: LangSpec, req: ExecRequest, files: dict[str, str]) -> dict
                       "--test-reporter-destination=stdout", *run_tests]}
         if _js_off_disk(req):   # one node run per test file, its source on a pipe: never on disk (tl_node_guard.cjs)
             b |= {"run": b["run"][:-len(run_tests)], "each": True}
+            b["env"]["TL_NODE_TRUST"] = nodesign.trusted_hashes(req.files, req.target_path)   # helpers may register
     elif lang == Language.JAVA:
         cp = ":".join(JARS[1:])
         jvm = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ActiveProcessorCount=1", "-Xss1m",
