@@ -90,8 +90,9 @@ Not covered (known gaps):
   ``sun.misc.Unsafe``) could still take it (a plain scan has no pattern to match and no way to
   test a guess); the static scan flags those APIs. The same holds for a C/C++ test child and
   its token (its constructors run there too).
-- A process forked by C/C++ code and killed by the guard for aiming at the runner goes
-  unreported (the runner is unharmed; constructors are flagged by the static scan).
+- C/C++ test children and the Rust test binary cannot make a process (a seccomp filter: fork/vfork/clone
+  without ``CLONE_THREAD`` EPERM, clone3 ENOSYS; threads work): an honest test there that starts one
+  (``system``, ``popen``, ``std::process::Command``) gets an error and fails, unflagged.
 - Test sources on disk: Go tests in more than one folder still run through ``go test ./...``, and ES
   module or TypeScript tests through ``node --test``, with their sources on disk (listing the folder or
   naming a test file is flagged by the static scan only). Compiled tests stay readable as machine code in
@@ -114,9 +115,11 @@ Not covered (known gaps):
   is stopped by the static scan only (the run-time layer then counts its lines as results).
   Round 9: a Rust panic hook that completes libtest's line with ``ok`` after the hidden test's assertion
   failed, prints the summary and exits 0 is the same class (static scan only: ``process`` named in a
-  path or ``use``, ``set_hook``; strict xfails in ``tests/rewards/test_redteam_round9.py``). So is an
-  oracle by fork in a Rust test (a child per guess runs the rest of the test; its exit status says which
-  guess passed): the static scan flags the ``unsafe`` it needs; C/C++ test children can no longer fork.
+  path or ``use``, ``set_hook``; strict xfails in ``tests/rewards/test_redteam_round9.py``): libtest's
+  stdout and exit status are the process's own, and any proof a harness wrapper in that process could
+  give (a token, as ``tl_test.h``) the solution could give too once it found it in memory; each test would
+  need such a wrapper (a rewrite of its ``#[test]`` function), not built. An oracle by fork in a Rust test
+  (a child per guess) fails at run time: the test binary cannot fork (``_runner/tl_nofork.py``).
 - Code inside one C/C++ test's own child can still find that test's token in its memory.
 - Change tasks run the tests in the candidate's process, so the layers above are detection, not
   a boundary (only running the tests out of that process, as function tasks do, would be one).

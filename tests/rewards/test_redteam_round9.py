@@ -184,8 +184,9 @@ HOLES = {  # name: why it still earns credit (the "Not covered" list of sdk.rewa
 # process under test shares (the class "forge the rest and exit" of round 6, by another road)
 RUST_FORGES = ("Rust results are parsed from libtest's stdout in the process under test: a panic hook runs after the "
                "hidden test's assertion failed, completes its line with 'ok', prints the summary and exits 0; only the "
-               "static scan (process/exit names, set_hook) stops it. A per-test token written where the test's own "
-               "code cannot (as tl_test.h does for C) would close it (not built: sdk/sandbox/languages)")
+               "static scan (process/exit names, set_hook) stops it. Not closable from outside: stdout and the exit "
+               "status are the process's own; a per-test token (as tl_test.h) needs a wrapper rewriting each #[test] "
+               "function, and is findable in that process's memory as in C/C++ (not built)")
 RUNTIME_HOLES = {"rust_panic_hook_forges_the_rest_and_exits": RUST_FORGES,
                  "rust_panic_hook_forges_and_exits_past_the_scan": RUST_FORGES}
 
