@@ -7,16 +7,22 @@ nothing, as before the change), (B) with them (every test's function wrapped, it
 checked, an HMAC-SHA256 per result in plain JS; the driver then checks the MACs). Prints the median wall
 and CPU milliseconds (the node processes') of each side over ``--rounds`` rounds and B / A; every B run must sign every test.
 
-    nice -n 10 .venv/bin/python bench/node_signing.py [--rounds 15] [--tests 20]
+    nice -n 10 .venv/bin/python bench/node_signing.py [--rounds 15] [--tests 20] [--before REV] [--helper]
+
+``--before REV``: (A) is the guard of git revision REV, signing too (before/after a guard change, one
+process); ``--helper``: the test file only calls ``tests/helpers.js``, which registers the tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +35,9 @@ LANG = ROOT / "sdk" / "sandbox" / "languages"
 
 def _one(offdisk, spec: dict, source: str, signed: bool) -> tuple[float, float, int]:
     """(wall ms, children's CPU ms, signed records) of one ``run_each`` of ``add.test.js``; (A) without
-    key and records."""
+    key and records (with ``--before``: signed by the guard of that revision, ``spec["before"]``)."""
+    if not signed and spec.get("before"):
+        spec, signed = dict(spec, run=spec["before"]), True
     def feed(fd, data):
         os.write(fd, data if signed else data[32:])   # (A): the source alone, as the old protocol sent it
         os.close(fd)
@@ -49,6 +57,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--tests", type=int, default=20)
+    ap.add_argument("--before", help="git revision: (A) is that revision's guard, signed, not an unsigned run")
+    ap.add_argument("--helper", action="store_true", help="the tests registered by tests/helpers.js (issue 14, D2)")
     args = ap.parse_args()
     sys.path.insert(0, str(RUNNER))
     import tl_offdisk  # noqa: PLC0415 - a sandbox-side module, stdlib only
@@ -57,25 +67,38 @@ def main() -> None:
         raise SystemExit("no node here")
     source = "const test = require('node:test');\nconst assert = require('node:assert');\nconst add = require('./add');\n" + "".join(
         f"test('t{i}', () => assert.strictEqual(add({i}, 1), {i + 1}));\n" for i in range(args.tests))
+    helper = ("const test = require('node:test');\nconst assert = require('node:assert');\nmodule.exports = (add, n) => {\n"
+              "  for (let i = 0; i < n; i++) test('t' + i, () => assert.strictEqual(add(i, 1), i + 1));\n};\n")
+    if args.helper:
+        source = f"require('./tests/helpers.js')(require('./add'), {args.tests});\n"
+    old = subprocess.run(["git", "-C", str(ROOT), "show", f"{args.before}:sdk/sandbox/languages/tl_node_guard.cjs"],
+                         capture_output=True, text=True, check=True).stdout if args.before else None
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
+        os.mkdir("tests")
+        Path("tests/helpers.js").write_text(helper)
+        os.environ["TL_NODE_TRUST"] = json.dumps({"tests/helpers.js": hashlib.sha256(helper.encode()).hexdigest()})
         shutil.copy(LANG / "tl_node_guard.cjs", ".g.cjs")
+        if old is not None:
+            Path(".g0.cjs").write_text(old)
         shutil.copy(LANG / "tl_node_report.cjs", ".r.cjs")
         Path("add.js").write_text("module.exports = (a, b) => a + b;\n")
         Path("add.test.js").write_text("// decoy\n")
         spec = {"run": [node, "--require", f"{tmp}/.g.cjs", "--test", f"--test-reporter={tmp}/.r.cjs",
                         "--test-reporter-destination=stdout"], "run_timeout": 60}
+        if old is not None:
+            spec["before"] = [node, "--require", f"{tmp}/.g0.cjs", *spec["run"][3:]]
         a, b, ca, cb = [], [], [], []
         for r in range(args.rounds):
             for signed in ((False, True) if r % 2 == 0 else (True, False)):   # order alternates: drift cancels
                 ms, cpu, recs = _one(tl_offdisk, spec, source, signed)
-                if signed and recs != args.tests:
+                if (signed or args.before) and recs != args.tests:
                     raise SystemExit(f"signed {recs} of {args.tests} tests")
                 (b if signed else a).append(ms)
                 (cb if signed else ca).append(cpu)
     ma, mb = statistics.median(a), statistics.median(b)
     print(f"node run of {args.tests} tests, {args.rounds} rounds, load {os.getloadavg()[0]:.2f}")
-    print(f"  (A) unsigned: median {ma:.1f} ms [{min(a):.1f}-{max(a):.1f}]")
+    print(f"  (A) {'guard at ' + args.before if args.before else 'unsigned'}: median {ma:.1f} ms [{min(a):.1f}-{max(a):.1f}]")
     print(f"  (B) signed:   median {mb:.1f} ms [{min(b):.1f}-{max(b):.1f}]")
     print(f"  B / A = {mb / ma:.3f} (+{mb - ma:.1f} ms per run)")
     pa, pb = statistics.median(ca), statistics.median(cb)
