@@ -106,9 +106,12 @@ Not covered (known gaps):
   where the test's own function completed, signed in that process with a key read before any solution code
   (``sdk.sandbox.languages.nodesign``, ``runner_tampering``; ``tests/rewards/test_redteam_js_frames.py``).
   ES module and TypeScript tests are not signed (static scan only); the key, like the hidden source, is in
-  that process's memory (``/proc/self/mem``, no pattern to find it by); a test registered from a script
-  other than the test file (a helper module) or through ``import('node:test')`` is unsigned, so its pass
-  is not confirmed (an honest one fails too, unflagged: ``nodesign.UNRECORDED``).
+  that process's memory (``/proc/self/mem``, no pattern to find it by). A helper script shipped with the
+  suite (a task's support file, by its hash) may register signed tests, in the async context of the test
+  file's or a helper's load. A test registered by a dependency or through ``import('node:test')`` is
+  unsigned (an honest one fails, unflagged: ``nodesign.UNRECORDED``). Open: solution code that the test
+  file calls at load time runs in that context, and a helper call it schedules from there (a timer, a
+  promise) is signed; such an extra test of a new name counts where the test files name no test literally.
 - Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
   aliased exit, is stopped by the static scan only); a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests
