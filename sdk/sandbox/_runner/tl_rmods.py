@@ -17,15 +17,32 @@ before any other code, or the main thread's outermost frame is reached: ``mock.p
 pickle of a test's class, ``from test_x import f`` inside a test), else ``runner_tampering`` (once per
 reader and name) and AttributeError. Everything is put back when the call ends.
 
+What encodes no test is handed to any reader without asking (issue 14, honest references): a
+repository's code meets a test's objects during the call (it pickles a test's dataclass, and pickle
+looks the class up by module and name; ``typing.get_type_hints``, attrs' ``resolve_types`` or
+pydantic's ``model_rebuild`` of a test module's class read ``vars(module)``; ``inspect.getmembers`` or a
+plugin registry scans modules). So the guard narrows what an untrusted reader gets instead of trusting
+more readers: a module, a ``typing`` construct, or a class that is no test class and holds no data of
+its own (:func:`harmless`) is returned without the ``tl.mod`` event, and ``vars(module)`` is a new
+dict of those and the :data:`OPEN` names (:func:`shown`), whose lookup of a withheld name asks (and
+flags) like the attribute. A constant, a list or dict (a parametrize table, ``pytestmark``), a test
+function or any other function, a ``unittest.TestCase`` class or a ``Test*`` class (their constants,
+their methods' code), a class holding data (``class Cases: expected = 6``, also through a base) stay
+withheld. A dataclass field's default and pydantic's ``model_config`` do not count as data (they are
+the class's shape; a test that keeps its expected values there is an oracle: not covered).
+Measured (tests/sandbox/test_rmods_honest.py): the honest references score 1.0 unflagged, 0.0 with
+runner_tampering before; the cheats above stay 0.0 with runner_tampering.
+
 Its class put back during the call (``object.__setattr__(module, '__class__', ...)``) by untrusted code
 is flagged by the witness's hook. Not covered: the base class's own lookup (``object.__getattribute__(
-module, name)``, ``types.ModuleType.__dict__['__dict__'].__get__(module)``: no audit event); what was taken before the call (the globals dict, a test function
-or value kept while the test module was imported, at collection); objects the test hands to repository
-code (a callback's ``__globals__``: no audit event).
-Repository code that, during a test, pickles a test's object, resolves the type hints of a class of a
-test module (``typing.get_type_hints`` reads its module's ``__dict__``: attrs/pydantic-like libraries) or
-scans modules' non-dunder attributes is flagged even if honest. Cost: one scan of ``sys.modules`` per
-call (about 0.2 ms with 380 modules, under load).
+module, name)``, ``types.ModuleType.__dict__['__dict__'].__get__(module)``: no audit event); what was
+taken before the call (the globals dict, a test function or value kept while the test module was
+imported, at collection); objects the test hands to repository code (a callback's ``__globals__``: no
+audit event); and a handed class's functions' ``__globals__`` (the test module's real dict, CPython
+raises no audit event for it: a candidate that guesses or lists a class of the test module reaches
+every constant, strict xfail in tests/sandbox/test_rmods_honest.py). Cost: one scan of
+``sys.modules`` per call (about 0.2 ms with 380 modules, under load); a harmless check per untrusted
+read of a name.
 """
 
 import sys
@@ -35,12 +52,72 @@ OPEN = frozenset({"__name__", "__file__", "__package__", "__path__", "__spec__",
                   "__class__", "__builtins__"})
 
 
+MISS = object()   # no such name
+DATA = (int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset)   # a class's own data
+
+
+def harmless(value, _type=type, _mro=type.__dict__["__mro__"].__get__, _vars=type.__dict__["__dict__"].__get__,
+             _name=type.__dict__["__name__"].__get__, _modname=type.__dict__["__module__"].__get__):
+    """True when a test module's attribute ``value`` encodes no test and is handed to any reader during the call
+    without asking: a module, a ``typing`` construct, or a class that is no test class (no
+    ``unittest.TestCase`` subclass, its name not ``Test*``, pytest's default ``python_classes``, no own
+    ``test*`` attribute) and whose classes in its MRO defined outside the stdlib's ``builtins`` hold no
+    data of their own (a non-dunder attribute of a :data:`DATA` type) but a dataclass field's default or
+    pydantic's ``model_config``. Read through ``type``'s own descriptors (a metaclass cannot answer)."""
+    kind = _type(value)
+    if types.ModuleType in _mro(kind) or _modname(kind) == "typing" or kind in (types.GenericAlias, types.UnionType):
+        return True
+    if type not in _mro(kind) or _name(value)[:4] == "Test":
+        return False
+    for cls in _mro(value):
+        if _modname(cls) == "builtins":
+            continue
+        if _modname(cls) == "unittest.case" and _name(cls) == "TestCase":
+            return False
+        own = _vars(cls)
+        fields = own.get("__dataclass_fields__", ())
+        for key, item in own.items():
+            if _type(key) is not str or key[:4] == "test":
+                return False
+            if key[:2] != "__" and _type(item) in DATA and key not in fields and key != "model_config":
+                return False
+    return True
+
+
+def shown(real, ask, _type=type, _get=dict.get):
+    """What a reader the tests do not trust gets for ``vars(module)`` (``module.__dict__``): a new
+    :class:`Shown` holding the :data:`OPEN` names and the :func:`harmless` values of ``real`` (the
+    module's dict), enough for ``typing.get_type_hints``, ``inspect.getmembers`` and ``dir``; looking up
+    a name it withholds asks ``ask("get", name)`` (flagged unless trusted) and gives the real value only
+    when trusted."""
+    keep = {k: v for k, v in list(real.items()) if _type(k) is str and (k in OPEN or harmless(v))}
+
+    class Shown(dict):
+        """A test module's names fit to show a reader the tests do not trust (see :func:`shown`)."""
+
+        __slots__ = ()
+
+        def __missing__(self, key, _real=real, _ask=ask):
+            if key in _real and _ask("get", key):
+                return _real[key]
+            raise KeyError(key)
+
+        def get(self, key, default=None, _real=real, _ask=ask, _get=_get):
+            if dict.__contains__(self, key):
+                return _get(self, key)
+            return _real[key] if key in _real and _ask("get", key) else default
+    return Shown(keep)
+
+
 def guard_class(real, _audit=sys.audit, _mget=types.ModuleType.__getattribute__,
-                _mset=types.ModuleType.__setattr__, _mdel=types.ModuleType.__delattr__):
+                _mset=types.ModuleType.__setattr__, _mdel=types.ModuleType.__delattr__,
+                _mdict=types.ModuleType.__dict__["__dict__"].__get__):
     """A ``types.ModuleType`` subclass for module ``real`` (its class during a call): reading, setting or deleting an
     attribute outside :data:`OPEN` raises ``tl.mod`` (args: ``("get"|"set"|"del", name)``) and goes to
-    ``real`` only when the witness's hook raises :class:`tl_rhide.Trusted`, else AttributeError. Its
-    state is bound as default arguments (reading a runner function's ``__defaults__`` is flagged)."""
+    ``real`` only when the witness's hook raises :class:`tl_rhide.Trusted`, else AttributeError; but a
+    :func:`harmless` value is read without asking, and ``__dict__`` asks ``("peek", "__dict__")`` (never
+    flagged: :func:`judge`) and gives the untrusted reader :func:`shown`'s dict. Its state is bound as
+    default arguments (reading a runner function's ``__defaults__`` is flagged)."""
     from tl_rhide import Trusted
 
     def ask(what, name, _audit=_audit, _trusted=Trusted, _type=type, _str=str):
@@ -52,7 +129,13 @@ def guard_class(real, _audit=sys.audit, _mget=types.ModuleType.__getattribute__,
             return True
         return False
 
-    def __getattribute__(self, name, _real=real, _ask=ask, _get=_mget):   # noqa: N807
+    def __getattribute__(self, name, _real=real, _ask=ask, _get=_mget, _own=_mdict, _harmless=harmless,   # noqa: N807
+                         _shown=shown, _type=type, _str=str, _miss=MISS):
+        if _type(name) is _str and name == "__dict__":
+            return _own(_real) if _ask("peek", name) else _shown(_own(_real), _ask)
+        value = _own(_real).get(name, _miss) if _type(name) is _str else _miss
+        if value is not _miss and _harmless(value):
+            return value
         if _ask("get", name):
             return _get(_real, name)
         raise AttributeError(name)
@@ -68,6 +151,9 @@ def guard_class(real, _audit=sys.audit, _mget=types.ModuleType.__getattribute__,
         _del(_real, name)
     return type("module", (types.ModuleType,), {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
                                                 "__delattr__": __delattr__, "__slots__": ()})
+
+
+ASK = [c for c in guard_class.__code__.co_consts if type(c) is types.CodeType and c.co_name == "ask"]
 
 
 def withhold(folder, _cache={}, _mods=sys.modules, _type=type, _module=types.ModuleType, _get=dict.get,   # noqa: B006
@@ -125,6 +211,7 @@ def judge(trusted, test_fps, test_files, fingerprint, libs, main_ident, _type=ty
         return fp_of(code) in known
 
     def reader(frame):
+        peek = frame.f_code is ASK[0] and frame.f_locals.get("what") == "peek"
         f, depth = frame, 0
         while f is not None and depth < 400:
             code = f.f_code
@@ -132,7 +219,7 @@ def judge(trusted, test_fps, test_files, fingerprint, libs, main_ident, _type=ty
                 return None
             if not (trusted(f) or library(code)):
                 name = code.co_filename
-                return name[-150:] if _type(name) is str else "?"
+                return "" if peek else name[-150:] if _type(name) is str else "?"
             f, depth = f.f_back, depth + 1
         return None if f is None and ident() == main_ident else "runner and library frames only (a thread?)"
     return reader
