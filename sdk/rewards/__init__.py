@@ -127,14 +127,19 @@ Not covered (known gaps):
 - Change tasks run the tests in the candidate's process, so the layers above are detection, not
   a boundary (only running the tests out of that process, as function tasks do, would be one).
   A ``_signal`` made afresh (importlib, ``module_from_spec``, ``imp``, ``_imp.create_builtin``) is the
-  loaded, wrapped one; a test module's attributes read from repository code during the call, however
-  the module was reached, are ``runner_tampering`` (``_runner/tl_rmods.py``; round 4, several routes
-  each). Open: ``object.__getattribute__`` on a test module, and its globals or test functions kept
-  from collection (which runs repository code) or handed to repository code (a callback's
-  ``__globals__``); the layers' state is reachable Python (bound as defaults; reading or changing a
+  loaded, wrapped one; what encodes the tests in a test module (a constant, a parametrize table, a test
+  function, a ``TestCase`` or ``Test*`` class, a class holding data), read from repository code during
+  the call however the module was reached, is ``runner_tampering`` (``_runner/tl_rmods.py``; round 4,
+  several routes each), while a module, a ``typing`` construct or another class is handed to any
+  reader and ``vars(module)`` holds only those. Open: ``object.__getattribute__`` on a test module, its
+  globals or test functions kept from collection (which runs repository code) or handed to repository
+  code (a callback's ``__globals__``), and a handed class's methods' ``__globals__`` (the module's real
+  dict, no audit event: strict xfail in ``tests/sandbox/test_rmods_honest.py``);
+  the layers' state is reachable Python (bound as defaults; reading or changing a
   runner function's ``__defaults__`` is flagged, a mutated object is not). Honest repository code that
-  reads frames during a test, a signal handler's frame, or a test module's attributes (a pickle of a
-  test's object, ``typing.get_type_hints`` of a test's class) is flagged too; a conftest's ``pytest_assertrepr_compare`` is not called during the call (pytest's
+  reads frames during a test, a signal handler's frame, or a test module's constants or functions is
+  flagged too (a pickle or deep copy of a test's object, type hints, attrs/pydantic/dataclasses on a
+  test's class, ``inspect.getmembers`` of a test module are not: 1.0 unflagged); a conftest's ``pytest_assertrepr_compare`` is not called during the call (pytest's
   own diff is kept).
   Shadow comparisons leave open (``_runner/tl_shadow.py`` says each; the test code holds the helpers
   as constants, so a rebound name changes nothing, and their state is in defaults, no closure cell:

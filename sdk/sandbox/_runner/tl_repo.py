@@ -31,9 +31,12 @@ generator's ``gi_frame``, ``logging.currentframe``) or a test function's code (`
 ``f_code``, ``dis``) from repository code is flagged (:func:`tl_proof.watcher`, H4); pytest's session
 and config (``sys.meta_path``'s rewriter, ``_pytest.assertion.util``) are withheld during each test's
 call and a signal handler gets a stand-in for its frame (:mod:`tl_rguard`, layers with their own
-gaps), but the test module's globals stay readable through ``sys.modules`` (constants, a test's
-``pytestmark`` parametrize table): a hidden test's values held as objects are an oracle for a
-candidate that looks (tests/rewards/test_redteam_round4.py, strict xfails).
+gaps), and the test modules are guarded for the call (:mod:`tl_rmods`): reading what encodes the
+tests (a constant, a test's ``pytestmark`` parametrize table, a test function or class) through the
+module object, however it was reached, is flagged, while a module or a class that encodes no test is
+handed to honest code (a pickle, type hints); :mod:`tl_rmods` says what stays open (a handed class's
+methods' ``__globals__``, values kept since collection; tests/rewards/test_redteam_round4.py,
+tests/sandbox/test_rmods_honest.py).
 """
 
 import json
