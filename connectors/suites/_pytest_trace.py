@@ -163,6 +163,7 @@ def pytest_make_collect_report(collector):
     collection error of that file: pytest itself stops the whole session on it (INTERNALERROR,
     "no tests ran"), which cost every other file's tests."""
     if isinstance(collector, pytest.Module):
+        _progress("collecting " + collector.nodeid)
         collect = collector.collect
 
         def guarded():
@@ -173,6 +174,18 @@ def pytest_make_collect_report(collector):
 
         collector.collect = guarded
     yield
+
+
+def _progress(what: str) -> None:
+    """What the run is doing now, in ``<out>.progress``: a run killed at its deadline says where it hung."""
+    if _OUT:
+        with open(_OUT + ".progress", "w", encoding="utf-8") as fh:
+            fh.write(what)
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """Progress: this test starts (see :func:`_progress`)."""
+    _progress("running " + nodeid)
 
 
 def pytest_collectreport(report):

@@ -101,18 +101,40 @@ def run_suite(repo: Path, tests: str, package_dir: Path, *, reruns: int = 0, tim
     log.info("pytest source: tracing the suite in %s (this runs every test once)", repo / tests)
     started = time.perf_counter()
     extra = (extra_files or {}, pythonpath)
-    first = _run_once(repo, tests, package_dir, trace=True, timeout_s=timeout_s, python=python, extra=extra)
+    ignore: list[str] = []
+    for _ in range(3):  # a module that hangs at import costs its own tests, not the suite's (at most 3 such)
+        try:
+            first = _run_once(repo, tests, package_dir, trace=True, timeout_s=timeout_s, python=python, extra=extra,
+                              ignore=tuple(ignore))
+            break
+        except CollectionHang as hang:
+            log.warning("pytest source: %s; running the suite again without it", hang.what)
+            ignore.append(hang.path)
+    else:
+        raise SourceError(f"collecting the tests in {repo} hung in {', '.join(ignore)} and more",
+                          "fix the test modules that block or loop at import")
     items = tuple(_item(repo, raw) for raw in first["items"])
     log.info("pytest source: traced %d tests in %.1f s", len(items), time.perf_counter() - started)
     seen = {i.nodeid: i.outcome for i in items}
     flaky: set[str] = set()
     for n in range(reruns):
         log.info("pytest source: re-run %d of %d to find flaky tests", n + 1, reruns)
-        again = _run_once(repo, tests, package_dir, trace=False, timeout_s=timeout_s, python=python, extra=extra)
+        again = _run_once(repo, tests, package_dir, trace=False, timeout_s=timeout_s, python=python, extra=extra,
+                          ignore=tuple(ignore))
         outcomes = {raw["nodeid"]: raw["outcome"] for raw in again["items"]}
         flaky |= {n for n, o in seen.items() if outcomes.get(n) != o}
-    return SuiteRun(items=items, errors=tuple(first["errors"]), flaky=frozenset(flaky),
+    hung = tuple(f"{p}: collection did not finish in {timeout_s:.0f} s (a module that blocks or loops at import): "
+                 "its tests are left out" for p in ignore)
+    return SuiteRun(items=items, errors=tuple(first["errors"]) + hung, flaky=frozenset(flaky),
                     exitstatus=first["exitstatus"])
+
+
+class CollectionHang(SourceError):
+    """Collecting one test module (``path``, relative to the repository) did not finish in time."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(what, "fix that test module (it blocks or loops at import)")
+        self.path = path
 
 
 def _item(repo: Path, raw: dict) -> TestItem:
@@ -127,7 +149,8 @@ def _item(repo: Path, raw: dict) -> TestItem:
 
 
 def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout_s: float,
-              python: str | None, extra: tuple[dict[str, str], tuple[str, ...]] = ({}, ())) -> dict:
+              python: str | None, extra: tuple[dict[str, str], tuple[str, ...]] = ({}, ()),
+              ignore: tuple[str, ...] = ()) -> dict:
     files, appended = extra
     with tempfile.TemporaryDirectory(prefix="tuneloop-trace-") as tmp:
         shutil.copy(_PLUGIN, Path(tmp) / "_tuneloop_trace.py")
@@ -147,11 +170,17 @@ def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout
         cmd = [python or sys.executable, "-m", "pytest", tests, "-p", "_tuneloop_trace", "-q", "-o", "addopts=",
                "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "-rN",
                "--continue-on-collection-errors"]  # one test file that cannot import costs its tests, not the suite
+        cmd += [f"--ignore={p}" for p in ignore]
         cmd += _own_config(repo, Path(tmp))
         try:
             proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
-            raise SourceError(f"the test suite in {repo} ran longer than {timeout_s:.0f} s",
+            progress = Path(str(out) + ".progress")
+            doing = progress.read_text(encoding="utf-8") if progress.is_file() else ""
+            if doing.startswith("collecting ") and (repo / doing[11:]).is_file():
+                raise CollectionHang(doing[11:], f"collecting {doing[11:]} did not finish in {timeout_s:.0f} s") from exc
+            raise SourceError(f"the test suite in {repo} ran longer than {timeout_s:.0f} s"
+                              + (f" (it was {doing})" if doing else ""),
                               "raise the source's `timeout_s` option, or point `tests` at a smaller folder") from exc
         except OSError as exc:
             raise SourceError(f"could not start pytest for {repo}: {exc}",

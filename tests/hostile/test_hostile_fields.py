@@ -347,3 +347,16 @@ def test_a_quarantined_feedback_row_says_which_row_it_is(tmp_path, ingest):
                                            (9, "m9", "Write add(a, b)", GOOD, "yes")])
     result = _read(db, ingest=ingest)
     assert sorted(q.source.locator for q in result.quarantined) == ["id=7;message_id=m7", "id=9;message_id=m9"]
+
+
+def test_a_test_module_that_hangs_at_import_costs_its_own_tests_only(tmp_path):
+    from connectors.suites.pytest_collect import run_suite
+    repo = tmp_path / "repo"
+    (repo / "mylib").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "mylib" / "__init__.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "tests" / "test_add.py").write_text("from mylib import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n")
+    (repo / "tests" / "test_hang.py").write_text("import time\n\nwhile True:\n    time.sleep(0.1)\n")
+    run = run_suite(repo, "tests", repo / "mylib", timeout_s=8)
+    assert [(i.nodeid, i.outcome) for i in run.items] == [("tests/test_add.py::test_add", "passed")]
+    assert any("tests/test_hang.py" in e and "did not finish" in e for e in run.errors), run.errors
