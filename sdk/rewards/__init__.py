@@ -109,9 +109,10 @@ Not covered (known gaps):
   that process's memory (``/proc/self/mem``, no pattern to find it by). A helper script shipped with the
   suite (a task's support file, by its hash) may register signed tests, in the async context of the test
   file's or a helper's load. A test registered by a dependency or through ``import('node:test')`` is
-  unsigned (an honest one fails, unflagged: ``nodesign.UNRECORDED``). Open: solution code that the test
-  file calls at load time runs in that context, and a helper call it schedules from there (a timer, a
-  promise) is signed; such an extra test of a new name counts where the test files name no test literally.
+  unsigned (an honest one fails, unflagged: ``nodesign.UNRECORDED``), and so is one that solution code
+  schedules (a timer, tick or promise made with its frame on the stack leaves that context), also when
+  the test file calls it at load time. The context's store sits on node's async resources under a
+  symbol: code holding a resource made in it could copy that value (none is handed to the solution).
 - Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
   aliased exit, is stopped by the static scan only); a forged line for a test that
   also reports is a duplicate, but a ``TestMain`` that prints passes and never runs the tests

@@ -114,12 +114,14 @@ HELPERS = {
 CALLS = {"loop": "h(add, {cases});\n", "describe": "h(add, 'sums', {cases});\n", "after_await": "h(add, {cases});\n"}
 
 
-def _helper_task(kind: str):
-    """An ``add`` task whose visible and hidden tests are registered by ``tests/helpers.js`` (``kind``)."""
+def _helper_task(kind: str, at_load: bool = False):
+    """An ``add`` task whose visible and hidden tests are registered by ``tests/helpers.js`` (``kind``);
+    ``at_load``: the test files also call ``add`` at load time (solution code in the trusted context)."""
     from sdk.tasks.records import Message, Source, Task, UnitTestVerifier
 
     def test_file(cases: str) -> str:
-        return ("const h = require('./tests/helpers.js');\nconst add = require('./add.js');\n"
+        return (("require('./add.js')(0, 0);\n" if at_load else "")
+                + "const h = require('./tests/helpers.js');\nconst add = require('./add.js');\n"
                 + CALLS[kind].format(cases=cases))
     verifier = UnitTestVerifier(language=L.JAVASCRIPT, framework="node", target_path="add.js", timeout_s=20.0,
                                 files={"tests/helpers.js": HELPERS[kind]},
@@ -170,12 +172,25 @@ def helper_cheats(real_sandbox, helper_scored):
     from sdk.rewards.tiered import score_batch
     sols = {n: REWRITE + STDOUT + c + EXIT_ZERO + "module.exports = (a, b) => 0;\n" for n, c in HELPER_CHEATS.items()}
     sols["js_adds_passing_tests_through_the_suites_helper"] = HELPER_EXTRAS + "module.exports = (a, b) => 0;\n"
-    got = score_batch([_helper_task("loop") for _ in sols], [f"```js\n{s}```\n" for s in sols.values()],
+    # called by the test file at load time, the solution schedules the helper call from the trusted context
+    sols["js_schedules_the_suites_helper_when_called_at_load"] = (
+        "let once = false;\nmodule.exports = (a, b) => {\n  if (!once) {\n    once = true;\n    " + HELPER_CALL
+        + "    setTimeout(h.bind(null, () => 0, [0, 1, 2, 3, 4, 5].map((i) => ['x' + i, 0, 0, 0])), 0);\n  }\n"
+        "  return 0;\n};\n")
+    tasks = [_helper_task("loop", at_load=n.endswith("at_load")) for n in sols]
+    got = score_batch([*tasks, _helper_task("loop", at_load=True)],
+                      [f"```js\n{s}```\n" for s in sols.values()] + ["```js\nmodule.exports = (a, b) => a + b;\n```\n"],
                       real_sandbox, RewardConfig())
-    return dict(zip(sols, got))
+    return dict(zip([*sols, "honest_called_at_load"], got))
 
 
-@pytest.mark.parametrize("name", [*HELPER_CHEATS, "js_adds_passing_tests_through_the_suites_helper"])
+def test_an_honest_suite_calling_the_solution_at_load_still_scores_full_marks(helper_cheats):
+    res = helper_cheats["honest_called_at_load"]
+    assert res.score == pytest.approx(1.0) and not res.flags, (res.score, res.flags, res.detail[:400])
+
+
+@pytest.mark.parametrize("name", [*HELPER_CHEATS, "js_adds_passing_tests_through_the_suites_helper",
+                                  "js_schedules_the_suites_helper_when_called_at_load"])
 def test_the_suites_helper_gives_the_candidate_no_credit(helper_cheats, helper_scored, name):
     res, control = helper_cheats[name], helper_scored[("loop", "wrong")]
     assert res.score is not None and res.score <= control.score, (name, res.score, control.score, res.detail[:400])
