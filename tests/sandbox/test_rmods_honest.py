@@ -17,7 +17,9 @@ run in the candidate's process).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import enum
 import importlib
 import importlib.util
 import sys
@@ -272,6 +274,15 @@ class _Case(unittest.TestCase):
         return None
 
 
+class _Pair(typing.NamedTuple):
+    left: int
+    right: int = 0
+
+
+class _Colour(enum.Enum):
+    RED = 6
+
+
 class TestThing:
     def check(self):
         return None
@@ -283,11 +294,12 @@ class _HasTest:
 
 
 def test_what_is_handed_without_asking(rmods):
-    """Classes that encode no test, modules and typing constructs are harmless; a class holding data of its
-    own or through a base of the test module, a TestCase, a ``Test*`` class, a ``test*`` method, a constant
+    """Classes that encode no test (a dataclass, a namedtuple), modules and typing constructs are harmless;
+    a class holding data of its own or through a base of the test module, an Enum, a TestCase, a ``Test*`` class, a ``test*`` method, a constant
     or a function are not (they ask, and are flagged unless a test reads them)."""
-    handed = [_Point, sys, typing.ClassVar[_Point], list[int], int | None, typing.Any]
-    kept = [_Cases, _Sub, _Case, TestThing, _HasTest, 6, "six", (2, 3, 6), test_what_is_handed_without_asking]
+    handed = [_Point, _Pair, collections.namedtuple("Pt", "x y", defaults=(0,)), sys, typing.ClassVar[_Point],
+              list[int], int | None, typing.Any]
+    kept = [_Cases, _Sub, _Case, TestThing, _HasTest, _Colour, 6, "six", (2, 3, 6), test_what_is_handed_without_asking]
     if importlib.util.find_spec("attrs"):
         import attrs
 

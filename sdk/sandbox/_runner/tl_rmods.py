@@ -28,8 +28,10 @@ dict of those and the :data:`OPEN` names (:func:`shown`), whose lookup of a with
 flags) like the attribute. A constant, a list or dict (a parametrize table, ``pytestmark``), a test
 function or any other function, a ``unittest.TestCase`` class or a ``Test*`` class (their constants,
 their methods' code), a class holding data (``class Cases: expected = 6``, also through a base) stay
-withheld. A dataclass field's default and pydantic's ``model_config`` do not count as data (they are
-the class's shape; a test that keeps its expected values there is an oracle: not covered).
+withheld. A dataclass field's default, pydantic's ``model_config`` and a namedtuple's ``_fields`` and
+``_field_defaults`` (:data:`SHAPE`) do not count as data (they are the class's shape; a test that keeps
+its expected values there is an oracle: not covered); an ``Enum`` of a test module holds its values
+(``_member_map_``) and stays withheld (pickling one of its members from repository code is flagged).
 Measured (tests/sandbox/test_rmods_honest.py): the honest references score 1.0 unflagged, 0.0 with
 runner_tampering before; the cheats above stay 0.0 with runner_tampering.
 
@@ -54,6 +56,7 @@ OPEN = frozenset({"__name__", "__file__", "__package__", "__path__", "__spec__",
 
 MISS = object()   # no such name
 DATA = (int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset)   # a class's own data
+SHAPE = frozenset({"model_config", "_fields", "_field_defaults"})   # pydantic's config, a namedtuple's fields: no data
 
 
 def harmless(value, _type=type, _mro=type.__dict__["__mro__"].__get__, _vars=type.__dict__["__dict__"].__get__,
@@ -63,7 +66,7 @@ def harmless(value, _type=type, _mro=type.__dict__["__mro__"].__get__, _vars=typ
     ``unittest.TestCase`` subclass, its name not ``Test*``, pytest's default ``python_classes``, no own
     ``test*`` attribute) and whose classes in its MRO defined outside the stdlib's ``builtins`` hold no
     data of their own (a non-dunder attribute of a :data:`DATA` type) but a dataclass field's default or
-    pydantic's ``model_config``. Read through ``type``'s own descriptors (a metaclass cannot answer)."""
+    a :data:`SHAPE` name. Read through ``type``'s own descriptors (a metaclass cannot answer)."""
     kind = _type(value)
     if types.ModuleType in _mro(kind) or _modname(kind) == "typing" or kind in (types.GenericAlias, types.UnionType):
         return True
@@ -79,7 +82,7 @@ def harmless(value, _type=type, _mro=type.__dict__["__mro__"].__get__, _vars=typ
         for key, item in own.items():
             if _type(key) is not str or key[:4] == "test":
                 return False
-            if key[:2] != "__" and _type(item) in DATA and key not in fields and key != "model_config":
+            if key[:2] != "__" and _type(item) in DATA and key not in fields and key not in SHAPE:
                 return False
     return True
 
