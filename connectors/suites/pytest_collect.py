@@ -1,7 +1,7 @@
 """Run a repository's pytest suite in a subprocess and read back per-test outcomes and calls.
 
 The suite is the company's own code, trusted enough to run, but it never runs in the tuneloop
-process and it sees none of the caller's environment beyond :data:`_PASSED_ENV` (no credential;
+process, it runs in bubblewrap where that works (:mod:`connectors.suites.isolate`), and it sees none of the caller's environment beyond :data:`_PASSED_ENV` (no credential;
 HOME is a temporary folder): each run is ``python -m pytest`` in the repository folder with the tracing plugin
 :mod:`connectors.suites._pytest_trace` (copied into a temporary folder, loaded with ``-p``). The
 repository's ``addopts`` are cleared (they often name plugins such as pytest-cov that need not
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from connectors.suites.isolate import isolate_command
 from sdk.errors import SourceError
 
 _PLUGIN = Path(__file__).with_name("_pytest_trace.py")
@@ -82,7 +83,7 @@ class SuiteRun(BaseModel):
 
 def run_suite(repo: Path, tests: str, package_dir: Path, *, reruns: int = 0, timeout_s: float = 900.0,
               python: str | None = None, extra_files: dict[str, str] | None = None,
-              pythonpath: tuple[str, ...] = ()) -> SuiteRun:
+              pythonpath: tuple[str, ...] = (), isolate: str = "auto") -> SuiteRun:
     """Trace ``repo``'s tests once, then re-run them ``reruns`` times to find flaky ones.
 
     Args:
@@ -95,12 +96,14 @@ def run_suite(repo: Path, tests: str, package_dir: Path, *, reruns: int = 0, tim
         extra_files: ``relpath -> text`` written into a folder at the front of ``sys.path`` (the
             package's generated ``.dist-info``, so its metadata is readable as if installed).
         pythonpath: folders appended to the end of ``sys.path`` (the test-dependency environment).
+        isolate: ``auto``, ``on`` or ``off``: run each suite run in bubblewrap (:mod:`connectors.suites.isolate`).
     Raises:
-        SourceError: pytest could not be started, timed out, or wrote no report.
+        SourceError: pytest could not be started, timed out, or wrote no report; ``isolate`` is ``on`` and
+            bubblewrap cannot run here.
     """
     log.info("pytest source: tracing the suite in %s (this runs every test once)", repo / tests)
     started = time.perf_counter()
-    extra = (extra_files or {}, pythonpath)
+    extra = (extra_files or {}, pythonpath, isolate)
     ignore: list[str] = []
     for _ in range(3):  # a module that hangs at import costs its own tests, not the suite's (at most 3 such)
         try:
@@ -149,17 +152,18 @@ def _item(repo: Path, raw: dict) -> TestItem:
 
 
 def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout_s: float,
-              python: str | None, extra: tuple[dict[str, str], tuple[str, ...]] = ({}, ()),
+              python: str | None, extra: tuple[dict[str, str], tuple[str, ...], str] = ({}, (), "auto"),
               ignore: tuple[str, ...] = ()) -> dict:
-    files, appended = extra
+    files, appended, isolate = extra
     with tempfile.TemporaryDirectory(prefix="tuneloop-trace-") as tmp:
         shutil.copy(_PLUGIN, Path(tmp) / "_tuneloop_trace.py")
         for rel, text in files.items():
             (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / rel).write_text(text, encoding="utf-8")
         out = Path(tmp) / "report.json"
-        # the suite runs on this machine, not in the sandbox: it gets no credential of the caller
-        # (no token, key or DSN in the environment; HOME is the temporary folder, so no ~/.netrc etc.)
+        # the suite gets no credential of the caller (no token, key or DSN in the environment; HOME is the
+        # temporary folder, so no ~/.netrc etc.); where bubblewrap works it also runs isolated (read-only
+        # filesystem, no network, the home folder hidden: connectors.suites.isolate)
         env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("LC_")}
         env["HOME"] = tmp
         extra = [tmp] + ([str(package_dir.parent)] if package_dir.parent != repo else [])
@@ -172,6 +176,8 @@ def _run_once(repo: Path, tests: str, package_dir: Path, *, trace: bool, timeout
                "--continue-on-collection-errors"]  # one test file that cannot import costs its tests, not the suite
         cmd += [f"--ignore={p}" for p in ignore]
         cmd += _own_config(repo, Path(tmp))
+        cmd, env = isolate_command(cmd, env, mode=isolate, cwd=str(repo), tmp=tmp,
+                                   keep=(str(package_dir.parent), *appended))
         try:
             proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:

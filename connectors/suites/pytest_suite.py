@@ -105,6 +105,7 @@ class PytestSuiteOptions(SourceOptions):
     timeout_s: float = Field(900.0, gt=0)
     test_timeout_s: float = Field(10.0, gt=0)
     python: str | None = None
+    isolate: Literal["auto", "on", "off"] = "auto"  # the suite run in bubblewrap (connectors.suites.isolate)
     test_requirements: list[str] | None = None
     pip_args: list[str] = Field(default_factory=list)
 
@@ -134,7 +135,7 @@ class PytestSuiteSource(TaskSource):
         files.update(meta)
         requirements, env = self._requirements(opts, repo)
         run = run_suite(repo, opts.tests, package_dir, reruns=opts.flaky_reruns, timeout_s=opts.timeout_s,
-                        python=opts.python, extra_files=meta,
+                        python=opts.python, extra_files=meta, isolate=opts.isolate,
                         pythonpath=(str(env),) if env else ())
         items = [i for i in run.items if i.kind == "Function"]
         if not items:
