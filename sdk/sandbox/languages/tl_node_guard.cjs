@@ -201,6 +201,8 @@ function signVerdicts(key, fd, source, trust) {
   };
   // Solution code that the test file calls at load time runs in the trusted context: what it schedules
   // there (a timer, a tick, a promise: any async resource made with its frame on the stack) is not.
+  // Cost: node's runner works in the root test's (trusted) context, so its own resources are walked too:
+  // ~0.45 ms of CPU per test (bench/node_signing.py --before 5469c27 --tests 200: +92 ms, 1.20).
   apply(alsRun, als, [{}, () => {}]);   // enables node's own propagation hook first: this one runs after it
   const kStore = als.kResourceStore;
   const init = function init(id, type, trigger, res) {
