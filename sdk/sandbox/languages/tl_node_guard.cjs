@@ -201,8 +201,8 @@ function signVerdicts(key, fd, source, trust) {
   };
   // Solution code that the test file calls at load time runs in the trusted context: what it schedules
   // there (a timer, a tick, a promise: any async resource made with its frame on the stack) is not.
-  // Cost: node's runner works in the root test's (trusted) context, so its own resources are walked too:
-  // ~0.45 ms of CPU per test (bench/node_signing.py --before 5469c27 --tests 200: +92 ms, 1.20).
+  // Cost: where node's root test is made in the trusted context (a top-level describe first), its runner's
+  // own resources are walked too: ~0.45 ms of CPU per test (bench/node_signing.py --before 5469c27).
   apply(alsRun, als, [{}, () => {}]);   // enables node's own propagation hook first: this one runs after it
   const kStore = als.kResourceStore;
   const init = function init(id, type, trigger, res) {
@@ -318,8 +318,9 @@ function signVerdicts(key, fd, source, trust) {
   };
   const nt = require('node:test');
   const factory = (orig) => {
-    const f = function test(name, options, fn) {
-      return apply(orig, this, loading() && fromTests(f) ? wrapArgs(name, options, fn) : [name, options, fn]);
+    const f = function test(name, options, fn) {   // node's test object (and a root made here) outside
+      const self = this, args = loading() && fromTests(f) ? wrapArgs(name, options, fn) : [name, options, fn];
+      return scope(false, () => apply(orig, self, args));   // the trusted context: its work is not walked
     };
     return f;
   };
