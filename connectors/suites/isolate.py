@@ -4,8 +4,11 @@ The suite is the company's code, but a ``conftest.py`` runs as the caller's uid:
 anywhere that uid can and reach every service on the network. Where bubblewrap works (probed once per
 process, with the same command shape) the suite command is wrapped so that:
 
-- the whole filesystem is seen read-only (``--ro-bind / /``), the repository included (bytecode is not
-  written and pytest's cache provider is off, so a suite does not need to write there);
+- the whole filesystem is seen read-only (``--ro-bind / /``); the repository is seen through an overlay
+  whose writes go to an invisible tmpfs (``--overlay-src --tmp-overlay``, where the kernel allows it:
+  probed once), so a suite that writes beside its tests still runs and nothing it writes reaches the
+  host; without overlays the repository is read-only (bytecode is not written and pytest's cache
+  provider is off, so most suites need not write there);
 - ``/tmp`` and ``/run`` are fresh tmpfs (no host socket under them: PostgreSQL's, X11's...), the caller's
   home folder(s) an empty read-only tmpfs (no ``~/.netrc``, ``~/.ssh``, cloud credentials); the paths the run
   needs that lie under them (the repository, the interpreter's prefixes and ``sys.path``, the
@@ -69,12 +72,13 @@ def isolate_command(cmd: list[str], env: dict[str, str], *, mode: str, cwd: str,
                         "where you can and reach the network): bubblewrap cannot run here: %s", why)
         return cmd, env
     paths = (cwd, *keep, *_interpreter_paths(cmd[0]))
-    return [*wrap_argv(bwrap, tmp, paths, cwd), *cmd], {**env, "TMPDIR": "/tmp"}
+    return [*wrap_argv(bwrap, tmp, paths, cwd, overlay=_overlay_ok(bwrap)), *cmd], {**env, "TMPDIR": "/tmp"}
 
 
-def wrap_argv(bwrap: str, tmp: str, keep: tuple[str, ...], cwd: str = "/") -> list[str]:
+def wrap_argv(bwrap: str, tmp: str, keep: tuple[str, ...], cwd: str = "/", *, overlay: bool = False) -> list[str]:
     """The bwrap argv up to and including ``--`` (see the module docstring). Pure; paths need not exist
-    except ``tmp`` and the kept ones actually bound (those that do not exist are skipped)."""
+    except ``tmp`` and the kept ones actually bound (those that do not exist are skipped). ``overlay``:
+    ``cwd`` (the repository) is mounted as an overlay whose writes land in a tmpfs dropped at exit."""
     homes = _homes()
     hidden = ["/tmp", "/run", *homes]
     a = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
@@ -92,6 +96,8 @@ def wrap_argv(bwrap: str, tmp: str, keep: tuple[str, ...], cwd: str = "/") -> li
         bound.append(path)
         a += ["--ro-bind", path, path]
     a += ["--bind", tmp, tmp]
+    if overlay and os.path.abspath(cwd) != "/":
+        a += ["--overlay-src", os.path.abspath(cwd), "--tmp-overlay", os.path.abspath(cwd)]
     for home in homes:
         a += ["--remount-ro", home]
     return a + ["--chdir", os.path.abspath(cwd), "--"]
@@ -133,6 +139,22 @@ def _bwrap() -> tuple[str | None, str]:
     if out.returncode != 0:
         return None, out.stderr.strip()[-300:] or f"exit {out.returncode}"
     return binary, ""
+
+
+@functools.lru_cache(maxsize=None)
+def _overlay_ok(binary: str) -> bool:
+    """Whether bwrap can mount an overlay (``--tmp-overlay``) here: a write into an overlaid folder
+    succeeds inside and leaves the host folder unchanged; once per process."""
+    with tempfile.TemporaryDirectory(prefix="tuneloop-bwrap-overlay-") as tmp:
+        repo = os.path.join(tmp, "repo")
+        os.mkdir(repo)
+        try:
+            out = subprocess.run([*wrap_argv(binary, tmp, (repo,), repo, overlay=True), "sh", "-c", "echo x > probe"],
+                                 capture_output=True, timeout=30, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                                 cwd="/")
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return out.returncode == 0 and not os.path.exists(os.path.join(repo, "probe"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -102,7 +102,8 @@ def test_hostile_conftest_is_contained(tmp_path: Path, listener: int) -> None:
     assert not leaked
     assert not (repo / "pwned.txt").exists()
     outcomes = {i.name: i.outcome for i in run.items}
-    assert outcomes == {"test_add": "passed", "test_repo_write_denied": "passed",
+    overlay = isolate._overlay_ok(isolate._bwrap()[0])  # the write lands in the overlay's tmpfs, not on the host
+    assert outcomes == {"test_add": "passed", "test_repo_write_denied": "failed" if overlay else "passed",
                         "test_listener_unreachable": "passed", "test_postgres_unreachable": "passed",
                         "test_home_write_denied": "passed"}, run.errors
     assert any("add" in c[1] for i in run.items if i.name == "test_add" for c in i.calls)  # still traced
@@ -146,4 +147,26 @@ def test_wrap_argv_hides_tmp_and_home_and_binds_back_what_the_run_reads(tmp_path
     assert f"--ro-bind {repo} {repo}" in text  # under /tmp: bound back read-only
     assert f"--bind {run_tmp} {run_tmp}" in text and f"--ro-bind {run_tmp}" not in text
     assert "--ro-bind /usr/lib" not in text and str(repo / "pkg") not in text  # visible already / missing
-    assert argv[-3:] == ["--chdir", str(repo), "--"]
+    assert argv[-3:] == ["--chdir", str(repo), "--"] and "--tmp-overlay" not in argv
+    over = isolate.wrap_argv("bwrap", str(run_tmp), (str(repo),), str(repo), overlay=True)
+    assert " ".join(over).endswith(f"--bind {run_tmp} {run_tmp} --overlay-src {repo} --tmp-overlay {repo} "
+                                   f"--remount-ro /root-fake --chdir {repo} --")
+
+
+def test_a_suite_that_writes_beside_its_tests_runs_and_leaves_the_repository_unchanged(tmp_path: Path) -> None:
+    """Where overlays work, a test writing a file into its repository and reading it back passes
+    under isolation, and the file never reaches the host's repository."""
+    _bwrap_or_skip()
+    if not isolate._overlay_ok(isolate._bwrap()[0]):
+        pytest.skip("bwrap cannot mount an overlay here: the repository is read-only instead")
+    repo = tmp_path / "repo"
+    (repo / "mylib").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "mylib" / "__init__.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "tests" / "test_w.py").write_text(
+        "from pathlib import Path\nfrom mylib import add\n\n\ndef test_snapshot():\n"
+        "    out = Path(__file__).with_name('snap.txt')\n    out.write_text(str(add(1, 2)))\n"
+        "    assert out.read_text() == '3'\n")
+    run = run_suite(repo, "tests", repo / "mylib", timeout_s=120, isolate="on")
+    assert {i.name: i.outcome for i in run.items} == {"test_snapshot": "passed"}, run.errors
+    assert not (repo / "tests" / "snap.txt").exists()
