@@ -33,7 +33,7 @@ def _post(client: TestClient, path: str, body: dict):
     return client.post(path, json=body, headers={"Idempotency-Key": uuid.uuid4().hex})
 
 
-def _check(url: str, caplog) -> None:
+def _check(url: str, caplog) -> str:
     client = _client(url)
     with caplog.at_level("WARNING"):
         ids = []
@@ -47,15 +47,17 @@ def _check(url: str, caplog) -> None:
     with sessions(url, upgrade=False)() as s:
         first = s.query(ChatMessage).filter(ChatMessage.interaction_id == ids[0]).order_by(ChatMessage.id).first()
         assert first.content == "a\ufffdb"
+        content = first.content
     page = client.get("/v1/feedback").json()
     assert "x\ufffdy" in str(page)
+    return content
 
 
 def test_nul_characters_are_replaced_on_sqlite(tmp_path, caplog):
-    _check(f"sqlite:///{tmp_path / 'store.db'}", caplog)
+    assert _check(f"sqlite:///{tmp_path / 'store.db'}", caplog) == "a\ufffdb"
 
 
 @pytest.mark.parametrize("server", SERVERS[:1])
 def test_nul_characters_are_replaced_on_postgres(server, caplog):
     with fresh_server_database(server, "nul") as url:
-        _check(url, caplog)
+        assert _check(url, caplog) == "a\ufffdb"

@@ -119,14 +119,14 @@ def _helper_task(kind: str, at_load: bool = False):
     ``at_load``: the test files also call ``add`` at load time (solution code in the trusted context)."""
     from sdk.tasks.records import Message, Source, Task, UnitTestVerifier
 
-    def test_file(cases: str) -> str:
+    def suite_file(cases: str) -> str:
         return (("require('./add.js')(0, 0);\n" if at_load else "")
                 + "const h = require('./tests/helpers.js');\nconst add = require('./add.js');\n"
                 + CALLS[kind].format(cases=cases))
     verifier = UnitTestVerifier(language=L.JAVASCRIPT, framework="node", target_path="add.js", timeout_s=20.0,
                                 files={"tests/helpers.js": HELPERS[kind]},
-                                tests={"add.test.js": test_file("[['small', 2, 3, 5], ['negative', -4, 1, -3]]")},
-                                hidden_tests={"add.hidden.test.js": test_file("[['big', 1000, 2345, 3345]]")})
+                                tests={"add.test.js": suite_file("[['small', 2, 3, 5], ['negative', -4, 1, -3]]")},
+                                hidden_tests={"add.hidden.test.js": suite_file("[['big', 1000, 2345, 3345]]")})
     return Task(domain="javascript/helpers", prompt=(Message(role="user", content="Write add(a, b)."),),
                 verifier=verifier, source=Source(connector="test"))
 

@@ -289,8 +289,7 @@ class TestThing:
 
 
 class _HasTest:
-    def test_it(self):
-        return None
+    test_it = lambda self: None  # noqa: E731 - a ``test*`` method without a def (the shape check reads defs)
 
 
 def test_what_is_handed_without_asking(rmods):

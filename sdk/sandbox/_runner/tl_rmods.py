@@ -106,6 +106,7 @@ def shown(real, ask, _type=type, _get=dict.get):
             raise KeyError(key)
 
         def get(self, key, default=None, _real=real, _ask=ask, _get=_get):
+            """``dict.get``: a handed name as it is, a withheld one only when the hook allows it."""
             if dict.__contains__(self, key):
                 return _get(self, key)
             return _real[key] if key in _real and _ask("get", key) else default
