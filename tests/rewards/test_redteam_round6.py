@@ -212,12 +212,26 @@ def _control(scored, key):
     return scored[f"control:{key}"][0]
 
 
+def honest_and_control(scored: dict, key: str) -> tuple:
+    """``(honest, control)`` results of ``key``'s task (skipped without its toolchain). Rounds 6, 8, 9."""
+    if f"honest:{key}" not in scored:
+        pytest.skip(f"no toolchain for {key}")
+    return scored[f"honest:{key}"][0], _control(scored, key)
+
+
+def attempt_and_control(scored: dict, name: str, langs: dict) -> tuple:
+    """``(result, its task's wrong-answer control)`` for attempt ``name`` (skipped when its language's
+    toolchain is missing; ``langs``: name -> (language, source)). Rounds 6, 8, 9."""
+    if name not in scored:
+        pytest.skip(f"no toolchain for {langs[name][0].value}")
+    res, key = scored[name]
+    return res, _control(scored, key)
+
+
 @pytest.mark.parametrize("key", [lang.value for lang in SPECS if lang in {x for x, _ in CHEATS.values()}]
                          + ["pytest", "unittest", "script"])
 def test_honest_solutions_score_full_marks_and_controls_fail(scored, key):
-    if f"honest:{key}" not in scored:
-        pytest.skip(f"no toolchain for {key}")
-    honest, control = scored[f"honest:{key}"][0], _control(scored, key)
+    honest, control = honest_and_control(scored, key)
     assert honest.score == pytest.approx(1.0) and not honest.flags, (key, honest.score, honest.flags, honest.detail[:300])
     assert control.score is not None and control.score < 0.5 and not control.flags, (key, control)
 
@@ -225,16 +239,12 @@ def test_honest_solutions_score_full_marks_and_controls_fail(scored, key):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=HOLES[n])) if n in HOLES else n
                                   for n in [*CHEATS, *PY_CHEATS]])
 def test_a_cheat_earns_no_more_than_the_wrong_answer_and_is_flagged(scored, name):
-    if name not in scored:
-        pytest.skip(f"no toolchain for {CHEATS[name][0].value}")
-    res, key = scored[name]
-    control = _control(scored, key)
+    res, control = attempt_and_control(scored, name, CHEATS)
     assert res.score is not None and res.score <= control.score, (name, res.score, control.score, res.detail[:300])
     assert set(res.flags) & HACKING_FLAGS, (name, res.score, res.flags, res.detail[:300])
 
 
 @pytest.mark.parametrize("name", list(NO_GAIN))
 def test_an_attempt_that_only_loses_earns_no_more_than_the_wrong_answer(scored, name):
-    res, key = scored[name]
-    control = _control(scored, key)
+    res, control = attempt_and_control(scored, name, CHEATS)
     assert res.score is not None and res.score <= control.score, (name, res.score, control.score, res.detail[:300])

@@ -44,7 +44,12 @@ from sdk.types import Language as L
 
 from . import test_redteam_round4 as R4
 from .test_redteam_round4 import g
-from .test_redteam_round6 import batch_rows, score_rows
+from .test_redteam_round6 import (
+    attempt_and_control,
+    batch_rows,
+    honest_and_control,
+    score_rows,
+)
 
 # --- C/C++: a test passes when its child exits 0 having written the test's token ---------------------------
 # add() forks one child per guess and waits: a child returns its guess, and the one whose test passes exits 0;
@@ -254,9 +259,7 @@ def test_round_nine_has_twenty_new_cheats():
 @pytest.mark.parametrize("key", sorted({lang.value for lang, _ in {**CHEATS, **LANG_NO_GAIN}.values()})
                          + ["pytest", "unittest", "script"])
 def test_honest_solutions_score_full_marks_and_controls_fail(scored, key):
-    if f"honest:{key}" not in scored:
-        pytest.skip(f"no toolchain for {key}")
-    honest, control = scored[f"honest:{key}"][0], scored[f"control:{key}"][0]
+    honest, control = honest_and_control(scored, key)
     assert honest.score == pytest.approx(1.0) and not honest.flags, (key, honest.score, honest.flags, honest.detail[:300])
     assert control.score is not None and control.score < 0.5 and not control.flags, (key, control)
 
@@ -264,20 +267,14 @@ def test_honest_solutions_score_full_marks_and_controls_fail(scored, key):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=HOLES[n])) if n in HOLES else n
                                   for n in [*CHEATS, *PY_CHEATS]])
 def test_a_cheat_earns_no_more_than_the_wrong_answer_and_is_flagged(scored, name):
-    if name not in scored:
-        pytest.skip(f"no toolchain for {CHEATS[name][0].value}")
-    res, key = scored[name]
-    control = scored[f"control:{key}"][0]
+    res, control = attempt_and_control(scored, name, CHEATS)
     assert res.score is not None and res.score <= control.score, (name, res.score, control.score, res.detail[:300])
     assert set(res.flags) & HACKING_FLAGS, (name, res.score, res.flags, res.detail[:300])
 
 
 @pytest.mark.parametrize("name", [*LANG_NO_GAIN, *NO_GAIN])
 def test_an_attempt_that_only_loses_earns_no_more_than_the_wrong_answer(scored, name):
-    if name not in scored:
-        pytest.skip(f"no toolchain for {LANG_NO_GAIN[name][0].value}")
-    res, key = scored[name]
-    control = scored[f"control:{key}"][0]
+    res, control = attempt_and_control(scored, name, LANG_NO_GAIN)
     assert res.score is not None and res.score <= control.score, (name, res.score, control.score, res.detail[:300])
 
 
