@@ -10,6 +10,7 @@ for the clean-up, and the next task still finds a clean slot, or a fresh one.
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -58,7 +59,11 @@ def test_a_slot_that_breaks_after_its_answer_is_replaced_and_the_next_task_not_b
     assert one_slot.run_one(probe("return 1", "assert r == 1")).status == ExecStatus.OK
     servers = one_slot.backend.warm._servers
     [server] = servers.values()
-    for pid in server.server_process():   # the Python server itself: the slot breaks after the answer
+    killed, deadline = set(), time.monotonic() + 5
+    while not killed and time.monotonic() < deadline:   # a /proc scan can miss it while the slot is cleaning up
+        killed = server.server_process()
+    assert killed, "the warm server's Python process was not found under bwrap"
+    for pid in killed:   # the Python server itself: the slot breaks after the answer
         os.kill(pid, 9)
     res = one_slot.run_one(probe("return 2", "assert r == 2"))
     assert res.status == ExecStatus.OK, res.detail[:300]
