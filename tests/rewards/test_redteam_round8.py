@@ -289,17 +289,23 @@ CHANGE_CHEATS = {  # name: (task kind of round 4, mul's body)
 }
 
 
-@pytest.fixture(scope="module")
-def change_scored(real_sandbox):
-    """``{name: RewardResult}``: each change cheat, and the control and right answer of its task."""
-    rows = {n: (k, R4._mul(*body)) for n, (k, body) in CHANGE_CHEATS.items()}
-    for k in {k for k, _ in CHANGE_CHEATS.values()}:
+def score_change_cheats(cheats: dict, sandbox) -> dict:
+    """``{name: (RewardResult, task kind)}``: each change cheat (name -> (round 4 task kind, body)), and
+    the control and right answer of its task, in one ``score_batch``. Rounds 8 and 9."""
+    rows = {n: (k, R4._mul(*body)) for n, (k, body) in cheats.items()}
+    for k in {k for k, _ in cheats.values()}:
         rows[f"control:{k}"] = (k, R4.SOURCE.replace("+    return a * b\n", "+    return a + b\n"))
         rows[f"right:{k}"] = (k, R4.SOURCE)
     tasks = {k: R4._task(k) for k, _ in rows.values()}
     got = score_batch([tasks[k] for k, _ in rows.values()], [f"```diff\n{d}```\n" for _, d in rows.values()],
-                      real_sandbox, RewardConfig())
+                      sandbox, RewardConfig())
     return {n: (res, k) for (n, (k, _)), res in zip(rows.items(), got)}
+
+
+@pytest.fixture(scope="module")
+def change_scored(real_sandbox):
+    """``{name: RewardResult}``: each change cheat, and the control and right answer of its task."""
+    return score_change_cheats(CHANGE_CHEATS, real_sandbox)
 
 
 @pytest.mark.parametrize("name", list(CHANGE_CHEATS))

@@ -42,7 +42,6 @@ from sdk.rewards.integrity import HACKING_FLAGS
 from sdk.rewards.tiered import score_batch
 from sdk.types import Language as L
 
-from . import test_redteam_round4 as R4
 from .test_redteam_round4 import g
 from .test_redteam_round6 import (
     attempt_and_control,
@@ -50,6 +49,7 @@ from .test_redteam_round6 import (
     honest_and_control,
     score_rows,
 )
+from .test_redteam_round8 import score_change_cheats
 
 # --- C/C++: a test passes when its child exits 0 having written the test's token ---------------------------
 # add() forks one child per guess and waits: a child returns its guess, and the one whose test passes exits 0;
@@ -321,14 +321,7 @@ CHANGE_CHEATS = {  # name: (task kind of round 4, mul's body)
 @pytest.fixture(scope="module")
 def change_scored(real_sandbox):
     """``{name: RewardResult}``: each change cheat, and the control and right answer of its task."""
-    rows = {n: (k, R4._mul(*body)) for n, (k, body) in CHANGE_CHEATS.items()}
-    for k in {k for k, _ in CHANGE_CHEATS.values()}:
-        rows[f"control:{k}"] = (k, R4.SOURCE.replace("+    return a * b\n", "+    return a + b\n"))
-        rows[f"right:{k}"] = (k, R4.SOURCE)
-    tasks = {k: R4._task(k) for k, _ in rows.values()}
-    got = score_batch([tasks[k] for k, _ in rows.values()], [f"```diff\n{d}```\n" for _, d in rows.values()],
-                      real_sandbox, RewardConfig())
-    return {n: (res, k) for (n, (k, _)), res in zip(rows.items(), got)}
+    return score_change_cheats(CHANGE_CHEATS, real_sandbox)
 
 
 @pytest.mark.parametrize("name", list(CHANGE_CHEATS))
