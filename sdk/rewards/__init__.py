@@ -132,10 +132,12 @@ Not covered (known gaps):
   function, a ``TestCase`` or ``Test*`` class, a class holding data), read from repository code during
   the call however the module was reached, is ``runner_tampering`` (``_runner/tl_rmods.py``; round 4,
   several routes each), while a module, a ``typing`` construct or another class is handed to any
-  reader and ``vars(module)`` holds only those. Open: ``object.__getattribute__`` on a test module, its
+  reader and ``vars(module)`` holds only those; a handed class's functions' ``__globals__`` is, during
+  the call, a view that asks for each withheld name (``tl_rmods.handed``: flagged from repository code).
+  Open: ``object.__getattribute__`` on a test module, its
   globals or test functions kept from collection (which runs repository code) or handed to repository
-  code (a callback's ``__globals__``), and a handed class's methods' ``__globals__`` (the module's real
-  dict, no audit event: strict xfail in ``tests/sandbox/test_rmods_honest.py``);
+  code (a callback's ``__globals__``), a handed class's function held in another object (``lru_cache``,
+  ``partial``, an instance kept as a class attribute);
   the layers' state is reachable Python (bound as defaults; reading or changing a
   runner function's ``__defaults__`` is flagged, a mutated object is not). Honest repository code that
   reads frames during a test, a signal handler's frame, or a test module's constants or functions is

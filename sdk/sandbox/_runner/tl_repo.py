@@ -34,8 +34,8 @@ call and a signal handler gets a stand-in for its frame (:mod:`tl_rguard`, layer
 gaps), and the test modules are guarded for the call (:mod:`tl_rmods`): reading what encodes the
 tests (a constant, a test's ``pytestmark`` parametrize table, a test function or class) through the
 module object, however it was reached, is flagged, while a module or a class that encodes no test is
-handed to honest code (a pickle, type hints); :mod:`tl_rmods` says what stays open (a handed class's
-methods' ``__globals__``, values kept since collection; tests/rewards/test_redteam_round4.py,
+handed to honest code (a pickle, type hints) with its functions' ``__globals__`` a guarded view for
+the call; :mod:`tl_rmods` says what stays open (values kept since collection; tests/rewards/test_redteam_round4.py,
 tests/sandbox/test_rmods_honest.py).
 """
 

@@ -40,11 +40,28 @@ is flagged by the witness's hook. Not covered: the base class's own lookup (``ob
 module, name)``, ``types.ModuleType.__dict__['__dict__'].__get__(module)``: no audit event); what was
 taken before the call (the globals dict, a test function or value kept while the test module was
 imported, at collection); objects the test hands to repository code (a callback's ``__globals__``: no
-audit event); and a handed class's functions' ``__globals__`` (the test module's real dict, CPython
-raises no audit event for it: a candidate that guesses or lists a class of the test module reaches
-every constant, strict xfail in tests/sandbox/test_rmods_honest.py). Cost: one scan of
-``sys.modules`` per call (about 0.2 ms with 380 modules, under load); a harmless check per untrusted
-read of a name.
+audit event). Cost: one scan of ``sys.modules`` per call (about 0.2 ms with 380 modules, under load); a
+harmless check per untrusted read of a name.
+
+A handed class's functions' ``__globals__`` (:func:`handed`): CPython raises no audit event for it, and
+it was the test module's real dict, so a candidate that guessed a class of the test module read every
+constant through a method (strict xfail until then). During the call each function of a handed class
+(its bases, metaclass and nested classes of the same module; methods, static and class methods,
+property accessors, and functions of that module in their closures or ``__wrapped__``) is swapped for a
+copy sharing its code, whose globals are :func:`globals_view`'s dict: the open names, and every other
+name looked up through ``__missing__`` and so asked for like the module's attribute (a method's own
+frame reading ``FACTOR`` is a pristine test frame: allowed; repository code reading the view: flagged).
+Put back by ``undo``. Left open: a function held elsewhere (an ``lru_cache``/``partial``/
+``cached_property`` object, an instance kept as a class attribute, a class attribute of another
+module's class); a ``global`` a handed method assigns during the call lands in the view and is
+dropped when the call ends (not seen by the module; no honest test measured does that). Measured
+(tests/sandbox/test_rmods_honest.py, ``GLOBALS``): 8 routes (a method, ``.get``, ``dict.__getitem__``, a
+static method, a property's getter, a decorated method's closure and ``__wrapped__``, a dataclass's
+``__init__``) scored 1.0 unflagged before, 0.0 with runner_tampering now; the honest task (a decorated
+method, a static method and a property reading a module constant, also called from repository code)
+1.0 unflagged. Cost (``bench/rmods_globals.py``, in-process, load 10): withhold + undo 20 -> 66 us per call
+with 5 handed classes of 4 methods; a handed method's call 2.1x (LOAD_GLOBAL's slow path: globals not
+an exact dict); a withheld name read by a handed method also runs the hook's judge, as a module read does.
 """
 
 import sys
@@ -113,15 +130,9 @@ def shown(real, ask, _type=type, _get=dict.get):
     return Shown(keep)
 
 
-def guard_class(real, _audit=sys.audit, _mget=types.ModuleType.__getattribute__,
-                _mset=types.ModuleType.__setattr__, _mdel=types.ModuleType.__delattr__,
-                _mdict=types.ModuleType.__dict__["__dict__"].__get__):
-    """A ``types.ModuleType`` subclass for module ``real`` (its class during a call): reading, setting or deleting an
-    attribute outside :data:`OPEN` raises ``tl.mod`` (args: ``("get"|"set"|"del", name)``) and goes to
-    ``real`` only when the witness's hook raises :class:`tl_rhide.Trusted`, else AttributeError; but a
-    :func:`harmless` value is read without asking, and ``__dict__`` asks ``("peek", "__dict__")`` (never
-    flagged: :func:`judge`) and gives the untrusted reader :func:`shown`'s dict. Its state is bound as
-    default arguments (reading a runner function's ``__defaults__`` is flagged)."""
+def asker(_audit=sys.audit):
+    """``ask(what, name)``: True for an :data:`OPEN` name read, else whether the witness's hook raised
+    :class:`tl_rhide.Trusted` on the ``tl.mod`` event ``(what, name)`` (a read for the tests)."""
     from tl_rhide import Trusted
 
     def ask(what, name, _audit=_audit, _trusted=Trusted, _type=type, _str=str):
@@ -132,6 +143,19 @@ def guard_class(real, _audit=sys.audit, _mget=types.ModuleType.__getattribute__,
         except _trusted:
             return True
         return False
+    return ask
+
+
+def guard_class(real, _audit=sys.audit, _mget=types.ModuleType.__getattribute__,
+                _mset=types.ModuleType.__setattr__, _mdel=types.ModuleType.__delattr__,
+                _mdict=types.ModuleType.__dict__["__dict__"].__get__):
+    """A ``types.ModuleType`` subclass for module ``real`` (its class during a call): reading, setting or deleting an
+    attribute outside :data:`OPEN` raises ``tl.mod`` (args: ``("get"|"set"|"del", name)``) and goes to
+    ``real`` only when the witness's hook raises :class:`tl_rhide.Trusted`, else AttributeError; but a
+    :func:`harmless` value is read without asking, and ``__dict__`` asks ``("peek", "__dict__")`` (never
+    flagged: :func:`judge`) and gives the untrusted reader :func:`shown`'s dict. Its state is bound as
+    default arguments (reading a runner function's ``__defaults__`` is flagged)."""
+    ask = asker(_audit)
 
     def __getattribute__(self, name, _real=real, _ask=ask, _get=_mget, _own=_mdict, _harmless=harmless,   # noqa: N807
                          _shown=shown, _type=type, _str=str, _miss=MISS):
@@ -157,7 +181,7 @@ def guard_class(real, _audit=sys.audit, _mget=types.ModuleType.__getattribute__,
                                                 "__delattr__": __delattr__, "__slots__": ()})
 
 
-ASK = [c for c in guard_class.__code__.co_consts if type(c) is types.CodeType and c.co_name == "ask"]
+ASK = [c for c in asker.__code__.co_consts if type(c) is types.CodeType and c.co_name == "ask"]
 
 
 def withhold(folder, _cache={}, _mods=sys.modules, _type=type, _module=types.ModuleType, _get=dict.get,   # noqa: B006
@@ -168,7 +192,7 @@ def withhold(folder, _cache={}, _mods=sys.modules, _type=type, _module=types.Mod
     class across calls (reachable through this function's defaults only, whose read is flagged)."""
     if _type(folder) is not str or not folder:
         return lambda: None
-    done = []
+    done, swaps = [], []
     for mod in list(_mods.values()):
         if _module not in _mro(_type(mod)):
             continue
@@ -177,15 +201,120 @@ def withhold(folder, _cache={}, _mods=sys.modules, _type=type, _module=types.Mod
             continue
         hit = _cache.get(id(mod))
         if hit is None or hit[0] is not mod:
-            hit = _cache[id(mod)] = (mod, guard_class(mod))
+            real = _mdict(mod)
+            glb = globals_view(real, asker())
+            hit = _cache[id(mod)] = (mod, guard_class(mod), real, glb, {}, dict(glb))
         if _type(mod) is not hit[1]:
-            done.append((mod, _type(mod)))
+            done.append((mod, _type(mod), hit[3], hit[5]))
             _setclass(mod, "__class__", hit[1])
+            swaps += handed(hit[2], hit[3], hit[4])
 
-    def undo():
-        for mod, old in done:
+    def undo(_set=type.__setattr__, _clear=dict.clear, _update=dict.update, _items=dict.items):
+        for cls, name, old in reversed(swaps):
+            _set(cls, name, old)
+        for mod, old, glb, base in done:
             _setclass(mod, "__class__", old)
+            _clear(glb)   # a global a handed method assigned during the call (or the reader wrote) goes
+            _update(glb, base)
     return undo
+
+
+def globals_view(real, ask, _get=dict.get, _has=dict.__contains__, _miss=MISS):
+    """The ``__globals__`` of a handed class's functions during a call (:func:`handed`), for the test
+    module dict ``real``: a dict holding ``real``'s :data:`OPEN` names and the builtins ``real`` does not
+    shadow (a builtin's lookup then costs no ``__missing__`` call); a name it lacks is ``real``'s when
+    :func:`harmless` or when ``ask("get", name)`` allows it (a pristine test frame, the method's own,
+    met first: the judge), else KeyError (the reader flagged); ``get`` alike. ``LOAD_GLOBAL`` of a
+    function whose globals are a dict subclass looks names up through ``__missing__`` (CPython 3.11)."""
+
+    class Globals(dict):
+        """A test module's globals as a handed class's functions see them during a call."""
+
+        __slots__ = ()
+
+        def __missing__(self, key, _real=real, _ask=ask, _get=_get, _harmless=harmless, _miss=_miss):
+            value = _get(_real, key, _miss)
+            if value is not _miss and (_harmless(value) or _ask("get", key)):
+                return value
+            raise KeyError(key)
+
+        def get(self, key, default=None, _has=_has, _get=_get):
+            """``dict.get``: a name it holds as it is, another one as :meth:`__missing__` answers."""
+            if _has(self, key):
+                return _get(self, key)
+            try:
+                return self.__missing__(key)
+            except KeyError:
+                return default
+    import builtins
+    return Globals({**{k: v for k, v in vars(builtins).items() if k not in real and k[:2] != "__"},
+                    **{k: real[k] for k in OPEN if k in real}})
+
+
+def _copy(fn, real, glb, memo, depth=0, _func=types.FunctionType, _type=type, _cell=types.CellType,
+          _glob=types.FunctionType.__dict__["__globals__"].__get__):
+    """``fn`` when it is no function whose ``__globals__`` is ``real``, else its copy (cached in ``memo``)
+    whose globals are ``glb``; functions with those globals held in its closure or ``__wrapped__`` are
+    copied too (up to 4 deep), other cells are shared."""
+    if _type(fn) is not _func or _glob(fn) is not real or depth > 4:
+        return fn
+    hit = memo.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    cells = []
+    for c in fn.__closure__ or ():
+        try:
+            inner = c.cell_contents
+        except ValueError:   # an empty cell
+            cells.append(c)
+            continue
+        other = _copy(inner, real, glb, memo, depth + 1)
+        cells.append(c if other is inner else _cell(other))
+    new = _func(fn.__code__, glb, fn.__name__, fn.__defaults__, tuple(cells) or None)
+    new.__kwdefaults__, new.__qualname__, new.__doc__ = fn.__kwdefaults__, fn.__qualname__, fn.__doc__
+    new.__module__, new.__annotations__ = fn.__module__, fn.__annotations__
+    new.__dict__.update({k: _copy(v, real, glb, memo, depth + 1) if k == "__wrapped__" else v
+                         for k, v in fn.__dict__.items()})
+    memo[id(fn)] = (fn, new)
+    return new
+
+
+def handed(real, glb, memo, _type=type, _mro=type.__dict__["__mro__"].__get__,
+           _vars=type.__dict__["__dict__"].__get__, _modname=type.__dict__["__module__"].__get__,
+           _set=type.__setattr__, _get=dict.get):
+    """Swap, for one call, the functions of the classes a reader is handed from the test module dict
+    ``real`` (:func:`harmless` ones, with their bases, metaclass and nested classes defined in that module)
+    whose ``__globals__`` is ``real``, for copies whose globals are ``glb`` (:func:`globals_view`): plain
+    functions, static and class methods, property accessors. Returns ``[(class, name, old value)]``."""
+    name, values = _get(real, "__name__"), list(real.items())
+    glb.update({k: v for k, v in values if _type(k) is str and _type(v) is types.ModuleType})   # no lookup cost
+    todo = [v for _, v in values if type in _mro(_type(v)) and _modname(v) == name and harmless(v)]
+    seen, swaps = set(), []
+    while todo:
+        cls = todo.pop()
+        if id(cls) in seen or type not in _mro(_type(cls)) or _modname(cls) != name:
+            continue
+        seen.add(id(cls))
+        todo += [*_mro(cls)[1:], _type(cls), *(v for v in _vars(cls).values() if type in _mro(_type(v)))]
+        for key, value in list(_vars(cls).items()):
+            new = _rewrapped(value, real, glb, memo)
+            if new is not value:
+                swaps.append((cls, key, value))
+                _set(cls, key, new)
+    return swaps
+
+
+def _rewrapped(value, real, glb, memo, _type=type):
+    """A class attribute ``value`` with its functions copied by :func:`_copy` (``value`` itself when none is)."""
+    kind = _type(value)
+    if kind is staticmethod or kind is classmethod:
+        inner = _copy(value.__func__, real, glb, memo)
+        return value if inner is value.__func__ else kind(inner)
+    if kind is property:
+        parts = [_copy(f, real, glb, memo) for f in (value.fget, value.fset, value.fdel)]
+        same = all(a is b for a, b in zip(parts, (value.fget, value.fset, value.fdel)))
+        return value if same else property(*parts, value.__doc__)
+    return _copy(value, real, glb, memo)
 
 
 def judge(trusted, test_fps, test_files, fingerprint, libs, main_ident, _type=type):
