@@ -94,6 +94,7 @@ class StageContext:
         complete: the stages whose markers match their fingerprint when this stage started.
         model_path: the resolved base model folder ("" for stages that need no model).
         sandbox: the run's one sandbox (None for stages that execute no code).
+        scorers: memo of :meth:`score` (one :class:`sdk.rewards.score_cache.ScoreCache` per stage run).
     """
 
     cfg: "RunConfig"
@@ -105,12 +106,26 @@ class StageContext:
     complete: frozenset[str] = field(default_factory=frozenset)
     model_path: str = ""
     sandbox: "Sandbox | None" = None
+    scorers: list = field(default_factory=list, repr=False, compare=False)
 
     def need_sandbox(self) -> "Sandbox":
         """The sandbox; a stage asking for it without declaring ``needs_sandbox`` is a bug."""
         if self.sandbox is None:
             raise RuntimeError("this stage's StageSpec does not declare needs_sandbox=True")
         return self.sandbox
+
+    def score(self, tasks: list, completions: list[str]) -> list:
+        """The run's sandboxed tiered reward (:func:`sdk.rewards.tiered.score_batch` with ``cfg.reward``)
+        of ``completions[i]`` on ``tasks[i]``, through this stage's one
+        :class:`~sdk.rewards.score_cache.ScoreCache`: a completion already judged for the same task is
+        not run again (same result). Raises as :meth:`need_sandbox` and ``score_batch``."""
+        if not self.scorers:
+            from sdk.rewards.score_cache import ScoreCache
+            from sdk.rewards.tiered import score_batch
+
+            sandbox, weights = self.need_sandbox(), self.cfg.reward
+            self.scorers.append(ScoreCache(lambda ts, cs: score_batch(ts, cs, sandbox, weights)))
+        return self.scorers[0](tasks, completions)
 
     def bar(self, label: str, total: int) -> Progress:
         """A rich progress bar with one task of ``total`` steps (disabled when ``progress`` is off)."""

@@ -216,6 +216,10 @@ class Pipeline:
         with StageClock() as clock:
             stats = spec.run(ctx)
         stats = stats.timed(clock)
+        if ctx.scorers:  # the stage scored completions through ctx.score: how many repeats were not re-run
+            memo = ctx.scorers[0]
+            stats.extra["score_memo"] = {"scored": memo.misses, "reused": memo.hits}
+            self.console.print(f"  score memo: {memo.hits} repeated completions reused, {memo.misses} scored")
         if spec.stage is Stage.TASKS:
             self.inputs.forget()
         write_marker(self.layout.marker(name), self.fingerprint(spec.stage), stats, self.fingerprint_body(spec.stage))

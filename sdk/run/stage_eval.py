@@ -193,13 +193,12 @@ def text_rows(ctx: StageContext, tasks: Sequence[Task], label: str, adapter: Pat
     (a seeded draw depends on the batch it falls in)."""
     from sdk.eval.run import evaluate
     from sdk.generate import make_generator
-    from sdk.rewards.tiered import score_batch
 
     cfg, ec = ctx.cfg, ctx.cfg.eval
-    sandbox = ctx.need_sandbox()
+    ctx.need_sandbox()
     gen = make_generator(ctx.model_path, adapter, ec.batch_size, ec.max_new_tokens, ec.temperature,
                          cfg.seed, cfg.model.dtype, cfg.rl.use_vllm)
-    score = lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward)  # noqa: E731
+    score = ctx.score  # one memo for every candidate: a repeated completion is run once
     where = by_prompt_length(tasks) if ec.temperature <= 0 else list(range(len(tasks)))
     order = [tasks[i] for i in where]
     try:

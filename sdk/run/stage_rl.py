@@ -43,7 +43,6 @@ def expert_arm(ctx: StageContext) -> StageStats:
         ConfigError: other tool rollouts are configured (expert iteration samples single-turn answers
             there), or agentic rollouts with ``rl.expert.replay_self_distill`` (single-turn rows).
     """
-    from sdk.rewards.tiered import score_batch
     from sdk.train.expert_iteration import run_expert_iteration
 
     cfg = ctx.cfg
@@ -56,12 +55,12 @@ def expert_arm(ctx: StageContext) -> StageStats:
 
     train, validation = fit_and_validation(ctx)
     train = split_pool(train, cfg.sft.self_distill)[0]  # the replay pool's references never reach training
-    adapter, sandbox = sft_adapter(ctx), ctx.need_sandbox()
+    adapter = sft_adapter(ctx)
     ec = cfg.rl.expert
     ctx.console.print(f"  expert iteration on {len(train)} train tasks: {ec.rounds} rounds, {ec.k} samples per task"
                       + (f", {ec.max_tasks} tasks per round" if ec.max_tasks else ""))
     ctx.layout.midway_adapter("rl").parent.mkdir(parents=True, exist_ok=True)
-    result = run_expert_iteration(ctx.model_path, adapter, train, lambda ts, cs: score_batch(ts, cs, sandbox, cfg.reward),
+    result = run_expert_iteration(ctx.model_path, adapter, train, ctx.score,
                                   cfg.rl, cfg.sft, ctx.layout.stage_dir("rl"), cfg.seed, cfg.model.dtype, ctx.progress,
                                   console=ctx.console, replay_rows=self_distill_replay(ctx),
                                   **(agentic_expert(ctx) if agentic else {}))
