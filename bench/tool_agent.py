@@ -3,13 +3,16 @@
 Runs the example's config (``examples/tool_agent/agent.yaml``, default model SmolLM2-135M on CPU) through the
 pipeline's own stages into ``WORK/run`` (started afresh): the tasks stage, the base model's greedy tool
 rollouts on the held-out tasks (the eval stage's :func:`sdk.run.stage_eval.tool_rows`: same tools, same
-reward), GRPO (the rl stage: multi-turn tool rollouts, :class:`sdk.rollout.trl_rollout.ToolRolloutFunc`), then
-the tuned adapter on the same held-out tasks. It prints, for base and tuned: task success (pass@1: the final
-answer is right) with the paired 95 % bootstrap interval of tuned − base, valid-tool-call rate, tool-use
+reward), the sft stage (with the config's ``tools.demonstrations``: LoRA SFT on the train tasks' verified
+tool-call demonstrations, :mod:`sdk.train.tool_demos`) and its adapter on the held-out tasks, GRPO from it
+(the rl stage: multi-turn tool rollouts, :class:`sdk.rollout.trl_rollout.ToolRolloutFunc`), then the tuned
+adapter on the same held-out tasks. It prints, for base, SFT-only and tuned (SFT + GRPO): task success
+(pass@1: the final answer is right) with the paired 95 % bootstrap intervals of tuned − base, sft − base
+and tuned − sft, valid-tool-call rate, tool-use
 rate, calls per sample and mean reward (:func:`sdk.run.stage_eval.tool_summary`), and the wall and process CPU
 seconds of each stage, and writes them to ``WORK/result.json``.
 
-Budget (``--budget-min``, whole bench): the base eval runs first and is timed; training gets what is left
+Budget (``--budget-min``, whole bench): the base eval, SFT and the SFT eval run first (never cut); GRPO gets what is left
 after reserving ``RESERVE_FACTOR`` × the base eval's wall time (plus ``RESERVE_S``) for the tuned eval, and is
 stopped at the first GRPO step that ends past that point (:class:`Deadline`, a trainer callback added to the rl
 stage's own ``run_grpo``); the adapter trained so far is saved and evaluated, and the bench says training was
@@ -146,10 +149,17 @@ def run(args) -> dict:
         with timed(stages, "base eval"):
             base = eval_rows(pipe, "base", None, args.limit)
         save_rows(work / "base.jsonl", base)
+        with timed(stages, "train (SFT)"):
+            pipe.run(["sft"])
+        sft = None
+        if (pipe.layout.adapter("sft") / "adapter_config.json").is_file():  # the SFT-only checkpoint, evaluated too
+            with timed(stages, "SFT eval"):
+                sft = eval_rows(pipe, "sft", pipe.layout.adapter("sft"), args.limit)
+            save_rows(work / "sft.jsonl", sft)
         reserve = RESERVE_FACTOR * stages["base eval"]["wall_s"] + RESERVE_S
         deadline = Deadline(start + args.budget_min * 60 - reserve)
         with timed(stages, "train (GRPO)"), grpo_callback(deadline):
-            pipe.run(["sft", "rl"])
+            pipe.run(["rl"])
         adapter = pipe.layout.adapter("rl")
         with timed(stages, "tuned eval"):
             tuned = eval_rows(pipe, "tuned", adapter, args.limit)
@@ -160,7 +170,7 @@ def run(args) -> dict:
     training = {"max_steps": pipe.cfg.rl.max_steps, "steps": _steps(rl_stats), "stopped_by_budget":
                 deadline.stopped_at is not None, "stopped_at": deadline.stopped_at,
                 "train_deadline_s": round(deadline.deadline - start, 1), "zero_std": rl_stats.get("zero_std")}
-    result = summarise(base, tuned, stages, training)
+    result = summarise(base, tuned, stages, training, sft=sft)
     result.update(budget_min=args.budget_min, wall_s=round(time.time() - start, 1), load_start=load0,
                   load_end=os.getloadavg(), sets=[*DEFAULT_SETS, *(args.set or [])])
     (work / "result.json").write_text(json.dumps(result, indent=2, default=str))
@@ -177,9 +187,10 @@ def _steps(stats: dict) -> int | None:
     return None
 
 
-def summarise(base: Sequence, tuned: Sequence, stages: dict, training: dict) -> dict:
+def summarise(base: Sequence, tuned: Sequence, stages: dict, training: dict, sft: Sequence | None = None) -> dict:
     """The result record of base and tuned eval rows (same tasks): per model the tool metrics and the
-    pass count, and the paired difference of task success over the tasks both hold.
+    pass count, and the paired difference of task success over the tasks both hold. With ``sft`` (the
+    SFT-only adapter's rows) it is a third model, and ``deltas`` also holds sft − base and tuned − sft.
 
     Raises:
         sdk.eval.records.EvalError: the two row lists share no task.
@@ -187,17 +198,22 @@ def summarise(base: Sequence, tuned: Sequence, stages: dict, training: dict) -> 
     from sdk.eval.metrics import paired_over_common
     from sdk.run.stage_eval import tool_summary
 
-    per = {label: {r.task_id: float(bool(r.passed and r.passed[0])) for r in rows}
-           for label, rows in (("base", base), ("tuned", tuned))}
-    est = paired_over_common(per["base"], per["tuned"])
-    if est is None:
-        from sdk.eval.records import EvalError
+    evals = {"base": base, **({"sft": sft} if sft is not None else {}), "tuned": tuned}
+    per = {label: {r.task_id: float(bool(r.passed and r.passed[0])) for r in rows} for label, rows in evals.items()}
+    pairs = [("tuned", "base")] + ([("sft", "base"), ("tuned", "sft")] if sft is not None else [])
+    deltas = {}
+    for new, old in pairs:
+        est = paired_over_common(per[old], per[new])
+        if est is None:
+            from sdk.eval.records import EvalError
 
-        raise EvalError("base and tuned rows share no task", "evaluate both models on the same held-out tasks")
+            raise EvalError(f"{old} and {new} rows share no task", "evaluate every model on the same held-out tasks")
+        deltas[f"{new} - {old}"] = {"value": est.value, "low": est.low, "high": est.high, "n": est.n}
     models = {label: {**tool_summary(rows), "passed": int(sum(per[label].values())), "tasks": len(per[label])}
-              for label, rows in (("base", base), ("tuned", tuned))}
-    return {"models": models, "delta": {"value": est.value, "low": est.low, "high": est.high, "n": est.n},
-            "verdict": verdict(est.value, est.low), "stages": stages, "training": training}
+              for label, rows in evals.items()}
+    d = deltas["tuned - base"]
+    return {"models": models, "delta": d, "deltas": deltas, "verdict": verdict(d["value"], d["low"]),
+            "stages": stages, "training": training}
 
 
 def verdict(value: float, low: float) -> str:
@@ -220,7 +236,12 @@ def table(result: dict) -> str:
         cells = "".join(f" {fmt.format(m[key])} |" for key, _, fmt in METRICS)
         lines.append(f"| {label} | {m['passed']}/{m['tasks']} ({m['task_success'] * 100:.1f} %) |{cells}")
     lines += ["", f"tuned − base task success: {d['value'] * 100:+.1f} pp (paired 95 % CI {d['low'] * 100:+.1f} … "
-              f"{d['high'] * 100:+.1f}, {d['n']} tasks): {result['verdict']}", ""]
+              f"{d['high'] * 100:+.1f}, {d['n']} tasks): {result['verdict']}"]
+    for name, e in result.get("deltas", {}).items():
+        if name != "tuned - base":
+            lines.append(f"{name.replace('-', '−')} task success: {e['value'] * 100:+.1f} pp (paired 95 % CI "
+                         f"{e['low'] * 100:+.1f} … {e['high'] * 100:+.1f})")
+    lines.append("")
     steps = "?" if tr["steps"] is None else tr["steps"]
     if tr["stopped_by_budget"]:
         lines.append(f"training stopped by the budget after step {tr['stopped_at']} of {tr['max_steps']} "

@@ -71,6 +71,19 @@ class ChangeAgentConfig(_Cfg):
         return self
 
 
+class ToolDemoConfig(_Cfg):
+    """SFT on verified tool-call demonstrations before RL (:mod:`sdk.train.tool_demos`): each train task
+    whose ``metadata["demonstration"]`` lists its calls is replayed through the rollout engine and the
+    tool-task reward, and kept only when it earns full marks."""
+
+    enabled: bool = Field(False, description="the sft stage trains on the train tasks' verified tool-call "
+                          "demonstrations (needs sft.enabled); held-out tasks are never used")
+    answer_format: str = Field("Answer: {answer}", description="the demonstration's final turn; {answer} is the "
+                               "task verifier's expected answer")
+    grounded: bool = Field(True, description="keep a demonstration only when its answer appears, as a number or "
+                           "verbatim, in a real tool answer of the replay")
+
+
 class ToolsConfig(_Cfg):
     """Tools and retrieval inside rollouts (issue 8). Set ``tools`` or ``factories`` (or turn
     ``change_agent`` on, for change tasks) to switch tool rollouts on in the rl and eval stages."""
@@ -90,6 +103,7 @@ class ToolsConfig(_Cfg):
                                               "read as `self.settings.retrieval_min_score`); null: no threshold")
     reward: ToolRewardConfig = Field(default_factory=ToolRewardConfig)
     change_agent: ChangeAgentConfig = Field(default_factory=ChangeAgentConfig)
+    demonstrations: ToolDemoConfig = Field(default_factory=ToolDemoConfig)
 
     @model_validator(mode="after")
     def _one_kind(self) -> ToolsConfig:

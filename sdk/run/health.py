@@ -56,15 +56,18 @@ def check_health(tasks: Sequence[Task], n_examples: int, cfg, fixed: Collection[
     train = [t for t in tasks if t.split == Split.TRAIN]
     verifiable = sum(t.verifier.kind != "reference" for t in train)
     with_reference = sum(bool(t.reference) for t in train)
+    demos = _tools_on(cfg) and cfg.tools.demonstrations.enabled  # tool-call demonstrations (sdk.train.tool_demos)
+    with_demo = sum(t.metadata.get("demonstration") is not None for t in train) if demos else 0
     n_train, n_held = by_split[Split.TRAIN], by_split[Split.HELDOUT]
     out: list[Finding] = []
     own = bool(tasks) and all(t.id in fixed for t in tasks)
     knob = "the source's own heldout_fraction option (its split is fixed: tasks.heldout_fraction does not apply)" \
         if own else "tasks.heldout_fraction"
     if cfg.sft.enabled and not (with_reference and cfg.sft.include_train_references) and not (
-            n_examples and cfg.sft.include_feedback):
+            n_examples and cfg.sft.include_feedback) and not with_demo:
         out.append(Finding("error", f"SFT has nothing to learn from: {n_train} train tasks ({with_reference} with a "
-                           f"reference solution) and {n_examples} feedback examples",
+                           f"reference solution{', 0 with a tool-call demonstration' if demos else ''}) and "
+                           f"{n_examples} feedback examples",
                            "add tests whose functions have reference solutions, or a feedback source, or turn SFT "
                            "off (--set sft.enabled=false)", "sft"))
     if cfg.rl.enabled and not verifiable and not _tools_on(cfg):

@@ -48,6 +48,9 @@ def stage_sft(ctx: StageContext) -> StageStats:
 
         rows = demonstration_rows(train, rows, change_agent(ctx))
     out = ctx.layout.stage_dir("sft")
+    demos = tool_demonstrations(ctx, fit, out) if _tool_demos_on(cfg) else None
+    if demos is not None:  # tool rollouts: verified tool-call demonstrations, one kind of row (messages)
+        rows, agentic = demos[0] + [{"messages": [*r["prompt"], *r["completion"]], "tools": []} for r in rows], True
     self_distill_rows_path(ctx).unlink(missing_ok=True)  # never a stale run's rows
     distilled = _self_distill(ctx, pool, out) if pool else None
     rows += distilled[0] if distilled else []
@@ -61,9 +64,44 @@ def stage_sft(ctx: StageContext) -> StageStats:
     extra = result.summary()
     if distilled:
         extra["self_distill"] = distilled[1]
+    if demos is not None:
+        extra["tool_demonstrations"] = demos[1]
     if cfg.sft.dpo.enabled:
         extra["dpo"] = _dpo(ctx)
     return StageStats("sft", tokens_trained=result.tokens_trained, extra=extra)
+
+
+def _tool_demos_on(cfg) -> bool:
+    """True when the sft stage trains on tool-call demonstrations (``tools.demonstrations.enabled``, tool
+    rollouts other than the change agent's)."""
+    tc = cfg.tools
+    return tc is not None and tc.enabled and not tc.change_agent.enabled and tc.demonstrations.enabled
+
+
+def tool_demonstrations(ctx: StageContext, fit: list, out: Path) -> tuple[list[dict], dict]:
+    """Verified tool-call demonstrations of the ``fit`` tasks (train split, validation carved out;
+    :func:`sdk.train.tool_demos.demonstration_rows`), replayed with the run's tools, tool template and
+    tool-task reward; rows in ``sft/demonstrations.jsonl``, counts and drop reasons returned."""
+    from transformers import AutoTokenizer
+
+    from sdk.jsonl import write_jsonl
+    from sdk.rollout.chat_template import ensure_tool_template
+    from sdk.rollout.factories import build_tools
+    from sdk.rollout.rewards import ToolTaskReward
+    from sdk.rollout.tools import ToolBox
+    from sdk.train.tool_demos import demonstration_rows
+
+    tc = ctx.cfg.tools
+    tok = AutoTokenizer.from_pretrained(ctx.model_path)
+    ensure_tool_template(tok)
+    tools = build_tools(tc, ctx.cfg.base_dir)  # as the rl stage's toolbox_maker: the same tools and limits
+    make_box = lambda: ToolBox(tools, max_calls=tc.max_calls, max_result_chars=tc.max_result_chars)  # noqa: E731
+    rows, report = demonstration_rows(fit, tok, make_box, ToolTaskReward(tc.reward),
+                                      tc.demonstrations.answer_format, tc.demonstrations.grounded, tc.max_turns)
+    write_jsonl(out / "demonstrations.jsonl", rows)
+    ctx.console.print(f"  tool-call demonstrations: {len(rows)} verified (reward 1.0 on replay) of "
+                      f"{len(fit) - report.without} train tasks that carry one; {len(report.dropped)} dropped")
+    return rows, report.summary()
 
 
 def _self_distill(ctx: StageContext, pool: list, out: Path) -> tuple[list[dict], dict]:

@@ -117,3 +117,18 @@ def test_verdict_follows_the_interval_and_rows_must_share_tasks(bench):
     assert bench.verdict(0.1, -0.05).startswith("tuned is not proven better")
     with pytest.raises(EvalError):
         bench.summarise(base, [_row("other", True, 1, 1, 1.0)], {}, done)
+
+
+def test_sft_only_checkpoint_is_a_third_model_with_its_own_paired_deltas(bench):
+    base = [_row(f"t{i}", False, 0, 0, 0.0) for i in range(10)]
+    sft = [_row(f"t{i}", i < 6, 1, 1, 1.0 if i < 6 else 0.5) for i in range(10)]
+    tuned = [_row(f"t{i}", i < 5, 1, 1, 1.0 if i < 5 else 0.5) for i in range(10)]
+    done = {"max_steps": 4, "steps": 4, "stopped_by_budget": False, "stopped_at": None, "train_deadline_s": 1.0}
+    result = bench.summarise(base, tuned, {}, done, sft=sft)
+    assert list(result["models"]) == ["base", "sft", "tuned"] and result["models"]["sft"]["passed"] == 6
+    assert result["deltas"]["sft - base"]["value"] == pytest.approx(0.6)
+    assert result["deltas"]["tuned - sft"]["value"] == pytest.approx(-0.1)
+    assert result["delta"] == result["deltas"]["tuned - base"] and result["delta"]["value"] == pytest.approx(0.5)
+    text = bench.table(result)
+    assert "| sft | 6/10 (60.0 %) |" in text and "sft − base task success: +60.0 pp" in text
+    assert "tuned − sft task success: -10.0 pp" in text

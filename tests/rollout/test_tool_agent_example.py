@@ -18,7 +18,8 @@ CONFIG = Path(__file__).resolve().parents[2] / "examples" / "tool_agent" / "agen
 def test_shipped_config_is_a_run_config_with_tool_rollouts():
     cfg = load_config(CONFIG)
     assert cfg.model.name == "smollm2-135m" and cfg.tools.enabled and cfg.tools.max_calls == 3
-    assert cfg.sources[0].type == "examples.tool_agent.tasks:ToolAgentSource" and not cfg.sft.enabled
+    assert cfg.sources[0].type == "examples.tool_agent.tasks:ToolAgentSource"
+    assert cfg.sft.enabled and cfg.tools.demonstrations.enabled  # SFT on verified tool-call demonstrations first
 
 
 def test_source_gives_the_tasks_in_its_domain(tmp_path):
@@ -74,7 +75,8 @@ def finished_run(tmp_path_factory, tiny_model_dir):
                                "tools.factories.0.options.db": str(tmp / "inventory.db"),
                                "eval.limit_per_split": 3, "eval.max_new_tokens": 12, "rl.max_steps": 1,
                                "rl.num_generations": 2, "rl.batch_size": 2, "rl.max_completion_length": 24,
-                               "sft.lora.r": 4})
+                               "sft.lora.r": 4, "sft.max_steps": 1,
+                               "sft.max_length": 2048})  # the tiny tokenizer spells words in more tokens
     report = Pipeline(cfg, console=Console(quiet=True), progress=False).run()
     return tmp / "run", report
 
@@ -84,9 +86,21 @@ def test_pipeline_writes_tasks_rl_adapter_and_traces(finished_run):
     tasks = [json.loads(line) for line in (run_dir / "tasks" / "tasks.jsonl").read_text().splitlines()]
     assert len(tasks) == 29 and {t["split"] for t in tasks} == {"train", "heldout"}
     assert (run_dir / "rl" / "adapter" / "adapter_config.json").is_file()
-    assert not (run_dir / "sft" / "adapter").exists()
+    assert (run_dir / "sft" / "adapter" / "adapter_config.json").is_file()  # GRPO continued it
     traces = [json.loads(line) for line in (run_dir / "rl" / "traces.jsonl").read_text().splitlines()]
     assert len(traces) == 2 and all({"step", "calls", "n_calls", "stop", "final"} <= set(t) for t in traces)
+
+
+def test_sft_trained_on_demonstrations_of_train_tasks_only(finished_run):
+    run_dir, _ = finished_run
+    tasks = [json.loads(line) for line in (run_dir / "tasks" / "tasks.jsonl").read_text().splitlines()]
+    asked = {split: {t["prompt"][-1]["content"] for t in tasks if t["split"] == split} for split in ("train", "heldout")}
+    demos = [json.loads(line) for line in (run_dir / "sft" / "demonstrations.jsonl").read_text().splitlines()]
+    questions = {next(m["content"] for m in d["messages"] if m["role"] == "user") for d in demos}
+    assert demos and questions <= asked["train"] and not questions & asked["heldout"]
+    assert all(any(m.get("tool_calls") for m in d["messages"]) for d in demos)
+    stats = json.loads((run_dir / "state" / "sft.json").read_text())["stats"]
+    assert stats["tool_demonstrations"]["kept"] == len(demos)
 
 
 def test_eval_rows_are_tool_rollouts_scored_by_the_tool_reward(finished_run):
