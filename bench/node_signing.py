@@ -10,7 +10,9 @@ and CPU milliseconds (the node processes') of each side over ``--rounds`` rounds
     nice -n 10 .venv/bin/python bench/node_signing.py [--rounds 15] [--tests 20] [--before REV] [--helper]
 
 ``--before REV``: (A) is the guard of git revision REV, signing too (before/after a guard change, one
-process); ``--helper``: the test file only calls ``tests/helpers.js``, which registers the tests.
+process); ``--helper``: the test file only calls ``tests/helpers.js``, which registers the tests;
+``--dynamic``: the test file's text names ``import(`` (a comment), so the guard registers its resolve hook
+for ``import('node:test')`` (ESM's hooks thread); with ``--before`` that says what the hook costs.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def main() -> None:
     ap.add_argument("--tests", type=int, default=20)
     ap.add_argument("--before", help="git revision: (A) is that revision's guard, signed, not an unsigned run")
     ap.add_argument("--helper", action="store_true", help="the tests registered by tests/helpers.js (issue 14, D2)")
+    ap.add_argument("--dynamic", action="store_true", help="the test file's text has import( (the resolve hook)")
     args = ap.parse_args()
     sys.path.insert(0, str(RUNNER))
     import tl_offdisk  # noqa: PLC0415 - a sandbox-side module, stdlib only
@@ -71,6 +74,8 @@ def main() -> None:
               "  for (let i = 0; i < n; i++) test('t' + i, () => assert.strictEqual(add(i, 1), i + 1));\n};\n")
     if args.helper:
         source = f"require('./tests/helpers.js')(require('./add'), {args.tests});\n"
+    if args.dynamic:
+        source = "// no import( call here: the text alone registers the guard's resolve hook\n" + source
     old = subprocess.run(["git", "-C", str(ROOT), "show", f"{args.before}:sdk/sandbox/languages/tl_node_guard.cjs"],
                          capture_output=True, text=True, check=True).stdout if args.before else None
     with tempfile.TemporaryDirectory() as tmp:

@@ -38,8 +38,9 @@ Covered:
   program runs (never readable as source); an empty decoy then takes each test's name and an open of it
   is ``reads_tests`` (the driver's inotify watch, ``_runner/tl_offdisk.py``); Java's test classes are
   deleted too and defined by ``TlJUnit`` from memory (a solution reading ``classes/*Test.class`` finds none);
-  CommonJS node tests run one file per node run, the source on a pipe the guard drains before any test
-  or solution code, the file on disk a watched decoy.
+  node tests (CommonJS or ES modules: an ES module test file is served from memory by the guard's load
+  hook) run one file per node run, the source on a pipe the guard drains before any test or solution
+  code, the file on disk a watched decoy.
 - Signals to the judge: the Python candidate and each C/C++ test child run under a seccomp
   guard (``_runner/tl_guard.py``, ``tl_test.h``): ``kill``/``tgkill``/``SIGSTOP``/``prlimit``
   aimed at the harness, the runner, the driver, their group or everyone kills the caller with
@@ -93,8 +94,8 @@ Not covered (known gaps):
 - C/C++ test children and the Rust test binary cannot make a process (a seccomp filter: fork/vfork/clone
   without ``CLONE_THREAD`` EPERM, clone3 ENOSYS; threads work): an honest test there that starts one
   (``system``, ``popen``, ``std::process::Command``) gets an error and fails, unflagged.
-- Test sources on disk: Go tests in more than one folder still run through ``go test ./...``, and ES
-  module or TypeScript tests through ``node --test``, with their sources on disk (listing the folder or
+- Test sources on disk: Go tests in more than one folder still run through ``go test ./...``, and
+  TypeScript tests through ``node --test``, with their sources on disk (listing the folder or
   naming a test file is flagged by the static scan only). Compiled tests stay readable as machine code in
   the program's own binary (C/C++, Go, Rust), and Java's as class bytes in the JVM's heap; a JS test
   shares its process with the solution, which can still read its source from the test's own functions
@@ -102,16 +103,19 @@ Not covered (known gaps):
   test's expected constant right after its own return address (round 8: ``__builtin_return_address`` is
   flagged; the same address found by walking the stack from a local is not, strict xfail in
   ``tests/rewards/test_redteam_round8.py``). JS: node's child-to-runner frames (v8-serialised results on the stdout of the test process,
-  which runs the solution) can be rewritten on their way out; for CommonJS tests a reported pass counts only
+  which runs the solution) can be rewritten on their way out; for CommonJS and ES module tests a reported pass counts only
   where the test's own function completed, signed in that process with a key read before any solution code
   (``sdk.sandbox.languages.nodesign``, ``runner_tampering``; ``tests/rewards/test_redteam_js_frames.py``).
-  ES module and TypeScript tests are not signed (static scan only); the key, like the hidden source, is in
+  TypeScript tests are not signed (static scan only); the key, like the hidden source, is in
   that process's memory (``/proc/self/mem``, no pattern to find it by). A helper script shipped with the
   suite (a task's support file, by its hash) may register signed tests, in the async context of the test
-  file's or a helper's load. A test registered by a dependency or through ``import('node:test')`` is
-  unsigned (an honest one fails, unflagged: ``nodesign.UNRECORDED``), and so is one that solution code
-  schedules (a timer, tick or promise made with its frame on the stack leaves that context), also when
-  the test file calls it at load time. The context's store sits on node's async resources under a
+  file's or a helper's load (``import('node:test')`` and V8 builtins' frames such as ``forEach``
+  included since issue 14's D pass: before, such honest tests were unsigned and failed). A test
+  registered by a dependency is unsigned (an honest one fails, unflagged: ``nodesign.UNRECORDED``), and
+  so is one that solution code schedules (a timer, tick or promise made with its frame on the stack
+  leaves that context), also when the test file calls it at load time. An ES module test file's imports,
+  the solution's among them, evaluate in that context (as solution code a CommonJS test calls at load):
+  what it schedules leaves it, a test it registers carries its own frame (unsigned). The context's store sits on node's async resources under a
   symbol: code holding a resource made in it could copy that value (none is handed to the solution).
 - Go/Rust: results are parsed from the test binary's output (an exit after forging the rest, through an
   aliased exit, is stopped by the static scan only); a forged line for a test that

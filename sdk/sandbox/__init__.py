@@ -162,9 +162,9 @@ would decide ``==`` here) and that are not the entry point's come back as the *t
   is an instance of the tests' mirrored class (``tests/connectors/test_crossing_holes.py``); after a
   timed-out call the remaining tests of the run fail too (the candidate is gone);
 - compiled and other languages (:mod:`sdk.sandbox.languages`) have their own runners (C/C++,
-  Java, JS: see there; a JS test runs in the solution's process, and a CommonJS test's pass counts only
+  Java, JS: see there; a JS test runs in the solution's process, and a CommonJS or ES module test's pass counts only
   where that process signed it (a test the test file or a helper script shipped with the suite registers),
-  ``languages/nodesign.py``; ES module and TypeScript tests are unsigned);
+  ``languages/nodesign.py``; TypeScript tests are unsigned);
   equality-operator tricks there are the rewards module's concern.
 
 The **process** backend (opt-in: ``allow_unisolated: true``; :mod:`sdk.sandbox.process`)

@@ -11,7 +11,7 @@ answers from the hidden test's class file (``sipush`` operands). Two pieces:
 - :func:`take_classes`: the class files javac made from the test sources (found by their
   ``SourceFile`` attribute) are read into memory and deleted before the JVM starts; the driver hands
   them to ``TlJUnit`` on its key pipe (:func:`pack_classes`), which defines them from memory.
-- :func:`run_each`: node (CommonJS tests) runs one test file per ``node --test``, the file's source on
+- :func:`run_each`: node (CommonJS and ES module tests) runs one test file per ``node --test``, the file's source on
   a pipe (``TL_TEST_FD``) that ``tl_node_guard.cjs`` drains in the test's process before any test or
   solution code and compiles in place of the decoy; the JUnit reports are merged. A fresh key leads
   the pipe: the guard signs each test's own outcome with it on ``TL_REC_FD`` (:func:`signed_records`),

@@ -36,13 +36,13 @@ it did not sign is ``channel_forged``, flag ``runner_tampering``; no report file
 report the solution writes counts for nothing). Go change tasks (``go_repo``) report the same way
 from a guard package that every module package imports, so it reads its key first
 (:mod:`.goguard`). Test sources of C/C++, Java, Rust,
-single-package Go and CommonJS JavaScript travel on the driver's stdin and are deleted before the
+single-package Go and JavaScript (CommonJS and ES modules) travel on the driver's stdin and are deleted before the
 program runs, a decoy under each name reporting any open (``tests_read``: flag ``reads_tests``); Java's
 test classes are then read into memory, deleted and defined by ``TlJUnit``; each node test file runs in
 a node run of its own, its source on a pipe (``TL_TEST_FD``) that ``tl_node_guard.cjs`` drains and
 compiles in place of the decoy (``_runner/tl_offdisk.py``); a key leads that pipe, and the guard signs each
 test's own outcome with it, so a result frame rewritten between node's child and its runner is caught
-(:mod:`.nodesign`: ``runner_tampering``). Go tests in several folders, ES module and
+(:mod:`.nodesign`: ``runner_tampering``). Go tests in several folders and
 TypeScript tests still run beside their sources. Whole-file Go and
 Rust results still come from output the candidate's process could imitate; the reward counts every declared test exactly once (see ``sdk.rewards``), so an
 imitated line next to the real one is a duplicate.
@@ -232,12 +232,12 @@ def _go_off_disk(req: ExecRequest) -> bool:
 
 
 def _js_off_disk(req: ExecRequest) -> bool:
-    """A JavaScript task whose tests are CommonJS files (``.js``/``.cjs``, no ``"type": "module"``):
-    each test file runs in a node run of its own, its source handed to the guard on a pipe, a decoy
-    on disk (issue 14, round 6). ES module tests still run from their files on disk."""
-    esm = any(p.endswith("package.json") and '"module"' in t for p, t in req.files.items())
-    return req.language == Language.JAVASCRIPT and not esm and bool(req.tests) and all(
-        p.endswith((".js", ".cjs")) for p in req.tests)
+    """A JavaScript task whose tests are ``.js``/``.cjs``/``.mjs`` files, CommonJS or ES modules (issue 14:
+    the guard serves an ES module test file from memory through a load hook and signs its tests like a
+    CommonJS one's): each test file runs in a node run of its own, its source handed to the guard on a
+    pipe, a decoy on disk (issue 14, round 6). TypeScript tests still run from their files on disk."""
+    return req.language == Language.JAVASCRIPT and bool(req.tests) and all(
+        p.endswith((".js", ".cjs", ".mjs")) for p in req.tests)
 
 
 def _parse(spec: LangSpec, events: list[dict], req: ExecRequest) -> tuple[TestOutcome, ...]:

@@ -3,7 +3,7 @@
 ``node --test`` runs each test file in a child process that also runs the solution; the child reports
 each result to its runner as a v8-serialised frame on its stdout, which the solution can rewrite on
 its way out (a failure made a pass: a patched stream, ``fs.writeSync(1, ...)``, a child process, the
-runner's own descriptors). For CommonJS tests (the one-run-per-file mode of ``_runner/tl_offdisk.py``)
+runner's own descriptors). For CommonJS and ES module tests (the one-run-per-file mode of ``_runner/tl_offdisk.py``)
 the guard preloaded in that child (``tl_node_guard.cjs``) wraps the function of every test the hidden
 test file or a helper script shipped with the suite (:func:`trusted_hashes`) registers and signs what the function itself did (returned, resolved or called back: passed;
 threw, rejected or called back with an error: failed) with a key read before any solution code; the
@@ -14,7 +14,7 @@ records carry no suite path): no more passes than signed passes, no fewer failur
 failures, and no more records than test cases. A name that breaks this has every result that is not
 already a failure turned into one, its message starting with :data:`UNSIGNED` (flag
 ``runner_tampering``) where the name has signed records, or :data:`UNRECORDED` (no flag) where it has
-none: a test registered outside the hidden material (by a dependency, ``import('node:test')``, after
+none: a test registered outside the hidden material (by a dependency, after
 test code called solution code at load) is never signed (a false negative, never a false flag), and a
 rewrite after the record pipe was closed earns nothing. Honest runs of tests the test file registers
 always agree: node passes a test only when its function completed.
@@ -35,7 +35,7 @@ UNRECORDED = "unrecorded:"   # a pass of a name nothing was signed for: failed, 
 
 
 def trusted_hashes(files: dict[str, str], target_path: str) -> str:
-    """JSON ``{path: SHA-256 hex}`` of every CommonJS script among a task's support ``files``
+    """JSON ``{path: SHA-256 hex}`` of every script (CommonJS or ES module) among a task's support ``files``
     (``path -> source``) but the candidate's ``target_path``: the hidden test material that, beside the
     test file itself, may register signed tests (a suite's ``tests/helpers.js``). The guard compiles a
     file loaded from such a path as hidden material only while its text (a BOM stripped) still has that
@@ -43,7 +43,7 @@ def trusted_hashes(files: dict[str, str], target_path: str) -> str:
     SHA-256 of the UTF-8 source it compiled)."""
     out = {}
     for path, text in files.items():
-        if path != target_path and path.endswith((".js", ".cjs")):
+        if path != target_path and path.endswith((".js", ".cjs", ".mjs")):
             out[path] = hashlib.sha256(text.removeprefix("\ufeff").encode("utf-8", "replace")).hexdigest()
     return json.dumps(out, sort_keys=True)
 
