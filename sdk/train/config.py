@@ -139,6 +139,8 @@ class SelfDistillConfig(_Cfg):
     temperature: float = Field(0.7, gt=0)
     max_new_tokens: int = Field(128, gt=0, description="tokens per sample (generation stops at the closing fence)")
     max_per_task: int = Field(2, ge=1, description="distinct verified answers kept per task")
+    gen_batch_size: int = Field(8, gt=0, description="sequences per sampling batch; a seeded draw depends on its "
+                                "batch, so another size samples other answers")
 
     @model_validator(mode="after")
     def _domains(self) -> SelfDistillConfig:
@@ -208,6 +210,8 @@ class ExpertIterationConfig(_Cfg):
     max_tasks: int | None = Field(None, gt=0, description="tasks sampled per round (a seeded draw, a new one each "
                                   "round); None: every train task. CPU cost ~k x 1.5 s per task")
     max_per_task: int = Field(2, ge=1, description="distinct verified completions kept per task per round")
+    gen_batch_size: int = Field(8, gt=0, description="sequences per sampling batch; a seeded draw depends on its "
+                                "batch, so another size samples other completions")
     epochs: float = Field(2.0, gt=0, description="SFT epochs over a round's verified completions")
     learning_rate: float = Field(5e-4, gt=0)
     batch_size: int = Field(4, gt=0)

@@ -277,8 +277,8 @@ def _hf_generator(rc: RlConfig, dtype: str) -> Callable[..., Any]:
     from sdk.generate import HFGenerator
 
     def make(model_path: str, adapter: Path | None, seed: int):
-        return HFGenerator(model_path, adapter, batch_size=8, max_new_tokens=rc.max_completion_length,
-                           temperature=rc.temperature, seed=seed, dtype=dtype)
+        return HFGenerator(model_path, adapter, batch_size=rc.expert.gen_batch_size,
+                           max_new_tokens=rc.max_completion_length, temperature=rc.temperature, seed=seed, dtype=dtype)
 
     return make
 

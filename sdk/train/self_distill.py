@@ -77,7 +77,7 @@ def distill_rows(model_path: str, pool: Sequence[Task], score: Callable[[list[Ta
         from sdk.generate import HFGenerator
 
         def make_generator(path: str, seed_: int):
-            return HFGenerator(path, None, batch_size=8, max_new_tokens=cfg.max_new_tokens,
+            return HFGenerator(path, None, batch_size=cfg.gen_batch_size, max_new_tokens=cfg.max_new_tokens,
                                temperature=cfg.temperature, seed=seed_, dtype=dtype)
 
     log.unlink(missing_ok=True)
