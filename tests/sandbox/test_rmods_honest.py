@@ -105,6 +105,16 @@ class Scale:
     def times(self, x):
         return x * FACTOR
 
+    @functools.cached_property
+    def cached(self):
+        return FACTOR + 1
+
+    @functools.lru_cache(maxsize=None)
+    def memo(self, x):
+        return x + FACTOR
+
+    third = functools.partialmethod(times, 3)
+
     @staticmethod
     def unit():
         return FACTOR // FACTOR
@@ -145,12 +155,14 @@ def test_mul():
     assert util.registry(__name__) == ["HelperPlugin"]
     scale = Scale()
     assert scale.times(3) == 6 and Scale.unit() == 1 and scale.factor == FACTOR
+    assert scale.cached == 3 and scale.memo(1) == 3 and scale.third() == 6
     assert util.apply(scale, 3) == 6   # repository code calls a test's method, which reads a module constant
     assert mul(2, 3) == EXPECTED
 '''
 HONEST_TEST = HEAD + BODY
 
 CHEAT_TEST = '''import dataclasses
+import functools
 import unittest
 
 from calc import mul
@@ -189,6 +201,16 @@ class Helper:
     @_wrap
     def wrapped(self):
         return 0
+
+    @functools.cached_property
+    def cached(self):
+        return 1
+
+    @functools.lru_cache(maxsize=None)
+    def memo(self, x):
+        return x
+
+    third = functools.partialmethod(twice, 3)
 
 
 class TestMul(unittest.TestCase):
@@ -229,6 +251,9 @@ GLOBALS = {  # a class of the test module is handed without asking: its function
     "globals_through_a_closure": "    return _mod().Helper.wrapped.__closure__[0].cell_contents.__globals__['EXPECTED']",
     "globals_through_wrapped": "    return _mod().Helper.wrapped.__wrapped__.__globals__['EXPECTED']",
     "globals_of_a_dataclass_init": "    return _mod().Point.__init__.__globals__['EXPECTED']",
+    "globals_of_a_cached_property": "    return _mod().Helper.cached.func.__globals__['EXPECTED']",
+    "globals_of_an_lru_cache_wrapper": "    return _mod().Helper.memo.__wrapped__.__globals__['EXPECTED']",
+    "globals_of_a_partialmethod": "    return _mod().Helper.__dict__['third'].func.__globals__['EXPECTED']",
 }
 
 

@@ -47,19 +47,20 @@ A handed class's functions' ``__globals__`` (:func:`handed`): CPython raises no 
 it was the test module's real dict, so a candidate that guessed a class of the test module read every
 constant through a method (strict xfail until then). During the call each function of a handed class
 (its bases, metaclass and nested classes of the same module; methods, static and class methods,
-property accessors, and functions of that module in their closures or ``__wrapped__``) is swapped for a
+property accessors, ``cached_property``, ``partialmethod``, an ``lru_cache`` wrapper, and functions of
+that module in their closures or ``__wrapped__``) is swapped for a
 copy sharing its code, whose globals are :func:`globals_view`'s dict: the open names, and every other
 name looked up through ``__missing__`` and so asked for like the module's attribute (a method's own
 frame reading ``FACTOR`` is a pristine test frame: allowed; repository code reading the view: flagged).
-Put back by ``undo``. Left open: a function held elsewhere (an ``lru_cache``/``partial``/
-``cached_property`` object, an instance kept as a class attribute, a class attribute of another
-module's class); a ``global`` a handed method assigns during the call lands in the view and is
-dropped when the call ends (not seen by the module; no honest test measured does that). Measured
-(tests/sandbox/test_rmods_honest.py, ``GLOBALS``): 8 routes (a method, ``.get``, ``dict.__getitem__``, a
+Put back by ``undo``. Left open: a function held elsewhere (a ``functools.partial`` object, an
+instance kept as a class attribute, a class attribute of another module's class); a ``global`` a handed
+method assigns during the call lands in the view and is dropped when the call ends (not seen by the module; no honest test measured does that). Measured
+(tests/sandbox/test_rmods_honest.py, ``GLOBALS``): 11 routes (a method, ``.get``, ``dict.__getitem__``, a
 static method, a property's getter, a decorated method's closure and ``__wrapped__``, a dataclass's
-``__init__``) scored 1.0 unflagged before, 0.0 with runner_tampering now; the honest task (a decorated
-method, a static method and a property reading a module constant, also called from repository code)
-1.0 unflagged. Cost (``bench/rmods_globals.py``, in-process, load 10): withhold + undo 20 -> 66 us per call
+``__init__``, a ``cached_property``, an ``lru_cache`` wrapper, a ``partialmethod``) scored 1.0 unflagged
+before, 0.0 with runner_tampering now; the honest task (a decorated method, a static method, a property,
+a cached property, an lru_cache'd method and a partialmethod reading a module constant, also called
+from repository code) 1.0 unflagged. Cost (``bench/rmods_globals.py``, in-process, load 10): withhold + undo 20 -> 66 us per call
 with 5 handed classes of 4 methods; a handed method's call 2.1x (LOAD_GLOBAL's slow path: globals not
 an exact dict); a withheld name read by a handed method also runs the hook's judge, as a module read does.
 """
@@ -305,16 +306,37 @@ def handed(real, glb, memo, _type=type, _mro=type.__dict__["__mro__"].__get__,
 
 
 def _rewrapped(value, real, glb, memo, _type=type):
-    """A class attribute ``value`` with its functions copied by :func:`_copy` (``value`` itself when none is)."""
+    """A class attribute ``value`` with its functions copied by :func:`_copy` (``value`` itself when none is):
+    a function, a static or class method, a property, ``functools.cached_property``, ``partialmethod``
+    and an ``lru_cache`` wrapper (a new cache for the copy); the new wrapper is cached in ``memo``."""
+    import functools
     kind = _type(value)
+    if kind is types.FunctionType:
+        return _copy(value, real, glb, memo)
+    hit = memo.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    new = value
     if kind is staticmethod or kind is classmethod:
         inner = _copy(value.__func__, real, glb, memo)
-        return value if inner is value.__func__ else kind(inner)
-    if kind is property:
+        new = value if inner is value.__func__ else kind(inner)
+    elif kind is property:
         parts = [_copy(f, real, glb, memo) for f in (value.fget, value.fset, value.fdel)]
         same = all(a is b for a, b in zip(parts, (value.fget, value.fset, value.fdel)))
-        return value if same else property(*parts, value.__doc__)
-    return _copy(value, real, glb, memo)
+        new = value if same else property(*parts, value.__doc__)
+    elif kind is functools.cached_property or kind is functools.partialmethod:
+        inner = _copy(value.func, real, glb, memo)
+        if inner is not value.func and kind is functools.cached_property:
+            new = functools.cached_property(inner)
+            new.attrname, new.__doc__ = value.attrname, value.__doc__
+        elif inner is not value.func:
+            new = functools.partialmethod(inner, *value.args, **value.keywords)
+    elif kind is functools._lru_cache_wrapper:
+        inner = _copy(value.__wrapped__, real, glb, memo)
+        if inner is not value.__wrapped__:
+            new = functools.update_wrapper(functools.lru_cache(**value.cache_parameters())(inner), inner)
+    memo[id(value)] = (value, new)
+    return new
 
 
 def judge(trusted, test_fps, test_files, fingerprint, libs, main_ident, _type=type):
