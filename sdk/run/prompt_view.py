@@ -36,9 +36,25 @@ def find_task(taskset: TaskSet, key: str) -> tuple[Task, str]:
         if found:
             names = ", ".join(f"{t.id} ({t.source.locator})" for t, _ in found[:5])
             raise SourceError(f"{len(found)} tasks match {key!r}: {names}", "give more of the task id or locator")
+    _refuse_quarantined(taskset, key, tail)
     raise SourceError(f"no task matches {key!r} in the task set",
                       "give a task id (`id` in tasks/tasks.jsonl), a unique prefix of it, or a locator "
                       "such as pkg/mod.py::func (or its function name alone)")
+
+
+def _refuse_quarantined(taskset: TaskSet, key: str, tail: str) -> None:
+    """Raise for ``key`` naming a function quarantined before it became a task (no covering tests: no
+    prompt was ever built), with its reason and the reason's own ``fix:`` line; return when none matches.
+
+    Raises:
+        SourceError: ``"'KEY' (pkg/mod.py::func) was quarantined before a prompt was built: REASON"``.
+    """
+    for q in taskset.quarantined:
+        locator = q.source.locator if q.task is None and q.source is not None else ""
+        if locator and (locator == key or locator.endswith(tail)):
+            reason, _, fix = q.reason.partition("\nfix: ")
+            raise SourceError(f"{key!r} ({locator}) was quarantined before a prompt was built: {reason[:300]}",
+                              fix or "see its reason in tasks/tasks.quarantine.jsonl")
 
 
 def local_tokenizer(model_name: str, cache_dir: str):

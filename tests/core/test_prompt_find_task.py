@@ -33,3 +33,19 @@ def test_an_ambiguous_name_lists_the_candidates_and_a_partial_name_matches_nothi
         find_task(TASKS, "isoformat")
     with pytest.raises(SourceError, match="no task matches"):
         find_task(TASKS, "odates.py::parse_date")  # a tail only at a path boundary
+
+
+def test_a_quarantined_function_without_a_task_says_why_instead_of_no_match():
+    """A function no test covers has no task (so no prompt): the refusal names its quarantine reason and
+    the reason's own fix line, not 'no task matches' (found by a new user on `untested_helper`)."""
+    from sdk.tasks.records import Quarantined
+
+    reason = "no covering tests: no test of the suite calls it\nfix: add a test that calls it"
+    q = Quarantined(reason=reason, source=Source(connector="pytest", locator="mylib/stock.py::untested_helper"))
+    tasks = TaskSet([_task("mylib/stock.py::parse_sku")], quarantined=[q])
+    for key in ("mylib/stock.py::untested_helper", "untested_helper"):
+        with pytest.raises(SourceError, match="quarantined before a prompt was built: no covering tests") as err:
+            find_task(tasks, key)
+        assert err.value.fix == "add a test that calls it"
+    with pytest.raises(SourceError, match="no task matches 'nothing_here'"):
+        find_task(tasks, "nothing_here")
