@@ -44,7 +44,7 @@ from connectors.suites.pylayout import exclude_globs, locate_package
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
 from connectors.suites.testreqs import (collection_warning, declare_fix, failure_advice, find_test_requirements,
-                                       import_advice, import_failures)
+                                       import_advice, import_failures, may_cover)
 from sdk.errors import SourceError
 from sdk.sandbox.deps import DependencyError, ensure_env, missing_modules
 from sdk.sources import SourceOptions, SourceResult, TaskSource
@@ -244,7 +244,8 @@ class _Builder:
 
     def _reject(self, fn: PyFunction, covering: dict[Unit, int]) -> str:
         if not covering:
-            return "no covering tests: no test of the suite calls it" + import_advice(self.run_errors)
+            return "no covering tests: no test of the suite calls it" + import_advice(
+                self.run_errors, may_cover(self.repo, fn.path, fn.qualname))
         if fn.ambiguous:
             return "ambiguous definition: the name is defined more than once in its scope"
         broken = sorted("::".join(filter(None, u)) for u, direct in covering.items() if direct and u in self.failing)

@@ -28,7 +28,7 @@ import configparser
 import re
 import tomllib
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from sdk.sandbox.deps import missing_modules
 
@@ -237,10 +237,28 @@ def collection_warning(errors: Sequence[str]) -> str:
             f"{'; '.join(parts[:5])}{' …' if len(parts) > 5 else ''}\nfix: {fix}")
 
 
-def import_advice(errors: Sequence[str]) -> str:
+def may_cover(repo: Path, path: str, qualname: str) -> Callable[[str], bool]:
+    """For :func:`import_advice`: whether a test file (relative to ``repo``) that failed at import names
+    the function ``qualname`` of ``path`` (``pkg/mod.py``) or its module, so its tests may have called it;
+    True for a file that cannot be read."""
+    module = path.rsplit("/", 2)[-2] if path.endswith("/__init__.py") else Path(path).stem
+    words = [re.compile(rf"\b{re.escape(n)}\b") for n in (qualname.split(".")[0], module)]
+
+    def check(test_file: str) -> bool:
+        try:
+            text = (repo / test_file).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return True
+        return any(w.search(text) for w in words)
+    return check
+
+
+def import_advice(errors: Sequence[str], may_cover: Callable[[str], bool] = lambda _file: True) -> str:
     """For a function no test calls: the test files that failed at import for a missing module (their
-    tests never ran, so may call it) and a ``fix:`` line (:func:`declare_fix`); ``""`` when none did."""
-    failed = import_failures(errors)
+    tests never ran, so may call it) and a ``fix:`` line (:func:`declare_fix`); ``""`` when none did.
+    ``may_cover(file)`` keeps only the files that could have covered the function (the pytest source:
+    those naming it or its module), so a function nothing tests is not blamed on another file's import."""
+    failed = {f: ms for f, ms in import_failures(errors).items() if may_cover(f)}
     if not failed:
         return ""
     files = ", ".join(f"{f} (No module named {', '.join(map(repr, ms))})" for f, ms in list(failed.items())[:3])

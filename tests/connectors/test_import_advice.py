@@ -58,3 +58,14 @@ def test_import_failures_are_read_per_test_file():
     errors = ("tests/test_clock.py: ImportError while importing test module\nE   ModuleNotFoundError: No module "
               "named 'freezegun.api'", "tests/test_x.py: E   NameError: name 'y' is not defined")
     assert import_failures(errors) == {"tests/test_clock.py": ["freezegun"]}
+
+
+def test_a_function_the_broken_file_never_names_is_not_blamed_on_its_import(tmp_path):
+    """A new user's library: `untested_helper` in lib/stock.py, nothing tests it; tests/test_mul.py fails at
+    import. Only `mul` (named by that file) gets the requirements fix; the untested helper's reason is plain."""
+    repo = _repo(tmp_path)
+    (repo / "lib" / "stock.py").write_text('def untested_helper(x):\n    """Nothing tests this."""\n    return x * 3\n')
+    result = PytestSuiteSource({"path": str(repo), "package": "lib", "test_requirements": []}, repo, "d").read()
+    reasons = {q.source.locator: q.reason for q in result.quarantined if q.source is not None}
+    assert reasons["lib/stock.py::untested_helper"] == "no covering tests: no test of the suite calls it"
+    assert "tests/test_mul.py" in reasons["lib/__init__.py::mul"] and "fix: declare" in reasons["lib/__init__.py::mul"]
