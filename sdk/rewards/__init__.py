@@ -140,8 +140,8 @@ Not covered (known gaps):
   the call, a view that asks for each withheld name (``tl_rmods.handed``: flagged from repository code).
   Open: ``object.__getattribute__`` on a test module, its
   globals or test functions kept from collection (which runs repository code) or handed to repository
-  code (a callback's ``__globals__``), a handed class's function held in another object (``lru_cache``,
-  ``partial``, an instance kept as a class attribute);
+  code (a callback's ``__globals__``), a handed class's function held in another object (a ``functools.partial``,
+  an instance kept as a class attribute);
   the layers' state is reachable Python (bound as defaults; reading or changing a
   runner function's ``__defaults__`` is flagged, a mutated object is not). Honest repository code that
   reads frames during a test, a signal handler's frame, or a test module's constants or functions is
