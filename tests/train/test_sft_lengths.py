@@ -160,3 +160,15 @@ def test_dropped_rows_warning_names_the_max_length_that_keeps_them(tmp_path, cap
     with caplog.at_level("WARNING"):
         enforce_max_length(ds, 5, "drop", tmp_path)
     assert "--set sft.max_length=9" in caplog.text
+
+
+def test_default_max_length_keeps_a_row_whose_prompt_carries_the_default_repo_context():
+    """Field case (toolz 1.0.0, repository context on by default): at the old default 512, 12 of 33
+    train rows were dropped; a prompt with the full default context budget (800 tokens) plus its
+    signature, docstring and a reference body must fit the default."""
+    from connectors.suites.context import RepoContextOptions
+
+    prompt = RepoContextOptions().token_budget + 100     # context + instructions, signature, docstring
+    row = prompt + 120                                   # + a reference body
+    kept, records = length_policy([row], [prompt], max_length=SftConfig().max_length, policy="drop")
+    assert kept == [0] and records == []
