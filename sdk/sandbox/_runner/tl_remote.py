@@ -57,7 +57,7 @@ class Remote:
                 tl_candidate.start(a_r, b_w, c_w)
             for fd in (a_r, b_w, c_w):
                 os.close(fd)
-        self.wfd, self.reader, self.afd = a_w, tl_wire.Reader(b_r), c_r
+        self.wfd, self.reader, self.afd = a_w, tl_wire.Reader(b_r, c_r, self.drain_audit), c_r
         os.set_blocking(c_r, False)
         self.deadline, self.flags, self.events = None, {}, []
         self.gone, self.timed_out, self.status, self.rusage, self.stopped = None, False, None, None, False
@@ -72,17 +72,21 @@ class Remote:
         self.flags.setdefault(name, detail[:300])
 
     def drain_audit(self):
-        """Read what the candidate's audit hook reported so far."""
+        """Read what the candidate's audit hook reported so far. Called by the reader whenever the
+        audit pipe is readable while an answer is awaited (the hook writes before the answer, so
+        the ``select`` that sees the answer sees its lines too), and once more by :meth:`finish`."""
         data = b""
         try:
             while True:
                 chunk = os.read(self.afd, 65536)
-                if not chunk:
+                if not chunk:   # closed (the candidate ended, or closed it): watched no more
+                    self.reader.side = None
                     break
                 data += chunk
         except BlockingIOError:
             pass
         except OSError:
+            self.reader.side = None
             return
         for line in data.decode("utf-8", "replace").splitlines()[:1000]:
             name, _, detail = line.partition(" ")
@@ -113,8 +117,6 @@ class Remote:
         except (EOFError, OSError, tl_wire.WireError) as exc:
             self.gone = self._death(exc)
             raise CandidateGone(self.gone)
-        finally:
-            self.drain_audit()
         if type(answer) is not dict:
             self.kill()
             self.gone = "the solution's process broke the protocol"
@@ -199,7 +201,7 @@ class Remote:
                 except OSError:
                     pass
         self.wfd = self.reader.fd = self.afd = -1
-        self.sfd = None
+        self.sfd = self.reader.side = None
 
     def finish(self):
         """End the candidate; a summary for the report (flags, exit, CPU seconds)."""
@@ -224,8 +226,6 @@ class Remote:
         except (EOFError, OSError, tl_wire.WireError) as exc:
             self.gone = self._death(exc)
             return "runtime_error", "loading the solution failed: " + self.gone
-        finally:
-            self.drain_audit()
         if "err" not in answer and "message" not in answer:
             self.loaded = True
             self.got = (req.get("get"), answer.get("got"))

@@ -136,16 +136,26 @@ def faked_clock():
 
 class Reader:
     """Reads frames from one fd, with an optional deadline (``time.monotonic()``, read through
-    :data:`CLOCK`)."""
+    :data:`CLOCK`). ``side``: a second fd watched in the same ``select`` while waiting for a frame;
+    ``on_side()`` is called whenever it is readable (the harness's audit pipe: drained as lines
+    arrive, one ``select`` per wait instead of a read that finds nothing after every call, and a
+    full audit pipe never blocks the candidate; issue 14)."""
 
-    def __init__(self, fd):
-        self.fd, self.buf = fd, b""
+    def __init__(self, fd, side=None, on_side=None):
+        self.fd, self.buf, self.side, self.on_side = fd, b"", side, on_side
 
     def _fill(self, deadline):
-        if deadline is not None:
-            left = deadline - CLOCK[0]()
-            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                raise TimeoutError("no answer in time")
+        if deadline is not None or self.side is not None:
+            while True:
+                left = None if deadline is None else deadline - CLOCK[0]()
+                watch = [self.fd] if self.side is None or self.side < 0 else [self.fd, self.side]
+                ready = select.select(watch, [], [], left)[0] if left is None or left > 0 else []
+                if not ready:
+                    raise TimeoutError("no answer in time")
+                if self.side in ready:
+                    self.on_side()
+                if self.fd in ready:
+                    break
         chunk = os.read(self.fd, PIPE_READ)
         if not chunk:
             raise EOFError("the other side closed the pipe")
