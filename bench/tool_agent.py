@@ -146,9 +146,7 @@ def run(args) -> dict:
     try:
         with timed(stages, "tasks"):
             pipe.run(["tasks"])
-        with timed(stages, "base eval"):
-            base = eval_rows(pipe, "base", None, args.limit)
-        save_rows(work / "base.jsonl", base)
+        base = base_rows(pipe, work, args, stages)
         with timed(stages, "train (SFT)"):
             pipe.run(["sft"])
         sft = None
@@ -156,25 +154,56 @@ def run(args) -> dict:
             with timed(stages, "SFT eval"):
                 sft = eval_rows(pipe, "sft", pipe.layout.adapter("sft"), args.limit)
             save_rows(work / "sft.jsonl", sft)
-        reserve = RESERVE_FACTOR * stages["base eval"]["wall_s"] + RESERVE_S
-        deadline = Deadline(start + args.budget_min * 60 - reserve)
-        with timed(stages, "train (GRPO)"), grpo_callback(deadline):
-            pipe.run(["rl"])
-        adapter = pipe.layout.adapter("rl")
-        with timed(stages, "tuned eval"):
-            tuned = eval_rows(pipe, "tuned", adapter, args.limit)
-        save_rows(work / "tuned.jsonl", tuned)
-        rl_stats = pipe.stats("rl")
+        if args.no_rl:  # tuned is the SFT adapter
+            tuned, sft, training = sft, None, {"max_steps": 0, "steps": 0, "stopped_by_budget": False,
+                                               "stopped_at": None, "train_deadline_s": None, "rl": "not run (--no-rl)"}
+        else:
+            tuned, training = grpo_and_eval(pipe, work, args, stages, start)
     finally:
         pipe.close()
-    training = {"max_steps": pipe.cfg.rl.max_steps, "steps": _steps(rl_stats), "stopped_by_budget":
-                deadline.stopped_at is not None, "stopped_at": deadline.stopped_at,
-                "train_deadline_s": round(deadline.deadline - start, 1), "zero_std": rl_stats.get("zero_std")}
     result = summarise(base, tuned, stages, training, sft=sft)
     result.update(budget_min=args.budget_min, wall_s=round(time.time() - start, 1), load_start=load0,
                   load_end=os.getloadavg(), sets=[*DEFAULT_SETS, *(args.set or [])])
     (work / "result.json").write_text(json.dumps(result, indent=2, default=str))
     return result
+
+
+def base_rows(pipe, work: Path, args, stages: dict) -> list:
+    """The base model's eval rows: evaluated (timed as ``base eval``), or with ``--reuse-base`` read from
+    ``WORK/base.jsonl`` when that file holds exactly this task set's held-out tasks (an earlier run's)."""
+    from sdk.eval.records import load_rows, save_rows
+    from sdk.run.spec import SPECS, Stage
+    from sdk.run.stage_eval import eval_tasks
+
+    path = work / "base.jsonl"
+    if args.reuse_base and path.is_file():
+        held = [t.id for t in eval_tasks(pipe.context(SPECS[Stage.EVAL])) if t.split.value == "heldout"][:args.limit]
+        rows = load_rows(path)
+        if sorted(r.task_id for r in rows) == sorted(held):
+            stages["base eval"] = {"wall_s": "reused", "cpu_s": "reused"}
+            return rows
+    with timed(stages, "base eval"):
+        rows = eval_rows(pipe, "base", None, args.limit)
+    save_rows(path, rows)
+    return rows
+
+
+def grpo_and_eval(pipe, work: Path, args, stages: dict, start: float) -> tuple[list, dict]:
+    """GRPO under the budget's deadline (see the module docstring), then the tuned eval: ``(rows, training)``."""
+    from sdk.eval.records import save_rows
+
+    base_s = stages["base eval"]["wall_s"]
+    reserve = RESERVE_FACTOR * (base_s if isinstance(base_s, float) else 120.0) + RESERVE_S
+    deadline = Deadline(start + args.budget_min * 60 - reserve)
+    with timed(stages, "train (GRPO)"), grpo_callback(deadline):
+        pipe.run(["rl"])
+    with timed(stages, "tuned eval"):
+        tuned = eval_rows(pipe, "tuned", pipe.layout.adapter("rl"), args.limit)
+    save_rows(work / "tuned.jsonl", tuned)
+    rl_stats = pipe.stats("rl")
+    return tuned, {"max_steps": pipe.cfg.rl.max_steps, "steps": _steps(rl_stats), "stopped_by_budget":
+                   deadline.stopped_at is not None, "stopped_at": deadline.stopped_at,
+                   "train_deadline_s": round(deadline.deadline - start, 1), "zero_std": rl_stats.get("zero_std")}
 
 
 def _steps(stats: dict) -> int | None:
@@ -243,7 +272,9 @@ def table(result: dict) -> str:
                          f"{e['low'] * 100:+.1f} … {e['high'] * 100:+.1f})")
     lines.append("")
     steps = "?" if tr["steps"] is None else tr["steps"]
-    if tr["stopped_by_budget"]:
+    if tr.get("rl"):
+        lines.append(f"GRPO {tr['rl']}: tuned is the SFT adapter")
+    elif tr["stopped_by_budget"]:
         lines.append(f"training stopped by the budget after step {tr['stopped_at']} of {tr['max_steps']} "
                      f"(training deadline {tr['train_deadline_s']} s into the bench)")
     else:
@@ -268,6 +299,8 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/tool_agent_bench", help="folder for the run and the result")
     ap.add_argument("--budget-min", type=float, default=18.0, help="wall-time budget of the whole bench, minutes")
     ap.add_argument("--limit", type=int, default=None, help="evaluate the first N held-out tasks only")
+    ap.add_argument("--no-rl", action="store_true", help="stop after SFT: tuned is the SFT adapter (no GRPO)")
+    ap.add_argument("--reuse-base", action="store_true", help="reuse WORK/base.jsonl when it holds these held-out tasks")
     ap.add_argument("--set", action="append", help="KEY=VALUE config override (repeatable; after the defaults)")
     print(table(run(ap.parse_args())), flush=True)
 

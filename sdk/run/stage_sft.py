@@ -54,7 +54,8 @@ def stage_sft(ctx: StageContext) -> StageStats:
     self_distill_rows_path(ctx).unlink(missing_ok=True)  # never a stale run's rows
     distilled = _self_distill(ctx, pool, out) if pool else None
     rows += distilled[0] if distilled else []
-    ctx.console.print(f"  {len(rows)} SFT rows ({len(train)} train references, {len(examples)} feedback examples"
+    what = f"{len(demos[0])} tool-call demonstrations" if demos is not None else f"{len(train)} train references"
+    ctx.console.print(f"  {len(rows)} SFT rows ({what}, {len(examples)} feedback examples"
                       + (f", {len(distilled[0])} base-model replay answers" if distilled else "") + ")")
     items = sft_items(train, examples) + [Item("self_distill", None, sum(len(m["content"]) for m in r["prompt"]))
                                           for r in (distilled[0] if distilled else [])]
