@@ -37,6 +37,18 @@ CHATML_TEMPLATE = (
 )
 
 
+def local_model_name(name: str, base_dir: str | Path) -> str:
+    """``model.name`` with a local path made absolute against the config file's folder ``base_dir`` (the
+    README's "paths are relative to this file"): a name starting with ``.``, ``~`` or ``/``, a ``.gguf``
+    file, or one that exists under ``base_dir``. The default model and hub ids (``org/model`` not on
+    disk there) are returned unchanged."""
+    if name == DEFAULT_MODEL:
+        return name
+    path = Path(os.path.expanduser(name))
+    local = path.is_absolute() or name.startswith(".") or path.suffix == ".gguf" or (Path(base_dir) / path).exists()
+    return str((Path(base_dir) / path).resolve()) if local and not path.is_absolute() else name
+
+
 def resolve_model(name: str, cache_dir: str | Path) -> str:
     """Return something ``from_pretrained`` can load: a local folder or a hub id.
 
@@ -57,7 +69,8 @@ def resolve_model(name: str, cache_dir: str | Path) -> str:
         return str(_convert_gguf(path, cache / f"gguf-{path.stem}-{digest}"))
     if path.exists() or name.startswith((".", "/", "~")):
         if not (path / "config.json").is_file():
-            raise ModelError(f"model folder {path} has no config.json",
+            what = "has no config.json" if path.is_dir() else "does not exist"
+            raise ModelError(f"model folder {path} {what}",
                              "point model.name at a Hugging Face model folder, a .gguf file, or use `smollm2-135m`")
         return str(path)
     if name.count("/") != 1:

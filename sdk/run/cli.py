@@ -145,8 +145,11 @@ def tasks_prompt(config: Path = ConfigArg,
         from sdk.run.prompt_view import show_prompt
         from sdk.tasks.taskset import TaskSet
 
+        from sdk.models import local_model_name
+
         cfg = pipe.cfg
-        out = show_prompt(TaskSet.load(pipe.layout.tasks_jsonl), task, cfg.model.name, cfg.model.cache_dir, raw)
+        out = show_prompt(TaskSet.load(pipe.layout.tasks_jsonl), task, local_model_name(cfg.model.name, cfg.base_dir),
+                          cfg.model.cache_dir, raw)
         console.print(f"[bold]{out['id']}[/bold] {out['locator']} ({out['where']}); rendered by {out['rendered_by']}")
         if not as_json:
             sys.stdout.write(out["text"] + ("" if out["text"].endswith("\n") else "\n"))

@@ -113,10 +113,11 @@ class Pipeline:
     def model_path(self) -> str:
         """The resolved base model (fetched and converted on first use)."""
         if self._model_path is None:
-            from sdk.models import resolve_model
+            from sdk.models import local_model_name, resolve_model
 
-            with self.console.status(f"resolving model {self.cfg.model.name} (first use fetches and converts it)"):
-                self._model_path = resolve_model(self.cfg.model.name, self.cfg.model.cache_dir)
+            name = local_model_name(self.cfg.model.name, self.cfg.base_dir)
+            with self.console.status(f"resolving model {name} (first use fetches and converts it)"):
+                self._model_path = resolve_model(name, self.cfg.model.cache_dir)
         return self._model_path
 
     @property

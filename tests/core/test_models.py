@@ -3,7 +3,7 @@
 import pytest
 
 from sdk.errors import ModelError
-from sdk.models import CHATML_TEMPLATE, load_model, prepare_tokenizer, resolve_model
+from sdk.models import CHATML_TEMPLATE, load_model, local_model_name, prepare_tokenizer, resolve_model
 
 
 def test_local_folder_and_hub_id(tiny_model_dir, tmp_path):
@@ -12,8 +12,8 @@ def test_local_folder_and_hub_id(tiny_model_dir, tmp_path):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("/nonexistent/model", "has no config.json"),
-    ("./missing-folder", "has no config.json"),
+    ("/nonexistent/model", "does not exist"),
+    ("./missing-folder", "does not exist"),
     ("missing.gguf", "GGUF file"),
     ("not a model id", "neither a local folder"),
 ])
@@ -56,3 +56,23 @@ def test_default_model_from_pypi_wheel(tmp_path):
     path = resolve_model("smollm2-135m", tmp_path)
     model, tok = load_model(path)
     assert model.config.model_type == "llama" and model.config.num_hidden_layers == 30
+
+
+def test_a_local_model_path_is_relative_to_the_config_file_not_the_working_folder(tmp_path, monkeypatch):
+    """`model: {name: ./mymodel}` in proj/tune.yaml run from another folder found ./mymodel under the
+    working folder (new-user trial); paths in the config are relative to the config file."""
+    from sdk.config import load_config
+
+    proj = tmp_path / "proj"
+    (proj / "mymodel").mkdir(parents=True)
+    (proj / "w.gguf").write_bytes(b"")
+    (proj / "tune.yaml").write_text("model: {name: ./mymodel}\nsources: [{type: jsonl, domain: d, options: {path: x}}]\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(proj / "tune.yaml")
+    assert local_model_name(cfg.model.name, cfg.base_dir) == str(proj / "mymodel")
+    assert local_model_name("mymodel", proj) == str(proj / "mymodel")  # exists there
+    assert local_model_name("w.gguf", proj) == str(proj / "w.gguf")
+    for unchanged in ("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", "/abs/model"):
+        assert local_model_name(unchanged, proj) == unchanged
+    with pytest.raises(ModelError, match=f"model folder {proj / 'mymodel'} has no config.json"):
+        resolve_model(local_model_name(cfg.model.name, cfg.base_dir), tmp_path)

@@ -101,7 +101,7 @@ def test_rerun_skips_complete_stages(finished_run, capsys):
 
 
 @pytest.mark.parametrize("edit, expect", [
-    ({"model.name": "/nonexistent/model"}, "has no config.json"),
+    ({"model.name": "/nonexistent/model"}, "/nonexistent/model does not exist"),
     ({"sft.epocs": 1}, "did you mean `epochs`"),
     ({FB_URL: "postgresql://nobody@127.0.0.1:1/none"}, "fix:"),
 ])
