@@ -32,7 +32,7 @@ from sdk.errors import SandboxError
 PYTEST_DISTS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
 RUNNER_DIR = Path(__file__).parent / "_runner"
 REPO_RUNNER = ("tl_repo.py", "tl_repohost.py", "tl_witness.py", "tl_wtrace.py", "tl_proof.py", "tl_rguard.py",
-               "tl_rhide.py", "tl_rmods.py", "tl_shadow.py", "tl_canon.py", "tl_inherit.py")  # the whole-repository candidate mode (change tasks)
+               "tl_rhide.py", "tl_rmods.py", "tl_rhanded.py", "tl_shadow.py", "tl_canon.py", "tl_inherit.py")  # the whole-repository candidate mode (change tasks)
 _lock = threading.Lock()
 _runtime: Path | None = None
 

@@ -68,22 +68,27 @@ an exact dict); a withheld name read by a handed method also runs the hook's jud
 import sys
 import types
 
+from tl_rhanded import code_like, handed
+
 OPEN = frozenset({"__name__", "__file__", "__package__", "__path__", "__spec__", "__loader__", "__cached__",
                   "__class__", "__builtins__"})
 
 
 MISS = object()   # no such name
 DATA = (int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset)   # a class's own data
-SHAPE = frozenset({"model_config", "_fields", "_field_defaults"})   # pydantic's config, a namedtuple's fields: no data
+SHAPE = frozenset({"model_config", "_fields", "_field_defaults", "_abc_impl"})   # pydantic's config, a namedtuple's fields: no data
 
 
 def harmless(value, _type=type, _mro=type.__dict__["__mro__"].__get__, _vars=type.__dict__["__dict__"].__get__,
-             _name=type.__dict__["__name__"].__get__, _modname=type.__dict__["__module__"].__get__):
+             _name=type.__dict__["__name__"].__get__, _modname=type.__dict__["__module__"].__get__, _stack=(),
+             _code=code_like):
     """True when a test module's attribute ``value`` encodes no test and is handed to any reader during the call
     without asking: a module, a ``typing`` construct, or a class that is no test class (no
     ``unittest.TestCase`` subclass, its name not ``Test*``, pytest's default ``python_classes``, no own
     ``test*`` attribute) and whose classes in its MRO defined outside the stdlib's ``builtins`` hold no
-    data of their own (a non-dunder attribute of a :data:`DATA` type) but a dataclass field's default or
+    data of their own (a non-dunder attribute of a :data:`DATA` type, or anything :func:`tl_rhanded.code_like`
+    does not count as code in a class of the value's own module: an instance, a ``partial``, a nested class holding
+    data) but a dataclass field's default or
     a :data:`SHAPE` name. Read through ``type``'s own descriptors (a metaclass cannot answer)."""
     kind = _type(value)
     if types.ModuleType in _mro(kind) or _modname(kind) == "typing" or kind in (types.GenericAlias, types.UnionType):
@@ -100,7 +105,9 @@ def harmless(value, _type=type, _mro=type.__dict__["__mro__"].__get__, _vars=typ
         for key, item in own.items():
             if _type(key) is not str or key[:4] == "test":
                 return False
-            if key[:2] != "__" and _type(item) in DATA and key not in fields and key not in SHAPE:
+            if key[:2] != "__" and key not in fields and key not in SHAPE and (
+                    _type(item) in DATA or _modname(cls) == _modname(value)   # the module's own classes: code only
+                    and not _code(item, _modname(value), (*_stack, value), harmless)):
                 return False
     return True
 
@@ -208,7 +215,7 @@ def withhold(folder, _cache={}, _mods=sys.modules, _type=type, _module=types.Mod
         if _type(mod) is not hit[1]:
             done.append((mod, _type(mod), hit[3], hit[5]))
             _setclass(mod, "__class__", hit[1])
-            swaps += handed(hit[2], hit[3], hit[4])
+            swaps += handed(hit[2], hit[3], hit[4], harmless)
 
     def undo(_set=type.__setattr__, _clear=dict.clear, _update=dict.update, _items=dict.items):
         for cls, name, old in reversed(swaps):
@@ -250,93 +257,6 @@ def globals_view(real, ask, _get=dict.get, _has=dict.__contains__, _miss=MISS):
     import builtins
     return Globals({**{k: v for k, v in vars(builtins).items() if k not in real and k[:2] != "__"},
                     **{k: real[k] for k in OPEN if k in real}})
-
-
-def _copy(fn, real, glb, memo, depth=0, _func=types.FunctionType, _type=type, _cell=types.CellType,
-          _glob=types.FunctionType.__dict__["__globals__"].__get__):
-    """``fn`` when it is no function whose ``__globals__`` is ``real``, else its copy (cached in ``memo``)
-    whose globals are ``glb``; functions with those globals held in its closure or ``__wrapped__`` are
-    copied too (up to 4 deep), other cells are shared."""
-    if _type(fn) is not _func or _glob(fn) is not real or depth > 4:
-        return fn
-    hit = memo.get(id(fn))
-    if hit is not None and hit[0] is fn:
-        return hit[1]
-    cells = []
-    for c in fn.__closure__ or ():
-        try:
-            inner = c.cell_contents
-        except ValueError:   # an empty cell
-            cells.append(c)
-            continue
-        other = _copy(inner, real, glb, memo, depth + 1)
-        cells.append(c if other is inner else _cell(other))
-    new = _func(fn.__code__, glb, fn.__name__, fn.__defaults__, tuple(cells) or None)
-    new.__kwdefaults__, new.__qualname__, new.__doc__ = fn.__kwdefaults__, fn.__qualname__, fn.__doc__
-    new.__module__, new.__annotations__ = fn.__module__, fn.__annotations__
-    new.__dict__.update({k: _copy(v, real, glb, memo, depth + 1) if k == "__wrapped__" else v
-                         for k, v in fn.__dict__.items()})
-    memo[id(fn)] = (fn, new)
-    return new
-
-
-def handed(real, glb, memo, _type=type, _mro=type.__dict__["__mro__"].__get__,
-           _vars=type.__dict__["__dict__"].__get__, _modname=type.__dict__["__module__"].__get__,
-           _set=type.__setattr__, _get=dict.get):
-    """Swap, for one call, the functions of the classes a reader is handed from the test module dict
-    ``real`` (:func:`harmless` ones, with their bases, metaclass and nested classes defined in that module)
-    whose ``__globals__`` is ``real``, for copies whose globals are ``glb`` (:func:`globals_view`): plain
-    functions, static and class methods, property accessors. Returns ``[(class, name, old value)]``."""
-    name, values = _get(real, "__name__"), list(real.items())
-    glb.update({k: v for k, v in values if _type(k) is str and _type(v) is types.ModuleType})   # no lookup cost
-    todo = [v for _, v in values if type in _mro(_type(v)) and _modname(v) == name and harmless(v)]
-    seen, swaps = set(), []
-    while todo:
-        cls = todo.pop()
-        if id(cls) in seen or type not in _mro(_type(cls)) or _modname(cls) != name:
-            continue
-        seen.add(id(cls))
-        todo += [*_mro(cls)[1:], _type(cls), *(v for v in _vars(cls).values() if type in _mro(_type(v)))]
-        for key, value in list(_vars(cls).items()):
-            new = _rewrapped(value, real, glb, memo)
-            if new is not value:
-                swaps.append((cls, key, value))
-                _set(cls, key, new)
-    return swaps
-
-
-def _rewrapped(value, real, glb, memo, _type=type):
-    """A class attribute ``value`` with its functions copied by :func:`_copy` (``value`` itself when none is):
-    a function, a static or class method, a property, ``functools.cached_property``, ``partialmethod``
-    and an ``lru_cache`` wrapper (a new cache for the copy); the new wrapper is cached in ``memo``."""
-    import functools
-    kind = _type(value)
-    if kind is types.FunctionType:
-        return _copy(value, real, glb, memo)
-    hit = memo.get(id(value))
-    if hit is not None and hit[0] is value:
-        return hit[1]
-    new = value
-    if kind is staticmethod or kind is classmethod:
-        inner = _copy(value.__func__, real, glb, memo)
-        new = value if inner is value.__func__ else kind(inner)
-    elif kind is property:
-        parts = [_copy(f, real, glb, memo) for f in (value.fget, value.fset, value.fdel)]
-        same = all(a is b for a, b in zip(parts, (value.fget, value.fset, value.fdel)))
-        new = value if same else property(*parts, value.__doc__)
-    elif kind is functools.cached_property or kind is functools.partialmethod:
-        inner = _copy(value.func, real, glb, memo)
-        if inner is not value.func and kind is functools.cached_property:
-            new = functools.cached_property(inner)
-            new.attrname, new.__doc__ = value.attrname, value.__doc__
-        elif inner is not value.func:
-            new = functools.partialmethod(inner, *value.args, **value.keywords)
-    elif kind is functools._lru_cache_wrapper:
-        inner = _copy(value.__wrapped__, real, glb, memo)
-        if inner is not value.__wrapped__:
-            new = functools.update_wrapper(functools.lru_cache(**value.cache_parameters())(inner), inner)
-    memo[id(value)] = (value, new)
-    return new
 
 
 def judge(trusted, test_fps, test_files, fingerprint, libs, main_ident, _type=type):

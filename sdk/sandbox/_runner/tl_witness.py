@@ -194,11 +194,18 @@ def _tampering(dirs, watched, _type=type, _modname=type.__dict__["__module__"]._
 
 def _layer(source, reader, mine, _getframe=sys._getframe, _safe=safe):
     """``layer(event, args)`` of the hook: ``(trusted, why)`` for a guarded test module's attribute
-    (``tl.mod``, :mod:`tl_rmods`) or a runner function's defaults read (``object.__getattr__``)."""
+    (``tl.mod``, :mod:`tl_rmods`), a handed test class's function's defaults (``tl_rhanded.viewed``: judged as
+    that read, round 10) or a runner function's defaults read (``object.__getattr__``)."""
+    from tl_rhanded import viewed as _viewed
+
     def layer(event, args):
         if event == "tl.mod":
             why = reader(_getframe(2))
             return why is None, why and "%s read a test module's attribute (%s) while a test ran" % (why, _safe(args))
+        if _viewed(args[0]):
+            why = reader(_getframe(2))
+            return False, why and "%s read a test module's attribute (a handed method's %s) while a test ran" % (
+                why, args[1])
         where = source(_getframe(2), event) if _runner_fn(args[0], mine) else None
         return False, where and "%s read a runner function's %s" % (where, args[1])
     return layer
