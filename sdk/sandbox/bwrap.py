@@ -48,6 +48,15 @@ SHM_MB = 16
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/passwd",
              "/etc/group", "/etc/nsswitch.conf", "/etc/localtime", "/etc/java-17-openjdk", "/etc/ssl/certs")
 PROBE_UID = 65534  # nobody: only for the one-off start-up probe
+#: files of bwrap's init (pid 1 in the slot; bwrap mounts as pid 1, which then waits as init) that the task's uid
+#: could write and the next task of a warm slot read back (issue 14, round 10: a mark written through
+#: ``/proc/1/mem`` into init's writable mappings, ``oom_score_adj`` 777, ``coredump_filter`` 0x1ab, autogroup
+#: nice 13), covered by a read-only ``/dev/null``; those this kernel lacks are left out (bwrap cannot bind onto
+#: a missing procfs file). :func:`sdk.sandbox.warm._init_marks` still checks the knobs after each request.
+INIT_MASKED = tuple(p for p in ("/proc/1/mem", "/proc/1/task/1/mem", "/proc/1/oom_score_adj", "/proc/1/task/1/oom_score_adj",
+                                "/proc/1/oom_adj", "/proc/1/task/1/oom_adj", "/proc/1/coredump_filter", "/proc/1/autogroup",
+                                "/proc/1/clear_refs", "/proc/1/sched", "/proc/1/task/1/sched")
+                    if os.path.exists(p.replace("/proc/1/task/1/", "/proc/self/task/%d/" % os.getpid()).replace("/proc/1/", "/proc/self/")))
 
 
 def bwrap_binary() -> str:
@@ -156,6 +165,8 @@ class BubblewrapBackend:
               "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
               "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp",
               "--ro-bind", str(runtime_dir()), RUNTIME_MOUNT]
+        for path in INIT_MASKED:   # bwrap's init (pid 1, dumpable, the task's uid) outlives a warm slot's requests:
+            a += ["--ro-bind", "/dev/null", path]   # its memory and knobs carried one task's data to the next (round 10)
         if deps is not None:
             a += ["--ro-bind", deps, DEPS_MOUNT]
         if work is not None:
