@@ -25,13 +25,23 @@ def locate_package(repo: Path, package: str, tests: str) -> Path:
     else:
         _refuse_single_module(repo, rel)
         raise SourceError(f"package {package!r} is neither {repo / rel} nor {repo / 'src' / rel}",
-                          "set `package:` to the import name of a folder under `path` (or under path/src)"
-                          + _hint("packages found there", _package_names(repo)))
+                          _root_fix(repo, rel, tests) or "set `package:` to the import name of a folder under "
+                          "`path` (or under path/src)" + _hint("packages found there", _package_names(repo)))
     if not (repo / tests).is_dir():
         raise SourceError(f"tests folder {repo / tests} does not exist",
-                          "set `tests:` to the folder (relative to `path`) that holds the test files"
-                          + _hint("folders holding test files", _test_folders(repo)))
+                          _root_fix(repo, rel, tests) or "set `tests:` to the folder (relative to `path`) that "
+                          "holds the test files" + _hint("folders holding test files", _test_folders(repo)))
     return candidate
+
+
+def _root_fix(repo: Path, rel: str, tests: str) -> str:
+    """When ``path`` points inside the repository (its ``src/`` or the package folder itself) and a folder
+    up to 3 levels above holds both the package and the tests: the fix naming that folder; else ``""``."""
+    for root in list(repo.resolve().parents)[:3]:
+        if ((root / rel).is_dir() or (root / "src" / rel).is_dir()) and (root / tests).is_dir():
+            return (f"set `path:` to {root} (the repository root holding both the package and `{tests}`; "
+                    "a src/ layout is found from there by itself), not a folder inside it")
+    return ""
 
 def _refuse_single_module(repo: Path, rel: str) -> None:
     """A single-module library (``mylib.py``) is not a package folder: say so, and how to make one."""

@@ -222,3 +222,17 @@ def test_a_function_whose_test_fails_is_quarantined_not_taught(tmp_path):
     assert [t.verifier.entry_point for t in result.tasks] == ["add"]
     (q,) = result.quarantined
     assert q.raw["locator"] == "lib/__init__.py::mean" and "tests/test_lib.py::test_mean_frac" in q.reason
+
+
+@pytest.mark.parametrize("inside", ["src", "src/invkit"])
+def test_a_path_inside_the_repository_is_told_the_root(tmp_path, inside):
+    """A new user's `path: src` or `path: src/invkit` (the package folder itself): the fix names the
+    repository root holding both the package and `tests`, not the packages under the wrong folder."""
+    repo = tmp_path / "proj"
+    (repo / "src/invkit").mkdir(parents=True)
+    (repo / "src/invkit/__init__.py").write_text("def f():\n    return 1\n")
+    (repo / "tests").mkdir()
+    (repo / "tests/test_f.py").write_text("from invkit import f\n\n\ndef test_f():\n    assert f() == 1\n")
+    with pytest.raises(SourceError) as err:
+        PytestSuiteSource({"path": str(repo / inside), "package": "invkit"}, tmp_path, "d").read()
+    assert err.value.fix.startswith(f"set `path:` to {repo.resolve()} (the repository root")
