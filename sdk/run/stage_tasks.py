@@ -92,12 +92,20 @@ def _all_quarantined(quarantined: list) -> SourceError:
                        "show CONFIG` sums them), fix the cause, then build again")
 
 
-def _nothing_read(quarantined: list) -> SourceError:
+def _nothing_read(quarantined: list, counts: dict[str, dict] | None = None) -> SourceError:
+    """Nothing came from any source; a pytest source that skipped methods (``methods: false``, the
+    default) names the option that turns them into tasks (a library of classes gives no task otherwise)."""
     reasons = Counter(q.reason for q in quarantined).most_common(3)
     why = "".join(f"\n  - {n} quarantined: {r[:300]}" for r, n in reasons)
-    return SourceError("the sources produced no tasks and no SFT examples" + (f"; top reasons:{why}" if why else ""),
-                       "check each source's path/URL and options (e.g. `fields:` of a jsonl source, `rating:` "
-                       "of a feedback source); see the counts printed above")
+    skipped = {k: c["methods_skipped"] for k, c in (counts or {}).items() if c.get("methods_skipped")}
+    methods = "".join(f"\n  - {k.split(':', 1)[1]}: {n} method(s) skipped (`methods: false`, the default)"
+                      for k, n in skipped.items())
+    fix = ("set `methods: true` in the pytest source's options (e.g. --set sources."
+           f"{next(iter(skipped)).split(':')[0]}.options.methods=true) so tested methods become tasks") if skipped else (
+        "check each source's path/URL and options (e.g. `fields:` of a jsonl source, `rating:` of a feedback "
+        "source); see the counts printed above")
+    return SourceError("the sources produced no tasks and no SFT examples" + (f"; top reasons:{why}" if why else "")
+                       + methods, fix)
 
 
 def data_version(taskset: TaskSet, examples: list[SftExample], pairs: list) -> str:
@@ -204,7 +212,7 @@ def stage_tasks(ctx: StageContext) -> StageStats:
     cfg, layout = ctx.cfg, ctx.layout
     got = _read_sources(ctx)
     if not got.tasks and not got.examples:
-        raise _nothing_read(got.quarantined)
+        raise _nothing_read(got.quarantined, got.counts)
     tasks, dups = assign_splits(got.tasks, cfg.tasks.heldout_fraction, cfg.tasks.ood_domains, cfg.seed, got.fixed)
     quarantined = got.quarantined + dups
     if cfg.tasks.validate_references and tasks:
