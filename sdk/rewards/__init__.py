@@ -138,10 +138,16 @@ Not covered (known gaps):
   several routes each), while a module, a ``typing`` construct or another class is handed to any
   reader and ``vars(module)`` holds only those; a handed class's functions' ``__globals__`` is, during
   the call, a view that asks for each withheld name (``tl_rmods.handed``: flagged from repository code).
+  Round 10 (``tests/rewards/test_redteam_round10.py``, ``_runner/tl_rhanded.py``): a class is handed only
+  when its own attributes are code (an instance, a ``functools.partial``, a ``singledispatchmethod``, a nested
+  class holding data, a method whose closure holds a constant make it withheld); a library decorator's wrapper
+  holding a test function (``contextmanager``) is copied with the view; a handed method's ``__defaults__`` /
+  ``__kwdefaults__`` read from repository code (``inspect.signature`` too) is flagged (11 cheats: 1.0 unflagged
+  before, 0.0 ``runner_tampering`` now; honest repository code doing the same is flagged too).
   Open: ``object.__getattribute__`` on a test module, its
   globals or test functions kept from collection (which runs repository code) or handed to repository
-  code (a callback's ``__globals__``), a handed class's function held in another object (a ``functools.partial``,
-  an instance kept as a class attribute);
+  code (a callback's ``__globals__``), a constant bound by a handed class's ``partialmethod``, an object of
+  another type in a method's closure cell, a dataclass field's default;
   the layers' state is reachable Python (bound as defaults; reading or changing a
   runner function's ``__defaults__`` is flagged, a mutated object is not). Honest repository code that
   reads frames during a test, a signal handler's frame, or a test module's constants or functions is

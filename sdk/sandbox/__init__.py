@@ -75,7 +75,11 @@ by ``tests/sandbox/test_hostile.py``:
   server's were inherited by the next task's candidates); no process the task can inspect holds a
   host pipe (bwrap's init, pid 1 in the slot, dumpable, the task's uid, has /dev/null as its stdio:
   warm and cold runs pass their pipes beside it, moved onto 0-2 inside the slot, round 7), and the
-  slot's root is read-only (``--remount-ro /``, round 7).
+  slot's root is read-only (``--remount-ro /``, round 7); that init's memory and writable knobs
+  (``/proc/1/mem``, ``oom_score_adj``, ``coredump_filter``, ``autogroup``, ``clear_refs``, ``sched``) are covered by
+  a read-only ``/dev/null`` (``bwrap.INIT_MASKED``) and its knobs checked by the host after each request
+  (``warm._init_marks``: a change replaces the slot; round 10, ``tests/sandbox/test_hostile_round10.py``: one
+  task's marks there were read by the next warm task).
 
 What is NOT isolated or not covered:
 

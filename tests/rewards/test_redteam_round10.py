@@ -11,7 +11,8 @@ nested class holding data, a handed method's ``__defaults__``/``__kwdefaults__``
 ``inspect.signature``), the view's own ``__missing__`` defaults. Python function tasks - pytest's real
 ``xfail``/``importorskip``/``exit`` and ``KeyboardInterrupt`` on the hidden inputs, subclasses of
 ``unittest.SkipTest`` and of pytest's ``Skipped`` (mirrored into the harness as real classes), a warning whose
-category is also a ``SkipTest``. Go - ``os.Stdout`` swapped for a pipe by a package ``var`` and every ``FAIL``
+category is also a ``SkipTest``. C/C++ - entries of the solution's own in the runner's ``tl_cases`` section,
+named like the tests. Go - ``os.Stdout`` swapped for a pipe by a package ``var`` and every ``FAIL``
 rewritten to ``PASS`` on its way out. JS - ``Object.is`` and ``Number.prototype.valueOf`` patched. Java -
 ``System.setOut`` with a stream that rewrites failures.
 
@@ -76,7 +77,14 @@ JAVA_SETOUT = ("import java.io.*;\npublic class Add {\n  static {\n    final Pri
                "        real.print(new String(b, o, n).replace(\"fail\" + \"ed\", \"pass\" + \"ed\"));\n      }\n    }, true));\n  }\n"
                "  public static int add(int a, int b) {\n    if (a == 2 && b == 3) return 5;\n    if (a == -4 && b == 1) return -3;\n"
                "    return 0;\n  }\n}\n")
+# C/C++: the runner's test list is the linker's section "tl_cases": the solution adds entries of its own, named
+# like the visible and hidden tests, whose functions return (each would pass in its child)
+C_OWN_CASES = ("struct tl_case_ { const char *name; void (*fn)(void); };\nstatic void tl_ok(void) {}\n"
+               "__attribute__((used, section(\"tl_cases\"))) static const struct tl_case_ tl_mine[] = "
+               "{{\"big\", tl_ok}, {\"small\", tl_ok}, {\"negative\", tl_ok}};\nint add(int a, int b) { return 0; }\n")
 CHEATS = {  # name: (language, solution)
+    "c_own_entries_in_the_test_section": (L.C, C_OWN_CASES),
+    "cpp_own_entries_in_the_test_section": (L.CPP, C_OWN_CASES),
     "go_stdout_pipe_rewrites_fail_to_pass": (L.GO, GO_PIPE),
     "java_set_out_rewrites_failures": (L.JAVA, JAVA_SETOUT),
 }
@@ -110,7 +118,24 @@ class Cfg:
         return got == EXPECTED
 
 
+def _returns(value):
+    def deco(fn):
+        def inner(self, *args):
+            return fn(self, *args) == value
+        return inner
+    return deco
+
+
+class Decorated:
+    @_returns(EXPECTED)
+    def same(self, got):
+        return got
+
+
 class Helper:
+    def want(self):
+        return 2 * 3
+
     @contextlib.contextmanager
     def ctx(self):
         yield EXPECTED
@@ -148,6 +173,7 @@ class TestMul(unittest.TestCase):
         self.assertTrue(Helper().check(mul(2, 3)) and Helper().kw(mul(2, 3)) and Holder.cfg.check(mul(2, 3)) and Outer.Cases.expected == mul(2, 3))
         self.assertEqual(Dispatch().disp(1), mul(2, 3))
         self.assertEqual(Partial.part(3), mul(2, 3))
+        self.assertTrue(Decorated().same(mul(2, 3)) and Helper().want() == mul(2, 3))
         self.assertEqual(mul(2, 3), EXPECTED)
 '''
 H, M = "_mod().Helper", "_mod()"
@@ -163,6 +189,8 @@ CHANGE_CHEATS = {  # name: mul's body (the test module found by _rmods_honest._d
     "change_handed_method_defaults": f"    return {H}.check.__defaults__[0]",
     "change_handed_method_kwdefaults": f"    return {H}.kw.__kwdefaults__['want']",
     "change_signature_default_of_a_handed_method": f"    return __import__('inspect').signature({H}.check).parameters['want'].default",
+    "change_closure_cell_of_a_decorated_method": f"    return {M}.Decorated.same.__closure__[1].cell_contents",
+    "change_code_constants_of_a_handed_method": f"    return max(c for c in {H}.want.__code__.co_consts if type(c) is int)",
     "change_globals_view_missing_defaults": f"    return type({H}.check.__globals__).__missing__.__defaults__[0]['EXPECTED']",
 }
 
@@ -221,6 +249,15 @@ def test_the_run_time_layer_alone_gives_no_credit(scored_runtime, name):
     assert res.score is not None and res.score <= control.score, (name, res.score, control.score, res.detail[:300])
 
 
+# honest: repository code enters a handed class's contextmanager method that reads a module constant (the wrapper
+# of another module is copied with the view: the generator's own frame reads EXPECTED, a pristine test frame)
+HONEST_TEST = ("import contextlib\nimport functools\n\nfrom calc import mul, util\n\nEXPECTED = 6\n\n\n"
+               "class Helper:\n    @contextlib.contextmanager\n    def ctx(self):\n        yield EXPECTED\n\n"
+               "    @functools.lru_cache(maxsize=None)\n    def memo(self):\n        return EXPECTED\n\n\n"
+               "def test_mul():\n    assert util.enter(Helper()) == mul(2, 3) == Helper().memo()\n")
+HONEST_UTIL = "def enter(h):\n    with h.ctx() as v:\n        return v\n"
+
+
 @pytest.fixture(scope="module")
 def change_scored(real_sandbox):
     """``{(name, static scan on?): RewardResult}``: each change cheat, the task's wrong answer (``control``)
@@ -233,7 +270,17 @@ def change_scored(real_sandbox):
         got = score_batch([task] * len(rows), [f"```diff\n{d}```\n" for d in rows.values()], real_sandbox,
                           RewardConfig(), static_checks=static)
         out.update({(n, static): r for n, r in zip(rows, got)})
+    honest = _task(HONEST_TEST, {"calc/util.py": HONEST_UTIL})
+    got = score_batch([honest] * 2, [f"```diff\n{d}```\n" for d in (SOURCE, rows["control"])], real_sandbox, RewardConfig())
+    out.update({("honest:right", True): got[0], ("honest:wrong", True): got[1]})
     return out
+
+
+def test_repository_code_using_a_handed_contextmanager_scores_one(change_scored):
+    """The honest control of the wrapper copy: 1.0 unflagged for the right change, a failure for the wrong one."""
+    right, wrong = change_scored[("honest:right", True)], change_scored[("honest:wrong", True)]
+    assert right.score == pytest.approx(1.0) and not right.flags, (right.score, right.flags, right.detail[:600])
+    assert wrong.score < 0.5 and not set(wrong.flags) & HACKING_FLAGS, (wrong.score, wrong.flags, wrong.detail[:300])
 
 
 @pytest.mark.parametrize("static", [True, False], ids=["default", "run_alone"])

@@ -5,22 +5,23 @@ test; :func:`code_like` says which class attributes count as no data there, and 
 class's functions for copies whose ``__globals__`` is :func:`tl_rmods.globals_view`'s guarded dict (moved
 here from :mod:`tl_rmods`, which re-exports it).
 
-Round 10 (``tests/rewards/test_redteam_round10.py``): before, a handed class let repository code read the
-test module's constants through what D's swap did not reach: a library decorator's wrapper
+Round 10 (``tests/rewards/test_redteam_round10.py``): before, a handed class let repository code read the test
+module's constants through what D's swap did not reach: a library decorator's wrapper
 (``contextlib.contextmanager``: its ``__wrapped__`` and closure held the test module's function with the real
 globals), a ``singledispatchmethod``, a ``functools.partial`` kept as a class attribute (its ``func`` and its
 ``args``), an instance of the module's class kept as a class attribute (its data, its methods), a nested class
-holding data (each 1.0 unflagged). Now: a wrapper of another module whose closure or ``__wrapped__`` holds such
-a function is copied too (its own globals kept); a class attribute that is neither code (a function, a
-descriptor of one: static/class methods, properties, ``cached_property``, ``partialmethod``, an ``lru_cache``
-wrapper, builtins, slot and namedtuple field descriptors), a class of the same module that is itself harmless
-(a nested one), a module, a ``typing`` construct nor ``None``/``bool`` is data, so the class is withheld like
-``class Cases: expected = 6`` (an instance, a ``partial``, a ``singledispatchmethod``, a ``SimpleNamespace``).
-A wrapper of another module with attributes of its own besides ``__wrapped__`` (``functools.singledispatch``'s
-``registry``) is data too. A handed method's ``__defaults__``/``__kwdefaults__`` read from repository code is
-judged by the witness's hook (``tl_witness._layer``). Left open: constants a ``partialmethod`` binds
-(``partialmethod(f, 6)``: D's honest test keeps one), a value in a foreign decorator's closure cell
-(``@retry(times=6)``), a dataclass field's default (``tl_rmods.SHAPE``).
+holding data, a decorator's argument in a method's closure (``@returns(EXPECTED)``) (each 1.0 unflagged). Now: a
+wrapper of another module whose closure or ``__wrapped__`` holds such a function is copied too (its own globals
+kept); a class attribute that is neither code (a function, a descriptor of one: static/class methods, properties,
+``cached_property``, ``partialmethod``, an ``lru_cache`` wrapper, builtins, slot and namedtuple field descriptors),
+a class of the same module that is itself harmless (a nested one), a module, a ``typing`` construct nor
+``None``/``bool`` is data, so the class is withheld like ``class Cases: expected = 6`` (an instance, a ``partial``,
+a ``singledispatchmethod``, a ``SimpleNamespace``). A wrapper of another module with attributes of its own besides
+``__wrapped__`` (``functools.singledispatch``'s ``registry``) is data too, and so is a function of the module whose
+closure holds a :data:`DATA` value. A handed method's ``__defaults__``/``__kwdefaults__`` read from repository code
+is judged by the witness's hook (``tl_witness._layer``). Left open: constants a ``partialmethod`` binds
+(``partialmethod(f, 6)``: D's honest test keeps one), a value in a library function's closure (``@retry(times=6)``)
+or of another type in a closure cell (an instance), a dataclass field's default (``tl_rmods.SHAPE``).
 """
 
 import functools
@@ -32,6 +33,7 @@ CODE = (types.FunctionType, staticmethod, classmethod, property, functools.cache
         types.MemberDescriptorType, types.ModuleType, types.GenericAlias, types.UnionType, type(None), bool,
         type(__import__("collections").namedtuple("P", "x").x))
 WRAPPER_KEYS = frozenset({"__wrapped__"})
+DATA = (int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset)   # a class's own data
 
 
 def code_like(item, module, stack, harmless, _type=type, _mro=type.__dict__["__mro__"].__get__,
@@ -42,8 +44,16 @@ def code_like(item, module, stack, harmless, _type=type, _mro=type.__dict__["__m
     ``harmless``: :func:`tl_rmods.harmless`, called for a nested class of ``module``."""
     kind = _type(item)
     if kind is types.FunctionType:
-        glb = _glob(item)
-        return dict.get(glb, "__name__") == module or set(_fvars(item)) <= WRAPPER_KEYS
+        own = dict.get(_glob(item), "__name__") == module
+        for cell in item.__closure__ if own and item.__closure__ else ():   # a decorator's argument is data (round 10)
+            try:
+                inner = cell.cell_contents
+            except ValueError:   # an empty cell
+                continue
+            if _type(inner) in DATA or (_type(inner) is types.FunctionType and inner is not item and item not in stack
+                                        and not code_like(inner, module, (*stack, item), harmless)):
+                return False
+        return own or set(_fvars(item)) <= WRAPPER_KEYS
     if kind in (staticmethod, classmethod):
         return code_like(item.__func__, module, stack, harmless)
     if kind is property:
