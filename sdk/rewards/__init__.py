@@ -102,7 +102,9 @@ Not covered (known gaps):
   (``add.caller.toString()`` in sloppy mode) or from node's memory. A C/C++ solution finds the calling
   test's expected constant right after its own return address (round 8: ``__builtin_return_address`` is
   flagged; the same address found by walking the stack from a local is not, strict xfail in
-  ``tests/rewards/test_redteam_round8.py``). JS: node's child-to-runner frames (v8-serialised results on the stdout of the test process,
+  ``tests/rewards/test_redteam_round8.py``). A Go solution reads it the same way, after ``runtime.Caller(1)``'s
+  pc through ``unsafe`` or ``/proc/self/mem`` (round 10: 1.0 unflagged with the path split; the static scan
+  flags ``.Caller(``, ``.Callers(``, ``runtime.Stack(``; the run-time layer alone credits it: strict xfails). JS: node's child-to-runner frames (v8-serialised results on the stdout of the test process,
   which runs the solution) can be rewritten on their way out; for CommonJS and ES module tests a reported pass counts only
   where the test's own function completed, signed in that process with a key read before any solution code
   (``sdk.sandbox.languages.nodesign``, ``runner_tampering``; ``tests/rewards/test_redteam_js_frames.py``).
