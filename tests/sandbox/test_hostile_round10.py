@@ -3,7 +3,8 @@ lives across its requests and that the task's uid may write to (pid 1 in the slo
 
 Found open (warm slots; cold runs were clean): a task wrote pid 1's ``oom_score_adj`` (777),
 ``coredump_filter`` (0x1ab) and autogroup nice (13) under ``/proc/1``, and a mark into init's writable mappings
-through ``/proc/1/mem`` (11 of them), and the next task on the slot read each back. Closed: bwrap covers those
+through ``/proc/1/mem`` (11 of them; also through ``/proc/1/task/1/mem`` and ``/proc/1/root/proc/1/mem``), and
+the next task on the slot read each back. Closed: bwrap covers those
 files of pid 1 (and ``/proc/1/task/1``'s, ``clear_refs``, ``sched``) with a read-only ``/dev/null`` while it is
 still pid 1 setting up (:data:`sdk.sandbox.bwrap.INIT_MASKED`: ``/proc/1/mem`` cannot be opened), and the host
 reads the three knobs of the slot's init after every request (:func:`sdk.sandbox.warm._init_marks`): a change
@@ -50,6 +51,10 @@ LEAKS = {  # name: (writer body, reader body, what the reader must return: None 
     "init_comm": (WRITE.format(knob="comm", value=MARK), READ.format(knob="comm"), None),
     "init_timer_slack": (WRITE.format(knob="timerslack_ns", value="777777"), READ.format(knob="timerslack_ns"), None),
     "init_memory_through_proc_mem": (MEM_WRITE, MEM_READ, None),
+    "init_memory_through_its_task_folder": (MEM_WRITE.replace("/proc/1/mem", "/proc/1/task/1/mem"),
+                                            MEM_READ.replace("/proc/1/mem", "/proc/1/task/1/mem"), None),
+    "init_memory_through_its_root_link": (MEM_WRITE.replace("/proc/1/mem", "/proc/1/root/proc/1/mem"),
+                                          MEM_READ.replace("/proc/1/mem", "/proc/1/root/proc/1/mem"), None),
     "init_core_limit_through_prlimit": (PRLIMIT, LIMITS_READ, False),
 }
 
