@@ -43,8 +43,7 @@ def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, An
                           "out of date: its config or an earlier stage changed since it chose",
                           "run `tuneloop run CONFIG` (same --set options) to re-evaluate and choose again")
     if not pipe.is_complete(stage):
-        raise ConfigError(f"the {stage} adapter in {adapter} is out of date: the {stage} stage's config or an "
-                          "earlier stage changed since it trained",
+        raise ConfigError(f"the {stage} adapter in {adapter} is out of date: {_why_stale(pipe, stage)}",
                           f"run `tuneloop run CONFIG` (same --set options) to retrain and re-evaluate it")
     lineage = read_lineage(adapter)
     promotable = lineage.promotable if lineage is not None else None
@@ -67,6 +66,20 @@ def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, An
         record["override"] = {"reason": override, "by": _user(),
                               "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     return adapter, record
+
+
+def _why_stale(pipe, stage: str) -> str:
+    """Why ``stage`` is out of date, naming the settings that differ (``rl.max_steps 2 → 10``) for it and
+    each stale stage above it, as the stage refusals do (a new user exported without the run's ``--set``)."""
+    from sdk.run.bookkeeping import read_marker
+    from sdk.run.spec import Stage
+
+    if not hasattr(pipe, "stale_inputs"):
+        return f"the {stage} stage's config or an earlier stage changed since it trained"
+    marker = read_marker(pipe.layout.marker(stage))
+    own = "has not run" if marker is None else pipe._why_changed(Stage(stage), marker)
+    parts = [f"{stage} {own}"] + [f"{up.value} {why}" for up, why in pipe.stale_inputs(stage)]
+    return "; ".join(parts)
 
 
 def _user() -> str:
