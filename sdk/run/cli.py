@@ -136,8 +136,9 @@ def tasks_prompt(config: Path = ConfigArg,
                  task: str = typer.Argument(..., help="task id, a unique prefix of it, or a locator pkg/mod.py::func"),
                  raw: bool = typer.Option(False, "--raw", help="the messages, not the chat template's text"),
                  set_: Optional[list[str]] = SetOpt, as_json: bool = JsonOpt) -> None:
-    """Print a task's prompt exactly as the model sees it (through the model's chat template when the
-    model is on this machine, else the raw messages)."""
+    """Print a task's prompt exactly as the model sees it (chat template, or raw messages).
+
+    Through the model's chat template when the model is on this machine, else the raw messages."""
     def go():
         pipe = _pipeline(config, set_)
         if not pipe.layout.tasks_jsonl.is_file():
