@@ -233,6 +233,8 @@ def export(config: Path = ConfigArg, out: Optional[Path] = typer.Option(None, he
     def go():
         pipe = _pipeline(config, set_)
         adapter, release = check_release(pipe, override_gate)
+        if "warning" in release:
+            typer.echo(f"warning: {release['warning']}", err=True)
         from sdk.train.common import on_gpu, quiet_libraries
 
         quiet_libraries()
@@ -268,6 +270,8 @@ def serve(config: Path = ConfigArg, port: int = typer.Option(8000), override_gat
         adapter, release = check_release(pipe, override_gate)
         if "override" in release:
             console.print(f"[yellow]serving an adapter the gate refused: {release['override']}[/yellow]")
+        if "warning" in release:
+            console.print(f"[yellow]warning: {release['warning']}[/yellow]")
         cmd = lora_serve_command(pipe.model_path, adapter).command + f" --port {port}"
         if importlib.util.find_spec("vllm") is None:
             raise ModelError("vLLM is not installed", f"pip install 'tuneloop[gpu]' on a GPU machine, then run: {cmd}")

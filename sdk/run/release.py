@@ -62,10 +62,25 @@ def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, An
     record = {"stage": stage, "adapter": str(adapter), "gate": "passed" if promotable else
               "failed" if promotable is False else "not applied", "gate_reasons": reasons,
               "heldout_pass_at_1": dict(lineage.heldout_pass_at_1) if lineage is not None else {}}
+    if (warning := _ungated_warning(promotable, record["heldout_pass_at_1"])) is not None:
+        record["warning"] = warning
     if promotable is False:
         record["override"] = {"reason": override, "by": _user(),
                               "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     return adapter, record
+
+
+def _ungated_warning(promotable: bool | None, heldout: dict[str, float]) -> str | None:
+    """A warning for an adapter no gate judged (``gate.enabled: false``, the default) whose report shows no
+    held-out gain: tuned pass@1 at or below base (new-user trial: ``export`` merged an adapter the report
+    said not to ship, silently). None when a gate passed it or the report has no held-out figures."""
+    if promotable is not None or "base" not in heldout or "tuned" not in heldout:
+        return None
+    base, tuned = heldout["base"], heldout["tuned"]
+    if tuned > base:
+        return None
+    return (f"no gate judged this adapter (gate.enabled is false) and its report shows no held-out gain: "
+            f"pass@1 base {base:.3f}, tuned {tuned:.3f}; set gate.enabled: true to refuse such adapters")
 
 
 def _why_stale(pipe, stage: str) -> str:
