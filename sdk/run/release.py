@@ -44,7 +44,7 @@ def check_release(pipe, override: str | None = None) -> tuple[Path, dict[str, An
                           "run `tuneloop run CONFIG` (same --set options) to re-evaluate and choose again")
     if not pipe.is_complete(stage):
         raise ConfigError(f"the {stage} adapter in {adapter} is out of date: {_why_stale(pipe, stage)}",
-                          f"run `tuneloop run CONFIG` (same --set options) to retrain and re-evaluate it")
+                          "run `tuneloop run CONFIG` (same --set options) to retrain and re-evaluate it")
     lineage = read_lineage(adapter)
     promotable = lineage.promotable if lineage is not None else None
     reasons = list(lineage.gate_reasons) if lineage is not None else []
