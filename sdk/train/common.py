@@ -89,8 +89,13 @@ class PlainProgressCallback(TrainerCallback):
         self._start = self._last = 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
-        """Start the clock."""
+        """Start the clock and say how many steps come, so a slow first step (GRPO's generation and
+        sandbox scoring on CPU can take minutes) is not mistaken for a hang (new-user trial)."""
+        import logging
+
         self._start = self._last = time.monotonic()
+        logging.getLogger("tuneloop.progress").info(
+            f"{self.label}: {state.max_steps or '?'} steps; a line follows each logged step (the first may take minutes)")
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102 - TrainerCallback hook
         """Log one progress line when enough time passed or the run ends."""
