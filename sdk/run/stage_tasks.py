@@ -79,8 +79,17 @@ def _read_sources(ctx: StageContext) -> _Collected:
         got.pairs += result.preference_pairs
         got.quarantined += result.quarantined
         got.counts[f"{i}:{label}"] = result.counts
-        ctx.console.print(f"  {label} (as read; reference validation below may quarantine more): {result.counts}")
+        ctx.console.print(f"  {label} (as read; reference validation below may quarantine more): "
+                          f"{counts_line(result.counts)}", highlight=False)
     return got
+
+
+def counts_line(counts: dict) -> str:
+    """A source's counts for people: ``tasks 11, quarantined 3, sft examples 0, tests collected 14, ...`` (the
+    headline counts first, then the rest in the source's order; underscores read as spaces), not a raw dict."""
+    first = [k for k in ("tasks", "quarantined", "sft_examples") if k in counts]
+    keys = first + [k for k in counts if k not in first]
+    return ", ".join(f"{k.replace('_', ' ')} {counts[k]}" for k in keys)
 
 
 def _all_quarantined(quarantined: list) -> SourceError:

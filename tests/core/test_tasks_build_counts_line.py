@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+from sdk.run.stage_tasks import counts_line
+
 
 def test_source_counts_line_says_it_is_before_validation(tmp_path):
     rows = [{"task_id": f"t/{i}", "prompt": f"def f{i}(x):\n    \"\"\"Return x + {i}.\"\"\"\n",
@@ -19,4 +21,12 @@ def test_source_counts_line_says_it_is_before_validation(tmp_path):
     res = subprocess.run([sys.executable, "-m", "sdk.run.cli", "tasks", "build", str(tmp_path / "c.yaml")],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
-    assert "jsonl:bench (as read; reference validation below may quarantine more)" in " ".join(res.stderr.split())
+    said = " ".join(res.stderr.split())
+    assert "jsonl:bench (as read; reference validation below may quarantine more): tasks 6, quarantined 0" in said
+
+
+def test_counts_read_as_words_with_the_headline_first():
+    """New-user trial: the counts were a raw Python dict wrapped over six lines."""
+    line = counts_line({"tests_collected": 14, "functions_found": 14, "tasks": 11, "quarantined": 3, "sft_examples": 0})
+    assert line == "tasks 11, quarantined 3, sft examples 0, tests collected 14, functions found 14"
+    assert counts_line({}) == ""
