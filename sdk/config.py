@@ -240,6 +240,11 @@ def _explain(err: dict[str, Any], root: type[BaseModel] = RunConfig) -> str:
         guess = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
         hint = f" (did you mean `{guess[0]}`?)" if guess else ""
         return f"  - unknown key `{loc}`{hint}; allowed here: {', '.join(a for a in allowed if a != 'base_dir')}"
+    if err["type"] == "missing" and err["loc"]:
+        model = _model_at(root, err["loc"][:-1])
+        field = model.model_fields.get(str(err["loc"][-1])) if model else None
+        what = f": {field.description}" if field is not None and field.description else ""
+        return f"  - `{loc}` is required{what}; add `{err['loc'][-1]}: ...` there"
     return f"  - `{loc or '(root)'}`: {err['msg']} (got {repr(err.get('input'))[:80]})"
 
 

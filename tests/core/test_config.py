@@ -14,6 +14,13 @@ def test_misspelled_key_names_the_fix():
     assert "rl.max_stpes" in err.value.what and "did you mean `max_steps`" in err.value.what
 
 
+def test_a_missing_required_key_says_what_it_is_and_where_to_add_it():
+    with pytest.raises(ConfigError) as err:
+        parse_config({"sources": [{"type": "pytest", "options": {"path": "."}}]})
+    assert "`sources.0.domain` is required: domain for the source's tasks" in err.value.what
+    assert "add `domain: ...` there" in err.value.what and "Field required" not in err.value.what
+
+
 def test_group_size_must_divide_batch():
     with pytest.raises(ConfigError) as err:
         parse_config({"sources": SRC, "rl": {"batch_size": 6, "num_generations": 4}})

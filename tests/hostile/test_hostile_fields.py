@@ -315,7 +315,7 @@ def test_a_folder_given_as_a_file_is_called_a_folder(tmp_path):
 
 @pytest.mark.parametrize("body,words", [
     ("- a\n", ["must hold a mapping"]),
-    ("store_url: 5\n", ["`application`", "`run_config`", "Field required"]),
+    ("store_url: 5\n", ["`application`", "`run_config`", "is required"]),
     ("store_url: s\napplication: a\nadapter: b\nrun_config: r.yaml\nwatch: yes\n", ["unknown key `watch`", "min_new_feedback"]),
     ("store_url: ${TL_NOT_SET_EITHER}\napplication: a\nadapter: b\nrun_config: r.yaml\n", ["TL_NOT_SET_EITHER"]),
 ])
