@@ -153,4 +153,5 @@ def test_plain_progress_lines_when_no_live_display(tiny_model_dir, tmp_path, cap
     with caplog.at_level(logging.INFO, logger="tuneloop.progress"):
         run_sft(tiny_model_dir, sft_rows(tasks, []), cfg, tmp_path / "sft", seed=0, progress=False)
     lines = [r.getMessage() for r in caplog.records if r.name == "tuneloop.progress"]
-    assert lines and lines[0].startswith("sft: step 2/2 loss "), lines
+    assert lines[0].startswith("sft: 2 steps;"), lines  # said when training starts
+    assert len(lines) > 1 and lines[1].startswith("sft: step 2/2 loss "), lines
