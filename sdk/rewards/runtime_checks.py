@@ -75,10 +75,26 @@ def expected_test_counts(tests: dict[str, str], framework: Framework | str) -> C
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
                 names.add(node.name)
-            elif isinstance(node, ast.ClassDef):
+            elif isinstance(node, ast.ClassDef) and not _not_a_test(node.body):
                 names.update(m.name for m in node.body
                              if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name.startswith("test"))
+        names -= {t.value.id for t in _false_test_targets(tree.body) if isinstance(t, ast.Attribute)}
     return Counter({n: 0 for n in names}) or None  # 0: any number of (parametrised) ids
+
+
+def _false_test_targets(body: list) -> list:
+    """Targets of ``X.__test__ = False`` / ``__test__ = False`` statements in ``body``: pytest collects no test
+    from them (the pytest source marks a test another test calls as a helper this way, toolz's
+    ``test_is_valid``), so no result is expected for them."""
+    return [t for node in body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            and node.value.value is False for t in node.targets
+            if (isinstance(t, ast.Attribute) and t.attr == "__test__" and isinstance(t.value, ast.Name))
+            or (isinstance(t, ast.Name) and t.id == "__test__")]
+
+
+def _not_a_test(body: list) -> bool:
+    """A class body holding ``__test__ = False``."""
+    return any(isinstance(t, ast.Name) for t in _false_test_targets(body))
 
 
 def base_test_name(name: str) -> str:

@@ -143,3 +143,18 @@ def test_self_test_asserts_in_the_solution_are_not_hard_coding():
     code = ("def add(a, b):\n    return a + b\n\n\ndef test_mine():\n    assert add(2, 3) == 5\n"
             "    assert add(-4, 1) == -3\n")
     assert flags(code, test_sources=ADD_TESTS) == set()
+
+
+def test_a_test_the_pristine_file_marks_not_a_test_is_not_expected():
+    """toolz 1.0.0 (grader self-test 39/40): the pytest source keeps ``test_is_valid`` as a helper of
+    ``test_is_partial`` (``test_is_valid.__test__ = False``); pytest never reports it, so expecting it flagged the
+    honest reference ``missing_test_results`` + ``exit_trick``. A class with ``__test__ = False`` likewise."""
+    src = ("def test_is_valid(check_valid=None, incomplete=False):\n    assert True\n\n\n"
+           "test_is_valid.__test__ = False  # tuneloop: kept as a helper of other tests\n\n\n"
+           "def test_is_partial():\n    test_is_valid(incomplete=True)\n\n\n"
+           "class TestBase:\n    __test__ = False\n\n    def test_shared(self):\n        assert True\n\n\n"
+           "class TestReal:\n    def test_one(self):\n        assert True\n")
+    assert expected_test_names({"t.py": src}, "pytest") == {"test_is_partial", "test_one"}
+    # the mark lives in the pristine file only: a name without it stays expected
+    assert expected_test_names({"t.py": src.replace("test_is_valid.__test__ = False", "x = 1")}, "pytest") == {
+        "test_is_valid", "test_is_partial", "test_one"}
