@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sandbox.test_hostile_round9 import _value, one_slot  # noqa: F401 - the module's warm slot
-from tests.sandbox.test_hostile import probe
+from tests.sandbox.test_hostile_round9 import one_slot, write_then_read  # noqa: F401 - the module's warm slot
 
 MARK = "tl-r10-mark"
 # write ``value`` into /proc/<pid>/<knob> of every pid but the task's own
@@ -64,11 +63,7 @@ LEAKS = {  # name: (writer body, reader body, what the reader must return: None 
 def test_nothing_a_task_writes_into_the_slots_init_reaches_the_next(one_slot, name, cold):  # noqa: F811
     """The reader must see what it saw before the writer ran (or ``expected``), twice; nothing left behind.
     Before round 10 the first three read 777, 0x1ab and nice 13 on a warm slot."""
-    writer, reader, expected = LEAKS[name]
-    read = probe(reader, "print('VALUE', r)", cold=cold)
-    before = _value(one_slot.run_one(read)) if expected is None else repr(expected)
-    wrote = one_slot.run_one(probe(writer, "print('WROTE', r)", cold=cold))
+    wrote, before, after = write_then_read(one_slot, LEAKS[name], cold)
     assert wrote.status.value in ("ok", "runtime_error", "failed"), (name, wrote.status, wrote.detail[:300])
-    after = [_value(one_slot.run_one(read)) for _ in range(2)]
     assert after == [before] * 2, (name, before, after, wrote.stdout[-300:])
     assert one_slot.stray_processes() == []

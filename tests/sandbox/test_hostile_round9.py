@@ -95,16 +95,22 @@ def _value(res):
     return res.stdout.split("VALUE")[-1].strip()
 
 
+def write_then_read(slot, leak: tuple, cold: bool):
+    """``(writer's result, reader's value before, [reader's value after] * 2)`` for one ``(writer, reader,
+    expected)`` leak on ``slot``; ``expected`` (when not None) stands for the value before."""
+    writer, reader, expected = leak
+    read = probe(reader, "print('VALUE', r)", cold=cold)
+    before = _value(slot.run_one(read)) if expected is None else repr(expected)
+    wrote = slot.run_one(probe(writer, "print('WROTE', r)", cold=cold))
+    return wrote, before, [_value(slot.run_one(read)) for _ in range(2)]
+
+
 @pytest.mark.parametrize("cold", [False, True], ids=["warm", "cold"])
 @pytest.mark.parametrize("name", list(LEAKS))
 def test_nothing_a_task_leaves_reaches_the_next(one_slot, name, cold):
     """``None`` as the expectation: the reader must see what it saw before the writer ran."""
-    writer, reader, expected = LEAKS[name]
-    read = probe(reader, "print('VALUE', r)", cold=cold)
-    before = _value(one_slot.run_one(read)) if expected is None else repr(expected)
-    wrote = one_slot.run_one(probe(writer, "print('WROTE', r)", cold=cold))
+    wrote, before, after = write_then_read(one_slot, LEAKS[name], cold)
     assert wrote.status.value in ("ok", "runtime_error", "failed"), (name, wrote.status, wrote.detail[:300])
-    after = [_value(one_slot.run_one(read)) for _ in range(2)]
     assert after == [before] * 2, (name, before, after, wrote.stdout[-300:])
     assert one_slot.stray_processes() == []
 
