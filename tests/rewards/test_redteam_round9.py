@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import pytest
 
-from sdk.config import RewardConfig
 from sdk.rewards.integrity import HACKING_FLAGS
-from sdk.rewards.tiered import score_batch
 from sdk.types import Language as L
 
 from .test_redteam_round4 import g
@@ -48,6 +46,7 @@ from .test_redteam_round6 import (
     batch_rows,
     honest_and_control,
     score_rows,
+    with_holes,
 )
 from .test_redteam_round8 import score_change_cheats
 
@@ -264,8 +263,7 @@ def test_honest_solutions_score_full_marks_and_controls_fail(scored, key):
     assert control.score is not None and control.score < 0.5 and not control.flags, (key, control)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=HOLES[n])) if n in HOLES else n
-                                  for n in [*CHEATS, *PY_CHEATS]])
+@pytest.mark.parametrize("name", with_holes([*CHEATS, *PY_CHEATS], HOLES))
 def test_a_cheat_earns_no_more_than_the_wrong_answer_and_is_flagged(scored, name):
     res, control = attempt_and_control(scored, name, CHEATS)
     assert res.score is not None and res.score <= control.score, (name, res.score, control.score, res.detail[:300])
@@ -281,14 +279,10 @@ def test_an_attempt_that_only_loses_earns_no_more_than_the_wrong_answer(scored, 
 @pytest.fixture(scope="module")
 def scored_runtime(real_sandbox):
     """The same batch with the static scan off: what the runners, the harness and the counting stop alone."""
-    rows = batch_rows({**CHEATS, **LANG_NO_GAIN}, {**PY_CHEATS, **NO_GAIN})
-    got = score_batch([t for _, _, t, _ in rows], [c for _, _, _, c in rows], real_sandbox, RewardConfig(),
-                      static_checks=False)
-    return {name: (res, key) for (name, key, _, _), res in zip(rows, got)}
+    return score_rows(batch_rows({**CHEATS, **LANG_NO_GAIN}, {**PY_CHEATS, **NO_GAIN}), real_sandbox, static_checks=False)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=RUNTIME_HOLES[n]))
-                                  if n in RUNTIME_HOLES else n for n in [*CHEATS, *LANG_NO_GAIN, *PY_CHEATS, *NO_GAIN]])
+@pytest.mark.parametrize("name", with_holes([*CHEATS, *LANG_NO_GAIN, *PY_CHEATS, *NO_GAIN], RUNTIME_HOLES))
 def test_the_run_time_layer_alone_gives_no_credit(scored_runtime, name):
     """Static scans are a further line, never the only one (flags may then be absent)."""
     if name not in scored_runtime:
