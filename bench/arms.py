@@ -161,17 +161,22 @@ def run_arm(args) -> None:
     if trained:  # a later call that only scores more splits keeps the training run's record
         record = json.loads((arm / "arm.json").read_text())
     (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
+    scored: dict[str, int] = {}
     try:
         found = adapters(pipe)
         for split in args.splits:  # every adapter on the first split before the next split
             if args.base and not (work / f"base_{split}.jsonl").is_file():
                 score(pipe, "base", None, split, work / f"base_{split}.jsonl")
             for label in _distinct(found, args.eval):
+                cpu_split = time.process_time()
                 score(pipe, label, found[label], split, arm / f"eval_{label}_{split}.jsonl")
+                scored[f"{label}_{split}"] = round(time.process_time() - cpu_split)
                 print(f"scored {args.arm}/{label} on {split} at {time.time() - wall0:.0f} s", flush=True)
     finally:
         pipe.close()
     record.update({"rescore_wall_s" if trained else "wall_s": round(time.time() - wall0)}, load_end=os.getloadavg())
+    record.setdefault("eval_cpu_s", {}).update(scored)  # this process's CPU per adapter and split (sandbox not counted)
+    record["score_cpu_s"] = sum(record["eval_cpu_s"].values())
     (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
     print(json.dumps({k: record.get(k) for k in ("arm", "train_wall_s", "wall_s", "rescore_wall_s", "load_start",
                                                  "load_end")}))
@@ -221,7 +226,8 @@ def score_base(args) -> None:
         for split in args.splits:
             if not (work / f"base_{split}.jsonl").is_file():
                 score(pipe, "base", None, split, work / f"base_{split}.jsonl")
-                print(f"scored base on {split} at {time.time() - wall0:.0f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+                print(f"scored base on {split} at {time.time() - wall0:.0f} s, {time.process_time():.0f} CPU-s, "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         pipe.close()
 

@@ -203,4 +203,7 @@ def test_sft_only_arm_trains_sft_alone_and_scores_its_adapter_once(tmp_path, mon
                            base=False))
     assert calls == [("run", ("tasks",)), ("run", ("sft",)), ("sft", adapter, "validation"),
                      ("sft", adapter, "heldout")]
-    assert json.loads((tmp_path / "e2" / "arm.json").read_text())["stages_run"] == ["sft"]
+    record = json.loads((tmp_path / "e2" / "arm.json").read_text())
+    assert record["stages_run"] == ["sft"]
+    assert sorted(record["eval_cpu_s"]) == ["sft_heldout", "sft_validation"]  # scoring CPU per adapter and split
+    assert record["score_cpu_s"] == sum(record["eval_cpu_s"].values())
