@@ -5,7 +5,8 @@ _tuneloop_trace`` with this file copied into a temporary folder on ``PYTHONPATH`
 imports nothing from tuneloop, so the company's code never runs in our process.
 
 Environment:
-    TUNELOOP_TRACE_ROOT: absolute package folder; only code objects under it are recorded.
+    TUNELOOP_TRACE_ROOT: absolute package folder; only code objects under it are recorded. A
+        single module file (``six.py``) records that file's code only, with relpath ``""``.
     TUNELOOP_TRACE_OUT: JSON file written at session end.
     TUNELOOP_TRACE_CALLS: "1" to trace calls (the first run), "0" to record outcomes only.
     TUNELOOP_TRACE_PATH: folders appended to ``sys.path`` when the plugin loads (the test
@@ -39,7 +40,9 @@ import threading
 
 import pytest
 
-_ROOT = os.path.realpath(os.environ.get("TUNELOOP_TRACE_ROOT", "/nonexistent")) + os.sep
+_MODULE = os.path.realpath(os.environ.get("TUNELOOP_TRACE_ROOT", "/nonexistent"))
+_ROOT = _MODULE + os.sep
+_MODULE = _MODULE if os.path.isfile(_MODULE) else ""
 _OUT = os.environ.get("TUNELOOP_TRACE_OUT", "")
 _TRACE = os.environ.get("TUNELOOP_TRACE_CALLS", "1") == "1"
 _TEST_TIMEOUT = float(os.environ.get("TUNELOOP_TEST_TIMEOUT", "60") or 0)
@@ -70,6 +73,8 @@ def _key(code):
         key = None
         if fn and not fn.startswith("<"):
             real = os.path.realpath(fn) if not fn.startswith(_ROOT) else fn
+            if _MODULE and real == _MODULE:
+                real = _ROOT  # the single module itself: relpath ""
             if real.startswith(_ROOT):
                 qual = getattr(code, "co_qualname", code.co_name).split(".<locals>")[0]
                 if not qual.startswith("<"):

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from connectors.suites.callsites import CallSiteIndex, needs_callers, render_callers
 from connectors.suites.examples import example_block
 from connectors.suites.keys import KeyIndex, keys_defined, keys_read, render_keys
+from connectors.suites.pylayout import traced_path
 from sdk.errors import ConfigError
 from sdk.sources import import_dotted
 from sdk.tasks.records import Message, Task
@@ -287,7 +288,7 @@ class RepoContext:
         if not self.options.enabled or not task.reference:
             return task
         path, _, qualname = task.source.locator.partition("::")
-        traced = {(f"{self.pkg_rel}/{p}", q) for i in items for p, q, *_ in getattr(i, "calls", ())}
+        traced = {(traced_path(self.pkg_rel, p), q) for i in items for p, q, *_ in getattr(i, "calls", ())}
         docs = self.retriever.invoke(task.reference, path=path, qualname=qualname, traced=traced)
         docs = cut_to_budget(docs, self.options.token_budget)
         block = _render(docs)

@@ -1,6 +1,7 @@
 """Where a pytest repository's package and tests are: the package folder (flat or ``src/`` layout),
 the tests folder, ``exclude:`` globs written as import paths, and errors that say what was found
-instead (the packages present, the folders holding test files, a single-module library)."""
+instead (the packages present, the folders holding test files). A single-module library
+(``six.py``) is its own package: the file is the one target module."""
 
 from __future__ import annotations
 
@@ -10,23 +11,25 @@ from sdk.errors import SourceError
 
 
 def locate_package(repo: Path, package: str, tests: str) -> Path:
-    """The folder of ``package`` under ``repo`` or ``repo/src``.
+    """The folder of ``package`` under ``repo`` or ``repo/src``, or its module file there (a
+    single-module library, ``repo/six.py``: the file is returned, and is the only target module).
 
     Raises:
         SourceError: ``repo`` is not a folder, the package or the tests folder is missing (the fix
-            lists the packages / test folders that are there), or the library is a single module.
+            lists the packages / test folders that are there), or ``package`` names a module inside
+            a package (``pkg.mod``).
     """
     if not repo.is_dir():
         raise SourceError(f"repository folder {repo} does not exist", "set `path:` to the folder that holds the package and its tests")
     rel = package.replace(".", "/")
-    for candidate in (repo / rel, repo / "src" / rel):
-        if candidate.is_dir():
+    for candidate in (repo / rel, repo / "src" / rel, repo / f"{rel}.py", repo / "src" / f"{rel}.py"):
+        if candidate.is_dir() or (candidate.suffix == ".py" and candidate.is_file() and "/" not in rel):
             break
     else:
-        _refuse_single_module(repo, rel)
+        _refuse_nested_module(repo, rel)
         raise SourceError(f"package {package!r} is neither {repo / rel} nor {repo / 'src' / rel}",
-                          _root_fix(repo, rel, tests) or "set `package:` to the import name of a folder under "
-                          "`path` (or under path/src)" + _hint("packages found there", _package_names(repo)))
+                          _root_fix(repo, rel, tests) or "set `package:` to the import name of a package folder or "
+                          "a module (`mylib.py`) under `path` (or under path/src)" + _hint("packages found there", _package_names(repo)))
     if not (repo / tests).is_dir():
         raise SourceError(f"tests folder {repo / tests} does not exist",
                           _root_fix(repo, rel, tests) or "set `tests:` to the folder (relative to `path`) that "
@@ -43,14 +46,26 @@ def _root_fix(repo: Path, rel: str, tests: str) -> str:
                     "a src/ layout is found from there by itself), not a folder inside it")
     return ""
 
-def _refuse_single_module(repo: Path, rel: str) -> None:
-    """A single-module library (``mylib.py``) is not a package folder: say so, and how to make one."""
+def _refuse_nested_module(repo: Path, rel: str) -> None:
+    """A module inside a package (``package: pkg.mod`` naming ``pkg/mod.py``) is not a library: say to
+    name the package. A single-module library (``mylib.py`` at ``path`` or ``path/src``) is supported."""
     for module in (repo / f"{rel}.py", repo / "src" / f"{rel}.py"):
         if module.is_file():
-            raise SourceError(f"{module} is a single module, not a package folder: the pytest source needs a "
-                              "package (a folder with __init__.py)",
-                              f"in a copy of the repository, move {module.name} to {rel}/__init__.py "
-                              "(imports of it stay the same)")
+            top = rel.split("/")[0]
+            raise SourceError(f"{module} is a module inside the package {top!r}, not a library of its own",
+                              f"set `package: {top}` (the import name of the top-level package or module; "
+                              "`exclude:` leaves out the modules you do not want as tasks)")
+
+
+def top_name(package_dir: Path) -> str:
+    """The import name of the package folder or single module ``package_dir`` (``six.py`` → ``six``)."""
+    return package_dir.name.removesuffix(".py") if package_dir.is_file() else package_dir.name
+
+
+def traced_path(pkg_rel: str, path: str) -> str:
+    """A traced call's repository path: ``path`` is relative to the package folder ``pkg_rel``, or
+    ``""`` when the package is a single module (``pkg_rel`` is then the module's own path)."""
+    return f"{pkg_rel}/{path}" if path else pkg_rel
 
 
 def exclude_globs(exclude: list[str], repo: Path, package_dir: Path) -> list[str]:
@@ -68,9 +83,13 @@ def _hint(what: str, names: list[str]) -> str:
 
 
 def _package_names(repo: Path) -> list[str]:
-    """Import names of the packages (folders with ``__init__.py``) at ``repo`` and ``repo/src``."""
-    return sorted(p.parent.name for base in (repo, repo / "src") if base.is_dir()
-                  for p in base.glob("*/__init__.py") if p.parent.name.isidentifier())
+    """Import names of the packages (folders with ``__init__.py``) and modules (``*.py`` but setup,
+    conftest, noxfile and test files) at ``repo`` and ``repo/src``."""
+    bases = [b for b in (repo, repo / "src") if b.is_dir()]
+    folders = {p.parent.name for b in bases for p in b.glob("*/__init__.py")}
+    modules = {p.stem for b in bases for p in b.glob("*.py") if p.stem not in ("setup", "conftest", "noxfile")
+               and not p.stem.startswith("test_") and not p.stem.endswith("_test")}
+    return sorted(n for n in folders | modules if n.isidentifier())
 
 
 def _test_folders(repo: Path) -> list[str]:

@@ -29,6 +29,7 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
+from connectors.suites.pylayout import top_name
 from connectors.suites.pysource import ModuleInfo, scan_module
 from sdk.errors import SourceError
 
@@ -51,7 +52,8 @@ def outside(repo: Path, path: Path) -> bool:
 
 
 def read_package(repo: Path, package_dir: Path, exclude: Sequence[str] = ()) -> tuple[list[ModuleInfo], dict[str, str]]:
-    """Every ``.py`` file of the package (``relpath -> text``) and the modules that parse.
+    """Every ``.py`` file of the package (``relpath -> text``) and the modules that parse;
+    ``package_dir`` may be a single module file (that file alone).
 
     A module matching an ``exclude`` glob is never a target: one that is not text or does not
     parse is left out (not text) or carried without being scanned (does not parse).
@@ -62,7 +64,7 @@ def read_package(repo: Path, package_dir: Path, exclude: Sequence[str] = ()) -> 
     """
     files: dict[str, str] = {}
     modules: list[ModuleInfo] = []
-    for path in sorted(package_dir.rglob("*.py")):
+    for path in [package_dir] if package_dir.is_file() else sorted(package_dir.rglob("*.py")):
         if "__pycache__" in path.parts:
             continue
         rel = path.relative_to(repo).as_posix()
@@ -101,6 +103,8 @@ def package_data(repo: Path, package_dir: Path) -> dict[str, str]:
     function that reads it is quarantined as ``reference_fails``.
     """
     out: dict[str, str] = {}
+    if package_dir.is_file():  # a single-module library has no data files of its own
+        return out
     for path in sorted(package_dir.rglob("*")):
         parts = path.relative_to(package_dir).parts
         if (not path.is_file() or path.suffix in (".py", ".pyc", ".pyo") or "__pycache__" in parts
@@ -164,7 +168,7 @@ def sibling_packages(repo: Path, package_dir: Path, tests: str, imported: set[st
     parent = package_dir.parent
     tests_dir = (repo / tests).resolve()
     out: dict[str, str] = {}
-    for name in sorted(imported - {package_dir.name, "setup", "conftest", "noxfile", "tests", "test"}):
+    for name in sorted(imported - {top_name(package_dir), "setup", "conftest", "noxfile", "tests", "test"}):
         folder, module = parent / name, parent / f"{name}.py"
         if folder.is_dir() and (folder / "__init__.py").is_file() and folder.resolve() != tests_dir:
             for path in sorted(folder.rglob("*.py")):
@@ -178,7 +182,7 @@ def sibling_packages(repo: Path, package_dir: Path, tests: str, imported: set[st
 def dist_info(repo: Path, package_dir: Path, top_level: list[str]) -> dict[str, str]:
     """``relpath -> text`` of a minimal ``.dist-info`` folder at the task root (see module doc)."""
     name, version = _name_version(repo)
-    name = name or package_dir.name
+    name = name or top_name(package_dir)
     prefix = f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info/"
     return {f"{prefix}METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
             f"{prefix}top_level.txt": "".join(t + "\n" for t in sorted(top_level)),

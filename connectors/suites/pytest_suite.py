@@ -40,7 +40,7 @@ from connectors.suites.pyrepo import (dist_info, imported_roots, package_data, p
                                       sibling_packages, support_files)
 from connectors.suites.callsites import doc_lines
 from connectors.suites.context import RepoContext, RepoContextOptions
-from connectors.suites.pylayout import exclude_globs, locate_package
+from connectors.suites.pylayout import exclude_globs, locate_package, top_name, traced_path
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
 from connectors.suites.testreqs import (collection_warning, declare_fix, failure_advice, find_test_requirements,
@@ -60,7 +60,8 @@ class PytestSuiteOptions(SourceOptions):
 
     Attributes:
         path: repository folder (relative to the config file).
-        package: import name of the package; its folder is ``path/<package>`` or ``path/src/<package>``.
+        package: import name of the package; its folder is ``path/<package>`` or ``path/src/<package>``,
+            or a single-module library's file ``path/<package>.py`` (or under ``path/src``).
         tests: tests folder relative to ``path``.
         hidden_fraction: share of each target's covering test functions held back as hidden tests
             (rounded down, at least one test always stays visible); deterministic.
@@ -129,7 +130,7 @@ class PytestSuiteSource(TaskSource):
         test_texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted((repo / opts.tests).rglob("*.py"))]
         siblings = sibling_packages(repo, package_dir, opts.tests, imported_roots(test_texts + list(files.values())))
         files.update(siblings)
-        tops = {package_dir.name} | {p.split("/")[len(package_dir.relative_to(repo).parts) - 1].removesuffix(".py")
+        tops = {top_name(package_dir)} | {p.split("/")[len(package_dir.relative_to(repo).parts) - 1].removesuffix(".py")
                                      for p in siblings}
         meta = dist_info(repo, package_dir, sorted(tops))
         files.update(meta)
@@ -200,7 +201,7 @@ class _Builder:
         for item in items:
             self.units[item.unit].append(item)
             for path, qual, direct in item.calls:
-                key = (f"{pkg_rel}/{path}", qual)
+                key = (traced_path(pkg_rel, path), qual)
                 self.cover[key][item.unit] = max(direct, self.cover[key].get(item.unit, 0))
         self.flaky = {u for u, its in self.units.items() if any(i.nodeid in run.flaky for i in its)}
         self.failing = {u for u, its in self.units.items()
@@ -362,11 +363,12 @@ class _Builder:
 
 
 def _module_name(path: str, pkg_rel: str) -> str:
-    """``pkg/sub/mod.py`` → ``sub.mod``; a package's ``__init__.py`` → the package's own name."""
+    """``pkg/sub/mod.py`` → ``sub.mod``; a package's ``__init__.py`` → the package's own name; a
+    single-module library's module (``pkg_rel`` ``six.py``) → ``six``."""
     parts = path[len(pkg_rel) + 1: -3].split("/")
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(parts) or pkg_rel.rsplit("/", 1)[-1]
+    return ".".join(filter(None, parts)) or pkg_rel.rsplit("/", 1)[-1].removesuffix(".py")
 
 
 def _unit_key(unit: Unit) -> tuple[str, str, str]:
