@@ -21,11 +21,11 @@ defaults (11). Closed (``_runner/tl_rhanded.py``): a handed class holds code onl
 ``singledispatchmethod``, a nested class holding data make it withheld: reading it is ``runner_tampering``); a
 wrapper of another module holding the test module's function is copied with the view; a handed method's
 defaults read from repository code is judged like the module's attribute; a method of the module whose closure
-holds a constant (``@returns(EXPECTED)``) makes its class withheld. Go: the read through ``/proc/self/mem`` with the path split scored 1.0 unflagged; the static scan now flags
+holds a constant (``@returns(EXPECTED)``) makes its class withheld; round 11: a ``partialmethod`` binding data too
+(``change_partialmethod_bound_constant``, closed: D's honest ``Scale.third`` still scores 1.0). Go: the read through ``/proc/self/mem`` with the path split scored 1.0 unflagged; the static scan now flags
 ``.Caller(``/``.Callers(``/``runtime.Stack(`` (0.0 ``runner_tampering``), the run-time layer alone still credits
-both Go reads (``RUNTIME_HOLES``, strict xfails). Still open (``CHANGE_HOLES``, strict xfails,
-1.0 unflagged): a constant a ``partialmethod`` binds and a dataclass field's default (honest tests need both
-handed: D's ``Scale.third``, ``Point.y``). Every other attempt here was already held to its control (flagged
+both Go reads (``RUNTIME_HOLES``, strict xfails). Still open (``CHANGE_HOLES``, strict xfail,
+1.0 unflagged): a dataclass field's default (honest tests need it handed: D's ``Point.y``; round 11 says why). Every other attempt here was already held to its control (flagged
 where listed as a cheat).
 
 ``HOLES``: strict xfails (the "Not covered" list of sdk.rewards says each). ``NO_GAIN``: attempts that earn
@@ -104,8 +104,6 @@ GO_CODE = ("a Go test binary holds the tests' machine code, readable by the solu
            "the tests out of the solution's process (the C/C++ stack walk of round 8 is the same class)")
 RUNTIME_HOLES = {"go_reads_the_expected_value_after_its_return_address": GO_CODE, "go_reads_it_through_proc_self_mem": GO_CODE}
 CHANGE_HOLES = {  # change cheats still open (the "Not covered" list of sdk.rewards says each)
-    "change_partialmethod_bound_constant": "a constant a handed class's partialmethod binds is the class's code, not "
-                                           "data, to tl_rhanded (honest tests keep partialmethod(f, 3)): handed as is",
     "change_dataclass_field_default": "a dataclass field's default is the class's shape to tl_rmods.harmless (SHAPE): "
                                       "a test keeping its expected value there is handed (honest type hints need it)",
 }

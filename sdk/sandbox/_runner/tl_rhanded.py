@@ -19,9 +19,15 @@ a class of the same module that is itself harmless (a nested one), a module, a `
 a ``singledispatchmethod``, a ``SimpleNamespace``). A wrapper of another module with attributes of its own besides
 ``__wrapped__`` (``functools.singledispatch``'s ``registry``) is data too, and so is a function of the module whose
 closure holds a :data:`DATA` value. A handed method's ``__defaults__``/``__kwdefaults__`` read from repository code
-is judged by the witness's hook (``tl_witness._layer``). Left open: constants a ``partialmethod`` binds
-(``partialmethod(f, 6)``: D's honest test keeps one), a value in a library function's closure (``@retry(times=6)``)
-or of another type in a closure cell (an instance), a dataclass field's default (``tl_rmods.SHAPE``).
+is judged by the witness's hook (``tl_witness._layer``). Round 11 (``tests/rewards/test_redteam_round11.py``): the
+values a ``partialmethod`` binds (``partialmethod(f, 1, 6)``: ``.args`` read, or the bound call) and a :data:`DATA`
+default of a method of the module (``check(self, got, want=EXPECTED)``: an oracle repository code called with
+guesses) are data too (1.0 unflagged before; D's honest ``Scale.third = partialmethod(times, 3)`` is then withheld
+and still scores 1.0: the test calls it, repository code gets the instance). Left open: a value in a library
+function's closure (``@retry(times=6)``) or of another type in a closure cell (an instance), a dataclass field's
+default (``tl_rmods.SHAPE``), a handed method whose code computes the answer (``return 2 * 3``), called by
+repository code that fetched the class (only the call's provenance, the test's object or a class repository code
+fetched, tells it from honest use: not built).
 """
 
 import functools
@@ -45,6 +51,8 @@ def code_like(item, module, stack, harmless, _type=type, _mro=type.__dict__["__m
     kind = _type(item)
     if kind is types.FunctionType:
         own = dict.get(_glob(item), "__name__") == module
+        if own and not viewed(item) and _data_defaults(item):   # round 11: an oracle through a default
+            return False
         for cell in item.__closure__ if own and item.__closure__ else ():   # a decorator's argument is data (round 10)
             try:
                 inner = cell.cell_contents
@@ -58,13 +66,24 @@ def code_like(item, module, stack, harmless, _type=type, _mro=type.__dict__["__m
         return code_like(item.__func__, module, stack, harmless)
     if kind is property:
         return all(f is None or code_like(f, module, stack, harmless) for f in (item.fget, item.fset, item.fdel))
-    if kind is functools.cached_property or kind is functools.partialmethod:
+    if kind is functools.partialmethod:   # the values it binds are data (round 11: partialmethod(f, 1, 6))
+        return code_like(item.func, module, stack, harmless) and all(
+            code_like(v, module, stack, harmless) for v in (*item.args, *item.keywords.values()))
+    if kind is functools.cached_property:
         return code_like(item.func, module, stack, harmless)
     if kind in CODE or _modname(kind) == "typing":
         return True
     if type in _mro(kind):
         return item in stack or _modname(item) != module or harmless(item, _stack=stack)
     return False
+
+
+def _data_defaults(fn, _type=type):
+    """True when function ``fn``'s ``__defaults__`` or ``__kwdefaults__`` hold a :data:`DATA` value: the class's data
+    (round 11: ``def check(self, got, want=EXPECTED)`` on a handed class answered repository code's guesses). Never
+    asked of a :func:`viewed` copy (its read during the call is the judged one)."""
+    kw = fn.__kwdefaults__
+    return any(_type(v) in DATA for v in (*(fn.__defaults__ or ()), *(kw.values() if kw else ())))
 
 
 def viewed(fn, _type=type, _func=types.FunctionType, _glob=types.FunctionType.__dict__["__globals__"].__get__,
