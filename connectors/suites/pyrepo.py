@@ -34,6 +34,7 @@ from connectors.suites.pysource import ModuleInfo, scan_module
 from sdk.errors import SourceError
 
 DATA_LIMIT = 64 * 1024
+NAMED_DATA_LIMIT = 1024 * 1024
 log = logging.getLogger("tuneloop.connectors.repo")
 
 SRC_CONFTEST = ("import os as _tl_os, sys as _tl_sys  # added by tuneloop: the package lives under {parent}/\n"
@@ -96,7 +97,10 @@ def _source_text(path: Path) -> str:
 
 def package_data(repo: Path, package_dir: Path) -> dict[str, str]:
     """``relpath -> text`` of the package's own data files: every non-``.py`` file under
-    ``package_dir`` that is UTF-8 text under 64 KiB (hidden and ``__pycache__`` paths skipped).
+    ``package_dir`` that is UTF-8 text under 64 KiB, or under 1 MiB when a module of the package
+    names it in a string literal (text_unidecode's 311 KB ``data.bin``, read with
+    ``pkgutil.get_data``); hidden and ``__pycache__`` paths skipped. A named file left out (too
+    large, not UTF-8) is named in a warning.
 
     Without them the package's code fails in the sandbox where it reads one beside its module
     (``Path(__file__).parent / "_tld.txt"``: ``FileNotFoundError``), and the reference of every
@@ -105,15 +109,27 @@ def package_data(repo: Path, package_dir: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     if package_dir.is_file():  # a single-module library has no data files of its own
         return out
+    code = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in package_dir.rglob("*.py")
+                     if "__pycache__" not in p.parts and not outside(repo, p))
     for path in sorted(package_dir.rglob("*")):
         parts = path.relative_to(package_dir).parts
         if (not path.is_file() or path.suffix in (".py", ".pyc", ".pyo") or "__pycache__" in parts
-                or any(p.startswith(".") for p in parts) or path.stat().st_size > DATA_LIMIT or outside(repo, path)):
+                or any(p.startswith(".") for p in parts) or outside(repo, path)):
+            continue
+        named = f"'{path.name}'" in code or f'"{path.name}"' in code
+        size = path.stat().st_size
+        if size > (NAMED_DATA_LIMIT if named else DATA_LIMIT):
+            if named:
+                log.warning("%s (%d KiB) is named by the package's code but over %d KiB: left out, so code "
+                            "reading it fails in the sandbox", path.relative_to(repo).as_posix(), size >> 10,
+                            NAMED_DATA_LIMIT >> 10)
             continue
         try:
             out[path.relative_to(repo).as_posix()] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            continue
+            if named:
+                log.warning("%s is named by the package's code but is not UTF-8 text: left out (tasks carry text "
+                            "files only), so code reading it fails in the sandbox", path.relative_to(repo).as_posix())
     return out
 
 

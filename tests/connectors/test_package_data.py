@@ -72,3 +72,44 @@ def test_a_reference_reading_its_data_file_passes_in_the_sandbox(tmp_path):
     finally:
         box.close()
     assert res.all_passed, res.detail[:500]
+
+
+UNIDECODE = '''"""Transliteration from a table the package reads with pkgutil (text_unidecode 1.3's layout)."""
+import pkgutil
+
+_TABLE = pkgutil.get_data(__name__, "table.bin").decode("utf8").split("\\x00")
+
+
+def lookup(i):
+    """The table's entry ``i``."""
+    return _TABLE[i]
+'''
+
+
+def test_a_large_data_file_the_code_names_travels_and_pkgutil_reads_it(tmp_path, caplog):
+    """text_unidecode 1.3: ``pkgutil.get_data(__name__, 'data.bin')`` of a 311 KB NUL-separated table in
+    the package's ``__init__.py``: the file was over 64 KiB (left out) and the sandbox's module had no
+    ``__spec__`` (``ValueError``), so its one function was ``reference_fails``."""
+    sandbox_mod = pytest.importorskip("sdk.sandbox")
+    pkg = tmp_path / "src" / "unilib"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(UNIDECODE)
+    (pkg / "table.bin").write_text("\x00".join(f"e{i}" for i in range(20000)))  # ~128 KiB, NUL-separated
+    (pkg / "unnamed.txt").write_text("y" * (65 * 1024))
+    (tmp_path / "test_unilib.py").write_text("from unilib import lookup\n\ndef test_lookup():\n"
+                                             "    assert lookup(7) == 'e7'\n")
+    got = package_data(tmp_path, pkg)
+    assert sorted(got) == ["src/unilib/table.bin"] and len(got["src/unilib/table.bin"]) > 64 * 1024
+    result = PytestSuiteSource({"path": str(tmp_path), "package": "unilib", "tests": "."}, tmp_path, "u").read()
+    (task,) = result.tasks
+    v = task.verifier
+    box = sandbox_mod.make_sandbox(SandboxConfig(allow_unisolated=True, concurrency=1, cache=False))
+    try:
+        (res,) = box.run([ExecRequest(framework=v.framework, solution=task.reference, tests=v.tests, files=v.files,
+                                      target_path=v.target_path, entry_point=v.entry_point, prelude=v.prelude,
+                                      limits=Limits(timeout_s=v.timeout_s))])
+    finally:
+        box.close()
+    assert res.all_passed, res.detail[:500]
+    (pkg / "table.bin").write_bytes(b"\xff" * 10)
+    assert package_data(tmp_path, pkg) == {} and "not UTF-8 text" in caplog.text

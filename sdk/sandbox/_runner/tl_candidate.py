@@ -17,6 +17,7 @@ a further line of defence, never the one the verdict depends on (the verdict is 
 the harness, out of this process's reach).
 """
 
+import importlib.util
 import operator
 import os
 import resource
@@ -146,6 +147,11 @@ class Candidate(tl_cvalues.Values):
             mod.__path__, mod.__package__ = [os.path.dirname(self.filename)], req["module"]
         else:
             mod.__package__ = req["module"].rpartition(".")[0]
+        # a spec and loader as an import gives: pkgutil.get_data(__name__, 'data.bin') and
+        # importlib.resources read the package's files through them (text_unidecode)
+        mod.__spec__ = importlib.util.spec_from_file_location(req["module"], self.filename,
+                                                              submodule_search_locations=getattr(mod, "__path__", None))
+        mod.__loader__ = mod.__spec__.loader
         source = req.get("code")
         if source is None:
             with open(self.filename, encoding="utf-8") as fh:
