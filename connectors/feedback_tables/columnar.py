@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connectors.feedback_tables.mapping import RatingScale
+from connectors.feedback_tables.mapping import CONTROL, RatingScale
 
 _ASCII_WS = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # str.isspace() over ASCII
 _UNI_WS = pa.array(["\x85", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)), "\u2028", "\u2029", "\u202f",
@@ -86,6 +86,18 @@ def text_bytes(arr: pa.Array) -> np.ndarray:
     under NULLs, a superset: only for "is any byte of this kind there" checks)."""
     buf = arr.buffers()[2] if arr.type in (pa.string(), pa.large_string()) else None
     return np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
+
+
+_CONTROL_BYTES = np.zeros(256, dtype=bool)  # bytes of what mapping.CONTROL matches (0xC2: C1 controls' lead byte)
+_CONTROL_BYTES[[*range(0x09), 0x0B, *range(0x0E, 0x20), 0x7F, 0xC2]] = True
+
+
+def has_control(arr: pa.Array) -> np.ndarray:
+    """Per text: holds what :func:`~connectors.feedback_tables.mapping.clean_text` removes (control
+    characters, ANSI escapes); such rows take the row path. One byte scan when no text has any."""
+    if not _CONTROL_BYTES[text_bytes(arr)].any():
+        return np.zeros(len(arr), dtype=bool)
+    return np_bool(pc.match_substring_regex(arr, CONTROL))
 
 
 _EDGE = np.zeros(256, dtype=bool)  # bytes that may start or end what str.strip() removes: ASCII whitespace, non-ASCII

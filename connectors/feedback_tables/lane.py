@@ -156,7 +156,7 @@ class ChunkLane:
             if raw[f] is None:
                 continue
             self.trim[f], self.blank[f], edge = col.strip(raw[f])
-            self.unsure |= edge
+            self.unsure |= edge | col.has_control(self.trim[f])  # the row path removes them (clean_text)
             if f in ("prompt", "response"):
                 self.unsure |= self.blank[f]  # quarantined ("missing prompt")
             elif f in ("tests", "expected"):

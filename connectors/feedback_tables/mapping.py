@@ -15,6 +15,7 @@ Bad values raise :class:`RowError`; the connector quarantines the row with that 
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import datetime, timezone, tzinfo
 from typing import Any, Literal
@@ -187,6 +188,37 @@ def as_text(field: str, value: Any) -> Any:
     return value if isinstance(value, (str, list)) else str(value)
 
 
+CONTROL = r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]"
+"""What :func:`clean_text` removes: ANSI escape sequences (whole), then C0/C1 control characters
+other than tab, newline, carriage return and form feed. An RE2 pattern too (the fast lane's check)."""
+_CONTROL = re.compile(CONTROL)
+BINARY_SHARE, BINARY_MIN = 0.1, 8  # binary: at least 8 control characters or escapes, over 10 % of the text
+
+
+def clean_text(field: str, value: Any, counts: dict[str, int]) -> Any:
+    """``value`` without control characters; chat-message lists are cleaned message by message;
+    ``counts["control_chars_removed"]`` grows by the characters removed. NUL, ESC sequences, BEL...
+    in chat text are transport or terminal artefacts (C strings, a CLI's colours), never what a
+    model should learn to write, and the rest of the row is good feedback: they are removed (and
+    counted), not the row.
+
+    Raises:
+        RowError: 8 or more control characters (an ANSI escape counts one) making over 10 % of the
+            text: binary data in a text column, not chat text (the row is quarantined with this reason).
+    """
+    if isinstance(value, list):
+        return [{**m, "content": clean_text(field, m["content"], counts)}
+                if isinstance(m, dict) and isinstance(m.get("content"), str) else m for m in value]
+    if not isinstance(value, str) or not _CONTROL.search(value):
+        return value
+    cleaned, found = _CONTROL.subn("", value)
+    if found >= BINARY_MIN and found > BINARY_SHARE * len(value):
+        raise RowError(f"{field} holds {found} control characters (NUL, ESC...) in {len(value)} characters: "
+                       "binary data in a text column, not chat text")
+    counts["control_chars_removed"] = counts.get("control_chars_removed", 0) + len(value) - len(cleaned)
+    return cleaned
+
+
 def resolve_json(value: Any, path: JsonPath) -> Any:
     """Follow ``path`` into ``value`` (JSON text or an already decoded value).
 
@@ -231,25 +263,45 @@ def parse_timestamp(value: Any, naive_zone: tzinfo) -> tuple[datetime | None, bo
     """``(aware UTC datetime or None, was_naive)``.
 
     Accepts ``datetime`` (aware or naive), ISO 8601 text (``Z``, ``+hh:mm``, space or ``T``),
-    and numbers as Unix epoch seconds. Naive values are read in ``naive_zone``.
+    and numbers, or digits in text (``'1767225600'``), as Unix epoch seconds, or milliseconds when
+    10^11 or more. Naive values are read in ``naive_zone``.
     Raises:
-        RowError: unparseable text.
+        RowError: unparseable text, or an epoch number outside 1970-2999.
     """
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, False
+    if isinstance(value, str) and _EPOCH.fullmatch(value.strip()):
+        return _from_epoch(float(value.strip()), value), False  # epoch seconds or milliseconds in a TEXT column
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(float(value), timezone.utc), False
+        return _from_epoch(value, value), False
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip())
         except ValueError:
-            raise RowError(f"timestamp {value!r} is not ISO 8601") from None
+            raise RowError(f"timestamp {value!r} is neither ISO 8601 nor Unix epoch seconds/milliseconds") from None
     if not isinstance(value, datetime):
         raise RowError(f"timestamp of type {type(value).__name__} is not supported")
     naive = value.tzinfo is None or value.tzinfo.utcoffset(value) is None
     if naive:
         value = value.replace(tzinfo=naive_zone)
     return value.astimezone(timezone.utc), naive
+
+
+# epoch text: 9+ integer digits (seconds from 1973, milliseconds); shorter digit runs stay ISO 8601 (20260301)
+_EPOCH = re.compile(r"[0-9]{9,}(\.[0-9]+)?")
+_MS_FROM = 1e11  # 10^11 s is the year 5138: larger epoch numbers are milliseconds (10^11 ms: 1973)
+
+
+def _from_epoch(value: float, raw: Any) -> datetime:
+    """Unix epoch seconds, or milliseconds when ``|value| >= 10^11``, as aware UTC (years 1970-2999).
+
+    Raises:
+        RowError: not finite or outside 1970-2999 (a rating or id in the timestamp column).
+    """
+    seconds = value / 1000 if abs(value) >= _MS_FROM else value
+    if not math.isfinite(seconds) or not 0 <= seconds < 32503680000:
+        raise RowError(f"timestamp {raw!r} as Unix epoch seconds/milliseconds falls outside 1970-2999")
+    return datetime.fromtimestamp(float(seconds), timezone.utc)
 
 
 def check_scale(scale: "RatingScale", out_of_scale: int, rows_read: int, share: float = 0.2) -> None:

@@ -72,7 +72,7 @@ from connectors.feedback_tables.mapping import (
     FIELDS,
     TEXT_FIELDS,
     RowError,
-    as_text,
+    as_text, clean_text,
     check_scale,
     parse_timestamp,
     raw_rating,
@@ -369,7 +369,7 @@ class SqlFeedbackSource(RecordBuilder, TaskSource):
         self.counts["naive_timestamps"] += naive
         present = [f for f in TEXT_FIELDS if values.get(f) is not None]
         for field in present:
-            values[field] = as_text(field, values[field])
+            values[field] = clean_text(field, as_text(field, values[field]), self.counts)
         if self._redactor is not None:
             scope = str(values.get("conversation_id") or values.get("message_id") or seq)
             field = ""
