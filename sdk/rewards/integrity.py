@@ -85,6 +85,7 @@ _OTHER_TAMPER = {
     "c": (r"__attribute__\s*\(\(\s*(constructor|destructor)|\.init_array|\.fini_array|\bdlsym\b|/proc/|\.incbin\b|#\s*embed\b"
           r"|\bTLTEST\b|\bTLFAIL\b|\btl_(test|tests|count|run|report|nonce|sys)\b"
           r"|\b__builtin_(return|frame)_address\b|\b__builtin_extract_return_addr\b"   # the test's code (round 8)
+          r"|__(start|stop)_\w|\btl_cases\b"   # the runner's list of tests: read or rewritten in a test child (round 11)
           r"|\b(fork|vfork|clone3?|posix_spawnp?)\s*\("   # a process per guess: an oracle for the expected value (round 9)
           r"|^[\w \t\*]*?\b(?:" + _LIBC_NAMES + r")\s*\([^;{)]*\)\s*(?:noexcept\s*)?\{"),
     "java": (r"addShutdownHook|java\.lang\.reflect|\.setAccessible\s*\(|getDeclaredField|sun\.misc\.Unsafe|/proc/"
@@ -94,6 +95,8 @@ _OTHER_TAMPER = {
            r"|\bObject\.defineProperty\s*\(\s*(assert|require)|\brequire\s*\(\s*['\"](node:)?assert"
            # the running test's own object: async_hooks, async_wrap's resource stack, the inspector (round 8)
            r"|\b(executionAsyncResource|createHook|execution_async_resources|queryObjects)\b"
+           # a caller's function through a call site (its source holds the expected values; round 11)
+           r"|\bprepareStackTrace\b|\bgetFunction\s*\("
            r"|\binspector\b|['\"`]Runtime\.\w+"
            # node --test's child-to-runner frames on stdout, rewritten on their way out (round 8)
            r"|\bstdout\s*\.\s*_?(write|writev|writeGeneric|handle)\s*=[^=]|['\"`]test:(pass|fail)['\"`]"),
