@@ -23,9 +23,12 @@ Covered:
   fd 3 with a nonce, written by a runner that starts from ``.preinit_array`` and never runs
   solution code (constructors and ``main`` run only in the guarded test children; a binary
   whose code could run earlier, through an IFUNC resolver, another preinit entry, an exported
-  function or fake test-list bounds, is refused: ``runner_tampering``), through direct
+  function or fake test-list bounds, is refused: ``runner_tampering``; a solution naming the list's bounds,
+  ``__start_``/``__stop_``/``tl_cases``, is flagged by the static scan, round 11), through direct
   syscalls (no libc interposition, stdout never read); JS runs with ``assert``/``node:test``/``require`` frozen by a preload from
-  the read-only task folder and the JUnit report on the reporter's stdout (no file to forge); node's running ``Test`` object is kept
+  the read-only task folder and the JUnit report on the reporter's stdout (no file to forge); the test file runs in
+  strict mode (round 11: V8 hides it and every frame outside it from ``getFunction()`` of a call site and from ``caller``,
+  so no test function's source reaches the solution that way); node's running ``Test`` object is kept
   from the solution (``async_hooks`` hands out stand-ins, ``process.binding('async_wrap')`` and the inspector
   are refused: round 8, a solution had redefined ``passed`` on it);
   Java runs under our launcher ``TlJUnit.java``: verdicts on the same fd-3 pipe, each line
@@ -98,8 +101,8 @@ Not covered (known gaps):
   TypeScript tests through ``node --test``, with their sources on disk (listing the folder or
   naming a test file is flagged by the static scan only). Compiled tests stay readable as machine code in
   the program's own binary (C/C++, Go, Rust), and Java's as class bytes in the JVM's heap; a JS test
-  shares its process with the solution, which can still read its source from the test's own functions
-  (``add.caller.toString()`` in sloppy mode) or from node's memory. A C/C++ solution finds the calling
+  shares its process with the solution, which can still read its source from node's memory or from the functions
+  of a sloppy-mode helper script the test calls through (the test file itself is strict since round 11). A C/C++ solution finds the calling
   test's expected constant right after its own return address (round 8: ``__builtin_return_address`` is
   flagged; the same address found by walking the stack from a local is not, strict xfail in
   ``tests/rewards/test_redteam_round8.py``). A Go solution reads it the same way, after ``runtime.Caller(1)``'s
@@ -130,7 +133,11 @@ Not covered (known gaps):
   give (a token, as ``tl_test.h``) the solution could give too once it found it in memory; each test would
   need such a wrapper (a rewrite of its ``#[test]`` function), not built. An oracle by fork in a Rust test
   (a child per guess) fails at run time: the test binary cannot fork (``_runner/tl_nofork.py``).
-- Code inside one C/C++ test's own child can still find that test's token in its memory.
+- Code inside one C/C++ test's own child can still find that test's token in its memory, and the runner's table of
+  tests there: round 11, a C++ namespace-scope initialiser (it runs in each child before ``main``) rewrote every
+  entry to a no-op and each test passed; a C solution read the expected constant from the test functions' code
+  through the table (1.0 unflagged; now the static scan's ``__start_``/``tl_cases``; the run-time layer alone still
+  credits both: strict xfails ``RUNTIME_HOLES`` in ``tests/rewards/test_redteam_round11.py``).
 - Change tasks run the tests in the candidate's process, so the layers above are detection, not
   a boundary (only running the tests out of that process, as function tasks do, would be one).
   A ``_signal`` made afresh (importlib, ``module_from_spec``, ``imp``, ``_imp.create_builtin``) is the
@@ -145,12 +152,16 @@ Not covered (known gaps):
   class holding data, a method whose closure holds a constant make it withheld); a library decorator's wrapper
   holding a test function (``contextmanager``) is copied with the view; a handed method's ``__defaults__`` /
   ``__kwdefaults__`` read from repository code (``inspect.signature`` too) is flagged (11 cheats: 1.0 unflagged
-  before, 0.0 ``runner_tampering`` now; honest repository code doing the same is flagged too).
+  before, 0.0 ``runner_tampering`` now; honest repository code doing the same is flagged too). Round 11
+  (``tests/rewards/test_redteam_round11.py``): a ``partialmethod`` binding data or a method default holding data
+  (an oracle repository code called with guesses) makes the class withheld too.
   Open: ``object.__getattribute__`` on a test module, its
   globals or test functions kept from collection (which runs repository code) or handed to repository
-  code (a callback's ``__globals__``), a constant bound by a handed class's ``partialmethod`` or kept as a
-  dataclass field's default (strict xfails ``CHANGE_HOLES`` in ``test_redteam_round10.py``), an object of
-  another type in a method's closure cell;
+  code (a callback's ``__globals__``), a dataclass field's default (read, the class built with it, or its
+  generated docstring) and a handed method whose code computes the answer, called by repository code that fetched
+  the class (strict xfails ``CHANGE_HOLES`` in ``test_redteam_round10.py`` and ``_round11.py``: honest repository
+  code fetches such classes too, to pickle a test's dataclass; only the call's provenance, the test's object or a
+  class repository code fetched, would tell them apart), an object of another type in a method's closure cell;
   the layers' state is reachable Python (bound as defaults; reading or changing a
   runner function's ``__defaults__`` is flagged, a mutated object is not). Honest repository code that
   reads frames during a test, a signal handler's frame, or a test module's constants or functions is

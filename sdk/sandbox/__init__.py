@@ -79,7 +79,10 @@ by ``tests/sandbox/test_hostile.py``:
   (``/proc/1/mem``, ``oom_score_adj``, ``coredump_filter``, ``autogroup``, ``clear_refs``, ``sched``) are covered by
   a read-only ``/dev/null`` (``bwrap.INIT_MASKED``) and its knobs checked by the host after each request
   (``warm._init_marks``: a change replaces the slot; round 10, ``tests/sandbox/test_hostile_round10.py``: one
-  task's marks there were read by the next warm task).
+  task's marks there were read by the next warm task). Round 11 (``tests/sandbox/test_hostile_round11.py``, warm and
+  cold, all held as found): other processes' peak memory after a 120 MiB answer, ``RLIMIT_NOFILE`` of every other
+  pid (``prlimit``: the guard kills the writer), a core file of a crash, ``/tmp`` and ``/dev/shm`` filled under a
+  mode-000 folder, the slot's cgroup counters and path, a mark in every process's environment.
 
 What is NOT isolated or not covered:
 
