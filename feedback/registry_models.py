@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from feedback.store import Base, utcnow
+from feedback.store import Base, UTCDateTime, utcnow
 
 STATES = ("candidate", "canary", "production", "retired")
 
@@ -54,7 +54,7 @@ class AdapterVersion(Base):
     gate_reasons_json: Mapped[str] = mapped_column(Text, default="[]")
     probe_json: Mapped[str | None] = mapped_column(Text)
     created_by: Mapped[str] = mapped_column(String(200))
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class AdapterHead(Base):
@@ -69,7 +69,7 @@ class AdapterHead(Base):
     canary_id: Mapped[int | None] = mapped_column(ForeignKey("adapter_versions.id"))
     canary_fraction: Mapped[float] = mapped_column(default=0.0)
     canary_rule_json: Mapped[str | None] = mapped_column(Text)
-    canary_started_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    canary_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     row_version: Mapped[int] = mapped_column(default=0)
 
 
@@ -87,7 +87,7 @@ class RegistryEvent(Base):
     actor: Mapped[str] = mapped_column(String(200))
     reason: Mapped[str] = mapped_column(Text, default="")
     details_json: Mapped[str] = mapped_column(Text, default="{}")
-    at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class LoopLock(Base):
@@ -99,8 +99,8 @@ class LoopLock(Base):
     application_id: Mapped[int] = mapped_column(ForeignKey("applications.id"))
     name: Mapped[str] = mapped_column(String(200))
     holder: Mapped[str | None] = mapped_column(String(200))
-    acquired_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
-    expires_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    acquired_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     state_json: Mapped[str] = mapped_column(Text, default="{}")
 
 

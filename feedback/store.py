@@ -36,6 +36,38 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+_SQLITE_UTC = "%(year)04d-%(month)02d-%(day)02d %(hour)02d:%(minute)02d:%(second)02d.%(microsecond)06d+00:00"
+
+
+class UTCDateTime(sa.types.TypeDecorator):
+    """A timestamp column that is aware UTC both ways, on every backend.
+
+    Written: an aware value converted to UTC (a naive one is taken as UTC, the store's convention);
+    on SQLite, which has no time zone, as ISO text ending in ``+00:00`` (SQLAlchemy's own SQLite
+    format drops the offset, so rows read back by any client, e.g. a ``sql_feedback`` source on the
+    store's tables, were naive). Read: aware UTC (rows written naive before are taken as UTC).
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: sa.engine.Dialect) -> sa.types.TypeEngine:
+        """SQLite: text with the ``+00:00`` offset; elsewhere the backend's own aware timestamp."""
+        if dialect.name == "sqlite":
+            from sqlalchemy.dialects.sqlite import DATETIME
+
+            return dialect.type_descriptor(DATETIME(timezone=True, storage_format=_SQLITE_UTC))
+        return dialect.type_descriptor(sa.DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.engine.Dialect) -> datetime | None:
+        """The value as aware UTC (``None`` stays ``None``)."""
+        return None if value is None else (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect: sa.engine.Dialect) -> datetime | None:
+        """The stored value as aware UTC (``None`` stays ``None``)."""
+        return self.process_bind_param(value, dialect)
+
+
 class Base(DeclarativeBase):
     """Declarative base of the store."""
 
@@ -46,7 +78,7 @@ class Application(Base):
     __tablename__ = "applications"
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     keys: Mapped[list["ApiKey"]] = relationship(back_populates="application")
 
 
@@ -58,8 +90,8 @@ class ApiKey(Base):
     application_id: Mapped[int] = mapped_column(ForeignKey("applications.id"), index=True)
     prefix: Mapped[str] = mapped_column(String(16))
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
-    revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     application: Mapped[Application] = relationship(back_populates="keys")
 
 
@@ -75,7 +107,7 @@ class Interaction(Base):
     user_id: Mapped[str | None] = mapped_column(String(200))
     model: Mapped[str | None] = mapped_column(String(200))
     latency_ms: Mapped[float | None]
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
     messages: Mapped[list["ChatMessage"]] = relationship(back_populates="interaction", order_by="ChatMessage.position")
 
 
@@ -103,7 +135,7 @@ class FeedbackEvent(Base):
     rating: Mapped[float | None]
     scale: Mapped[str] = mapped_column(String(20))
     comment: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
 
 
 class Correction(Base):
@@ -115,7 +147,7 @@ class Correction(Base):
     interaction_id: Mapped[int] = mapped_column(ForeignKey("interactions.id"), index=True)
     user_id: Mapped[str | None] = mapped_column(String(200))
     content: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class IdempotencyRecord(Base):
@@ -129,7 +161,7 @@ class IdempotencyRecord(Base):
     request_hash: Mapped[str] = mapped_column(String(64))
     status_code: Mapped[int]
     response: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class IngestionCursor(Base):
@@ -139,7 +171,7 @@ class IngestionCursor(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     watermark: Mapped[str | None] = mapped_column(Text)
-    updated_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
 
 
 def make_engine(url: str) -> sa.Engine:
@@ -213,7 +245,7 @@ class FeedbackItem:
         interaction_id: the rated or corrected interaction.
         conversation_id: the interaction's conversation, if the caller sent one.
         user_id: the user who rated or corrected (``None``: anonymous).
-        created_at: when the rating or correction was stored (naive UTC on SQLite and MySQL).
+        created_at: when the rating or correction was stored (aware UTC on every backend).
         system_prompt: the interaction's first system message (``None`` if it has none).
         prompt: its last user message; response: its last assistant message (``None`` if absent).
         rating: in the units of ``scale`` (:mod:`feedback.scales`); ``None`` for a comment only
