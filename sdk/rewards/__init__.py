@@ -102,7 +102,8 @@ Not covered (known gaps):
   naming a test file is flagged by the static scan only). Compiled tests stay readable as machine code in
   the program's own binary (C/C++, Go, Rust), and Java's as class bytes in the JVM's heap; a JS test
   shares its process with the solution, which can still read its source from node's memory or from the functions
-  of a sloppy-mode helper script the test calls through (the test file itself is strict since round 11). A C/C++ solution finds the calling
+  of a sloppy-mode helper script the test calls through (the test file itself is strict since round 11: an honest
+  CommonJS test that needs sloppy mode, an undeclared variable, ``with``, a legacy octal literal, now fails, unflagged). A C/C++ solution finds the calling
   test's expected constant right after its own return address (round 8: ``__builtin_return_address`` is
   flagged; the same address found by walking the stack from a local is not, strict xfail in
   ``tests/rewards/test_redteam_round8.py``). A Go solution reads it the same way, after ``runtime.Caller(1)``'s
