@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from connectors.suites.pysource import ModuleInfo
 from sdk.errors import SourceError
 
 
@@ -100,3 +101,20 @@ def _test_folders(repo: Path) -> list[str]:
     found = ["."] if has_tests(repo) else []
     return found + [d.name for d in sorted(repo.iterdir())
                     if d.is_dir() and not d.name.startswith(".") and has_tests(d)]
+
+
+def target_modules(modules: list[ModuleInfo], repo: Path, tests: str, package_dir: Path,
+                   test_files: set[str]) -> list[ModuleInfo]:
+    """The package modules that may hold targets: never a test module (a collected test file,
+    ``test_*.py``, ``*_test.py``, ``conftest.py``), nor anything under a tests folder inside the
+    package (``toolz/tests``). A tests folder that *is* the package or holds it (iso8601's
+    ``iso8601/test_iso8601.py`` beside its code: ``tests: iso8601``) only drops the test modules.
+    """
+    tests_dir, pkg = (repo / tests).resolve(), package_dir.resolve()
+    inside = "" if pkg.is_relative_to(tests_dir) else tests_dir.relative_to(repo.resolve()).as_posix() + "/"
+
+    def is_test(path: str) -> bool:
+        name = path.rsplit("/", 1)[-1]
+        return (path in test_files or name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+                or bool(inside) and path.startswith(inside))
+    return [m for m in modules if not is_test(m.path)]

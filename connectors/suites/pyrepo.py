@@ -124,8 +124,9 @@ def package_data(repo: Path, package_dir: Path) -> dict[str, str]:
                             "reading it fails in the sandbox", path.relative_to(repo).as_posix(), size >> 10,
                             NAMED_DATA_LIMIT >> 10)
             continue
-        try:
-            out[path.relative_to(repo).as_posix()] = path.read_text(encoding="utf-8")
+        try:  # newline="": a data file's "\r" and "\r\n" stay as they are (text_unidecode's table maps "\r")
+            with path.open(encoding="utf-8", newline="") as fh:
+                out[path.relative_to(repo).as_posix()] = fh.read()
         except UnicodeDecodeError:
             if named:
                 log.warning("%s is named by the package's code but is not UTF-8 text: left out (tasks carry text "

@@ -40,7 +40,7 @@ from connectors.suites.pyrepo import (dist_info, imported_roots, package_data, p
                                       sibling_packages, support_files)
 from connectors.suites.callsites import doc_lines
 from connectors.suites.context import RepoContext, RepoContextOptions
-from connectors.suites.pylayout import exclude_globs, locate_package, top_name, traced_path
+from connectors.suites.pylayout import exclude_globs, locate_package, target_modules, top_name, traced_path
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
 from connectors.suites.testreqs import (collection_warning, declare_fix, failure_advice, find_test_requirements,
@@ -152,8 +152,7 @@ class PytestSuiteSource(TaskSource):
             files.pop(test_file, None)  # a test module inside the package travels as a (pruned) test, never whole
         builder = _Builder(self, opts, repo, package_dir, files, run, items, _git_head(repo))
         builder.requirements = tuple(requirements)
-        tests_rel = (repo / opts.tests).resolve().relative_to(repo.resolve()).as_posix() + "/"
-        modules = [m for m in modules if not m.path.startswith(tests_rel)]  # tests inside the package are not targets
+        modules = target_modules(modules, repo, opts.tests, package_dir, {i.path for i in items})
         for n, info in enumerate(modules, 1):
             builder.add_module(info)
             log.info("pytest source: module %d/%d %s: %d tasks so far", n, len(modules), info.path, len(builder.result_.tasks))

@@ -94,12 +94,13 @@ def test_a_large_data_file_the_code_names_travels_and_pkgutil_reads_it(tmp_path,
     pkg = tmp_path / "src" / "unilib"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(UNIDECODE)
-    (pkg / "table.bin").write_text("\x00".join(f"e{i}" for i in range(20000)))  # ~128 KiB, NUL-separated
+    table = "\x00".join("\r" if i == 3 else f"e{i}" for i in range(20000))  # ~128 KiB, NUL-separated
+    (pkg / "table.bin").write_bytes(table.encode())  # its "\r" must stay "\r" (read without newline translation)
     (pkg / "unnamed.txt").write_text("y" * (65 * 1024))
     (tmp_path / "test_unilib.py").write_text("from unilib import lookup\n\ndef test_lookup():\n"
-                                             "    assert lookup(7) == 'e7'\n")
+                                             "    assert lookup(7) == 'e7' and lookup(3) == '\\r'\n")
     got = package_data(tmp_path, pkg)
-    assert sorted(got) == ["src/unilib/table.bin"] and len(got["src/unilib/table.bin"]) > 64 * 1024
+    assert sorted(got) == ["src/unilib/table.bin"] and got["src/unilib/table.bin"] == table
     result = PytestSuiteSource({"path": str(tmp_path), "package": "unilib", "tests": "."}, tmp_path, "u").read()
     (task,) = result.tasks
     v = task.verifier
