@@ -10,8 +10,10 @@ program the repository's own ``.git/config`` names (external diff, textconv, fsm
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +43,12 @@ class Change:
     old_path: str | None = None
 
 
+@functools.cache
+def _empty_home() -> str:
+    """An empty folder (made once per process) that git sees as ``HOME``: no user configuration in it."""
+    return tempfile.mkdtemp(prefix="tuneloop-git-home-")
+
+
 class GitRepo:
     """A local git repository (a work tree or a bare mirror).
 
@@ -59,8 +67,12 @@ class GitRepo:
                               "point `path:` at a clone (`git clone URL`) or a bare mirror") from exc
 
     def _git(self, *args: str, input: bytes | None = None, binary: bool = False):
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp"),
-               "GIT_CONFIG_NOSYSTEM": "1", "GIT_PAGER": "cat", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+        # git with no configuration but the repository's own: the user's ~/.gitconfig (or XDG file) and
+        # /etc/gitconfig could change what the tasks are made of (diff.noprefix, diff.external,
+        # log.showSignature, aliases...); HOME is an empty folder for git versions before GIT_CONFIG_GLOBAL
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": _empty_home(), "XDG_CONFIG_HOME": _empty_home(),
+               "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_PAGER": "cat", "LC_ALL": "C",
+               "GIT_OPTIONAL_LOCKS": "0"}
         try:
             proc = subprocess.run(["git", "-C", str(self.path), "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
                                    *args], input=input,
