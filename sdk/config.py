@@ -15,6 +15,7 @@ import X`` works for every section: ``sandbox:`` in :mod:`sdk.sandbox.config`, `
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 from pathlib import Path
@@ -218,8 +219,28 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def parse_config(raw: dict[str, Any], base_dir: Path = Path("."), origin: str = "config") -> RunConfig:
-    """Validate a config mapping; see :func:`load_config`."""
-    return validated(RunConfig, raw, origin).model_copy(update={"base_dir": base_dir})
+    """Validate a config mapping; see :func:`load_config`. Settings that contradict each other
+    without being wrong are logged as warnings (:func:`config_warnings`)."""
+    cfg = validated(RunConfig, raw, origin).model_copy(update={"base_dir": base_dir})
+    for line in config_warnings(cfg):
+        logging.getLogger("tuneloop.config").warning("%s: %s", origin, line)
+    return cfg
+
+
+def config_warnings(cfg: RunConfig) -> list[str]:
+    """What the config asks for that it cannot get, each with its fix (``[]``: nothing).
+
+    ``eval.select: validation`` (the default) chooses the shipped adapter among SFT, RL midway and
+    RL end on validation tasks, but ``tasks.validation_fraction`` defaults to 0: with SFT and RL both
+    on, nothing is chosen and the RL-end adapter ships. A warning, not an error, and not a silent
+    non-zero default: carving validation tasks takes them from training and changes every split.
+    """
+    if (cfg.eval.select == "validation" and cfg.tasks.validation_fraction == 0 and cfg.sft.enabled
+            and cfg.rl.enabled):
+        return ["eval.select is `validation` but tasks.validation_fraction is 0: no validation task to choose "
+                "the shipped adapter on, so the RL-end adapter ships unchosen; set `tasks: {validation_fraction: "
+                "0.15}` (train tasks set aside, held-out untouched) or `eval: {select: last}` to ship the newest"]
+    return []
 
 
 def validated(model: type[M], raw: dict[str, Any], origin: str) -> M:

@@ -37,7 +37,7 @@ def configure(quiet: bool, verbose: bool) -> None:
     """
     Verbosity.quiet, Verbosity.verbose = quiet, verbose
     console.quiet = quiet
-    level = os.environ.get("TUNELOOP_LOG") or ("INFO" if verbose else "WARNING")
+    level = os.environ.get("TUNELOOP_LOG") or ("INFO" if verbose else "ERROR" if quiet else "WARNING")  # -q: errors only
     logging.basicConfig(level=level)
     if not verbose:
         warnings.filterwarnings("ignore")
