@@ -27,9 +27,13 @@ CHECKPOINT_LABELS = ("sft", "rl_midway", "rl", "reference")  # optional eval row
 TRAIN_LOGS = {"sft": "sft", "grpo": "rl"}  # report label → training stage
 
 
+BASE_ONLY = ("Base only: no adapter was trained (sft.enabled and rl.enabled are false), so these are the base "
+             "model's scores on both sides; enable sft or rl to tune and compare.")
+
+
 def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str, Any] | None = None,
                     n_resamples: int = 2000, seed: int = 0, schedule_comparison: Mapping[str, Any] | None = None,
-                    cost_stages: Sequence[str] = COST_STAGES) -> tuple[Any, GateResult, Path, Path]:
+                    cost_stages: Sequence[str] = COST_STAGES, base_only: bool = False) -> tuple[Any, GateResult, Path, Path]:
     """Compare base and tuned rows of ``run_dir``, apply the gate, write report.json/.html there.
 
     Args:
@@ -40,6 +44,8 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
         schedule_comparison: the section from :func:`sdk.eval.schedule.schedule_section` (the
             pipeline passes it when ``rl.compare`` is on).
         cost_stages: the stages whose markers give the cost table, in order.
+        base_only: the run trains no adapter (``sft`` and ``rl`` off): without ``eval/tuned.jsonl``
+            the base rows stand on both sides, and the header and recommendation say "base only".
     Returns:
         ``(report, gate, json_path, html_path)`` with the report an
         :class:`sdk.eval.report.EvalReport`; the caller decides what a failed gate does
@@ -52,6 +58,9 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
     rows = {}
     for label in ("base", "tuned"):
         path = layout.eval_rows(label)
+        if label == "tuned" and base_only and not path.is_file():
+            rows["tuned"], meta = rows["base"], {**dict(meta or {}), "base_only": BASE_ONLY}
+            continue
         if not path.is_file():
             raise EvalError(f"{path} is missing, so there is nothing to compare",
                             "run the eval stage with an adapter (enable sft or rl) before the report")
@@ -77,6 +86,8 @@ def report_from_run(run_dir: str | Path, gate_cfg: GateConfig, meta: Mapping[str
                           task_strength=counts.get("strength"), checkpoint_rows={**by_label, **extra},
                           task_names=task_names(layout), validation=(markers.get("rl") or {}).get("validation"),
                           selection=selection, seed=seed)
+    if header.get("base_only"):
+        report = report.model_copy(update={"cost_benefit": {**report.cost_benefit, "recommendation": BASE_ONLY}})
     json_path, html_path = write_report(layout.root, report)
     return report, gate, json_path, html_path
 

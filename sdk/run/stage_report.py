@@ -76,12 +76,13 @@ def stage_report(ctx: StageContext) -> StageStats:
     from sdk.eval.report import print_summary
     from sdk.run.finished import report_from_run
 
+    base_only = not (ctx.cfg.sft.enabled or ctx.cfg.rl.enabled)  # a clean run whose report says so, not exit 2
     report, gate, json_path, html_path = report_from_run(
         ctx.layout.root, ctx.cfg.gate, meta=report_meta(ctx), seed=ctx.cfg.seed,
-        schedule_comparison=schedule_comparison(ctx))
+        schedule_comparison=schedule_comparison(ctx), base_only=base_only)
     print_summary(report, ctx.console)
     ctx.console.print(f"  report: {html_path}\n          {json_path}")
-    gate = gate if ctx.cfg.gate.enabled else None
+    gate = gate if ctx.cfg.gate.enabled and not base_only else None  # nothing trained: nothing to gate
     record_verdict(ctx, report, gate)
     if gate is not None:
         gate.raise_if_failed()
