@@ -148,13 +148,16 @@ def _writable(root: Path) -> None:
             path.chmod(0o755)
 
 
-_MISSING = re.compile(r"No module named '([\w.]+)'|could not import '([\w.]+)'")
+# "No module named 'six.moves'; 'six' is not a package" is a submodule of a present module (six's lazy
+# six.moves), not a missing install: installing six would not help, so it names nothing
+_MISSING = re.compile(r"No module named '([\w.]+)'(?!; '[\w.]+' is not a package)|could not import '([\w.]+)'")
 
 
 def missing_modules(text: str) -> list[str]:
     """Top-level modules that ``text`` (a failure message, skip reason or traceback) says could not be
     imported, in order of first mention: ``No module named 'x.y'`` and pytest's ``importorskip``
-    reason ``could not import 'x'`` give ``x``."""
+    reason ``could not import 'x'`` give ``x``; ``No module named 'x.y'; 'x' is not a package`` gives
+    nothing (``x`` is there: a module, not a package)."""
     found = [next(g for g in m.groups() if g).split(".")[0] for m in _MISSING.finditer(text)]
     return list(dict.fromkeys(found))
 

@@ -94,3 +94,12 @@ def test_misspelt_package_lists_single_modules_too(tmp_path):
     with pytest.raises(SourceError) as err:
         PytestSuiteSource({"path": str(repo), "package": "sollo", "tests": "."}, tmp_path, "d").read()
     assert err.value.fix.endswith("packages found there: solo")
+
+
+def test_a_submodule_of_the_single_module_is_not_a_missing_install():
+    """six 1.16.0: ``No module named 'six.moves'; 'six' is not a package`` in a reference_fails reason was
+    answered 'add the package(s) that provide six to test_requirements' (six is the library itself)."""
+    from sdk.sandbox.deps import missing_modules
+
+    assert missing_modules("ModuleNotFoundError: No module named 'six.moves'; 'six' is not a package") == []
+    assert missing_modules("No module named 'six.moves'; 'six' is not a package\nNo module named 'yaml'") == ["yaml"]
