@@ -32,7 +32,7 @@ def locate_package(repo: Path, package: str, tests: str) -> Path:
                           _root_fix(repo, rel, tests) or "set `package:` to the import name of a package folder or "
                           "a module (`mylib.py`) under `path` (or under path/src)" + _hint("packages found there", _package_names(repo)))
     if not (repo / tests).is_dir():
-        raise SourceError(f"tests folder {repo / tests} does not exist",
+        raise SourceError(f"tests folder {repo / tests} does not exist" + doctest_note(candidate),
                           _root_fix(repo, rel, tests) or "set `tests:` to the folder (relative to `path`) that "
                           "holds the test files" + _hint("folders holding test files", _test_folders(repo)))
     return candidate
@@ -118,3 +118,16 @@ def target_modules(modules: list[ModuleInfo], repo: Path, tests: str, package_di
         return (path in test_files or name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
                 or bool(inside) and path.startswith(inside))
     return [m for m in modules if not is_test(m.path)]
+
+
+def doctest_note(package_dir: Path) -> str:
+    """For a library tested by doctests only: ``"; <package> has N doctest examples ..."`` saying they
+    are not verifiers and how to turn them into tests; ``""`` when its modules hold no ``>>>``."""
+    files = [package_dir] if package_dir.is_file() else sorted(package_dir.rglob("*.py"))
+    n = sum(line.lstrip().startswith(">>> ") for f in files
+            for line in f.read_text(encoding="utf-8", errors="replace").splitlines())
+    if not n:
+        return ""
+    return (f"; {package_dir.name} has {n} doctest examples (>>>), but doctests are not verifiers: write each "
+            "as a pytest test (`>>> double(2)` / `4` becomes `def test_double(): assert double(2) == 4` in "
+            "tests/test_<module>.py) and point `tests:` there")

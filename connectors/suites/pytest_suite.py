@@ -40,7 +40,8 @@ from connectors.suites.pyrepo import (dist_info, imported_roots, package_data, p
                                       sibling_packages, support_files)
 from connectors.suites.callsites import doc_lines
 from connectors.suites.context import RepoContext, RepoContextOptions
-from connectors.suites.pylayout import exclude_globs, locate_package, target_modules, top_name, traced_path
+from connectors.suites.pylayout import (doctest_note, exclude_globs, locate_package, target_modules, top_name,
+                                        traced_path)
 from connectors.suites.pysource import ModuleInfo, PyFunction, TestModule, module_context
 from connectors.suites.pytest_collect import SuiteRun, TestItem, run_suite
 from connectors.suites.testreqs import (collection_warning, declare_fix, failure_advice, find_test_requirements,
@@ -141,7 +142,8 @@ class PytestSuiteSource(TaskSource):
         items = [i for i in run.items if i.kind == "Function"]
         if not items:
             errors, missing = "\n".join(run.errors[:5]), [m for ms in import_failures(run.errors).values() for m in ms]
-            raise SourceError(f"pytest collected no tests in {repo / opts.tests}" + (f":\n{errors}" if errors else ""),
+            raise SourceError(f"pytest collected no tests in {repo / opts.tests}" + (f":\n{errors}" if errors else "")
+                              + doctest_note(package_dir),
                               declare_fix(list(dict.fromkeys(missing))) if missing else
                               "fix the collection errors shown" if errors else
                               "point `tests:` at the folder holding test_*.py files with test functions (none "

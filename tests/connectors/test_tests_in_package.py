@@ -47,3 +47,17 @@ def test_tests_beside_the_code_keep_the_code_as_targets(tmp_path):
     task = res.tasks[0]
     assert "isolib/test_core.py" not in task.verifier.files and "isolib/conftest.py" in task.verifier.files
     assert len(task.metadata["tests"]) + len(task.metadata["hidden_tests"]) == 3
+
+
+def test_a_doctest_only_library_is_told_doctests_are_not_verifiers(tmp_path):
+    import pytest
+
+    from sdk.errors import SourceError
+
+    (tmp_path / "doclib").mkdir()
+    (tmp_path / "doclib/__init__.py").write_text('def double(x):\n    """Twice x.\n\n    >>> double(2)\n    4\n    '
+                                                 '"""\n    return 2 * x\n')
+    for tests in ("tests", "."):  # no tests folder; a folder without test files
+        with pytest.raises(SourceError, match="doclib has 1 doctest examples") as err:
+            PytestSuiteSource({"path": str(tmp_path), "package": "doclib", "tests": tests}, tmp_path, "d").read()
+        assert "doctests are not verifiers" in err.value.what and "def test_double()" in err.value.what
