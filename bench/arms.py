@@ -329,6 +329,22 @@ def _frac(rows: dict[str, dict[str, float]], split: str) -> str:
     return f"{int(sum(part.values()))}/{len(part)}"
 
 
+def progress_lines() -> None:
+    """Send the pipeline's plain progress lines (SFT and RL steps, eval batches: the ``tuneloop.progress``
+    logger) to stderr as ``tuneloop`` does when stderr is no terminal; without this a scoring pass of
+    half an hour on a busy machine printed nothing until it ended (toolz, issue 15). The bench's
+    pipelines never draw live bars, so the lines go to stderr whether or not it is a terminal."""
+    import logging
+
+    logger = logging.getLogger("tuneloop.progress")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def main() -> None:
     """Parse the command line and run one arm or print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -351,6 +367,7 @@ def main() -> None:
     ap.add_argument("--base", dest="base_only", action="store_true", help="only score the base model on --splits")
     ap.add_argument("--retry", nargs="+", help="ARM/LABEL (or base): give these scored rows one retry with feedback")
     args = ap.parse_args()
+    progress_lines()
     if args.table:
         table(args)
     elif args.retry:

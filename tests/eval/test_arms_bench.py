@@ -207,3 +207,18 @@ def test_sft_only_arm_trains_sft_alone_and_scores_its_adapter_once(tmp_path, mon
     assert record["stages_run"] == ["sft"]
     assert sorted(record["eval_cpu_s"]) == ["sft_heldout", "sft_validation"]  # scoring CPU per adapter and split
     assert record["score_cpu_s"] == sum(record["eval_cpu_s"].values())
+
+
+def test_progress_lines_reach_stderr(capsys):
+    import logging
+
+    logger = logging.getLogger("tuneloop.progress")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    logger.handlers.clear()
+    try:
+        _arms().progress_lines()
+        logging.getLogger("tuneloop.progress").info("eval base: 32/40 tasks, 1 passed (900 s, ~225 s left)")
+        err = capsys.readouterr().err
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved[0], saved[1], saved[2]
+    assert "eval base: 32/40 tasks, 1 passed" in err
