@@ -27,6 +27,7 @@ import threading
 import time
 
 from sdk.errors import SandboxError
+from sdk.sandbox import cores
 from sdk.sandbox.cgroup import SlotCgroup
 from sdk.sandbox.contract import ExecRequest, Limits
 from sdk.sandbox.env import RUNTIME_MOUNT, sandbox_env
@@ -205,6 +206,13 @@ class Zygote:
             own |= frontier
         return own
 
+    def pin(self, core: int | None) -> None:
+        """Run the whole slot (its processes and reset helper) on ``core``, inherited by all that the
+        server forks later (:mod:`sdk.sandbox.cores`); None leaves it to the scheduler."""
+        if core is not None:
+            helper = self.reset.proc if self.reset is not None else None
+            cores.pin(self.pids() | ({helper.pid} if helper is not None else set()), core)
+
     def server_process(self) -> set[int]:
         """The Python server itself (depth 2 under bwrap): the only process put in the slot's
         cgroup, so bwrap can never be the memory killer's victim; requests inherit the group."""
@@ -241,12 +249,14 @@ class Zygote:
 
 
 class WarmServers:
-    """The warm servers of one backend, by uid."""
+    """The warm servers of one backend, by uid; with ``cores.PIN_SLOTS`` (off by default) each slot
+    on a core of its own while cores go round (:mod:`sdk.sandbox.cores`)."""
 
     def __init__(self, backend) -> None:
         self.backend = backend
         self._servers: dict[int | None, Zygote] = {}
         self._lock = threading.Lock()
+        self._uids: set[int] = set()   # the leased uids this object's slots ran as (their cores: cores.py)
 
     def run(self, req: ExecRequest, code: str, uid: int | None, nonce: str) -> RawRun:
         """Run a ``script`` request on the slot's warm server (started on first use).
@@ -307,6 +317,9 @@ class WarmServers:
             except ServerGone as exc:
                 error = exc
                 continue
+            if uid is not None:
+                self._uids.add(uid)
+            server.pin(cores.take(uid))
             with self._lock:
                 self._servers[uid] = server
             return server
@@ -336,6 +349,7 @@ class WarmServers:
             servers, self._servers = list(self._servers.values()), {}
         for s in servers:
             s.kill()
+        cores.give_back(self._uids)
 
 
 def _parents() -> dict[int, int]:
