@@ -152,7 +152,8 @@ def run_arm(args) -> None:
         copy_stage(work / args.from_sft, arm, "sft", "sft")
     pipe = pipeline(args.config, arm, task_sets(args) + (args.set or []))
     stages = list(getattr(args, "stages", None) or ["sft", "rl"])
-    trained = all((arm / "state" / f"{s}.json").is_file() for s in stages) and (arm / "arm.json").is_file()
+    done_before = all((arm / "state" / f"{s}.json").is_file() for s in stages)
+    trained = done_before and (arm / "arm.json").is_file()
     pipe.run(stages)
     record = {"arm": args.arm, "set": args.set or [], "tasks_set": task_sets(args), "from_sft": args.from_sft,
               "stages_run": stages, "train_wall_s": round(time.time() - wall0),
@@ -160,6 +161,9 @@ def run_arm(args) -> None:
               "stages": {s: pipe.stats(s) for s in stages}}
     if trained:  # a later call that only scores more splits keeps the training run's record
         record = json.loads((arm / "arm.json").read_text())
+    elif done_before:  # stages finished by a run stopped before arm.json: their own stats hold the cost, not this clock
+        record.update(train_wall_s=sum(round(record["stages"][s].get("wall_s", 0)) for s in stages),
+                      train_cpu_s=sum(round(record["stages"][s].get("cpu_s", 0)) for s in stages))
     (arm / "arm.json").write_text(json.dumps(record, indent=2, default=str))
     scored: dict[str, int] = {}
     try:

@@ -222,3 +222,30 @@ def test_progress_lines_reach_stderr(capsys):
     finally:
         logger.handlers[:], logger.level, logger.propagate = saved[0], saved[1], saved[2]
     assert "eval base: 32/40 tasks, 1 passed" in err
+
+
+def test_rescoring_a_stopped_arm_takes_training_cost_from_its_stages(tmp_path, monkeypatch):
+    """An arm whose run was stopped after SFT but before ``arm.json`` was written: a later call that only
+    scores keeps the SFT stage's own wall and CPU seconds, not the few seconds of the scoring call."""
+    arms = _arms()
+    (tmp_path / "e2" / "state").mkdir(parents=True)
+    (tmp_path / "e2" / "state" / "sft.json").write_text("{}")
+
+    class Pipe:
+        def run(self, stages):
+            (tmp_path / "_tasks" / "tasks").mkdir(parents=True, exist_ok=True)
+
+        def stats(self, stage):
+            return {"wall_s": 3339.9, "cpu_s": 1208.6} if stage == "sft" else {}
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(arms, "pipeline", lambda config, run_dir, sets: Pipe())
+    monkeypatch.setattr(arms, "copy_stage", lambda *a: None)
+    monkeypatch.setattr(arms, "adapters", lambda pipe: {})
+    arms.run_arm(Namespace(config="c.yaml", work=str(tmp_path), arm="e2", set=None, tasks_set=None,
+                           from_sft=None, stages=["sft"], eval=["sft"], splits=["heldout"], base=False))
+    record = json.loads((tmp_path / "e2" / "arm.json").read_text())
+    assert (record["train_wall_s"], record["train_cpu_s"]) == (3340, 1209)
+    assert "wall_s" in record and "rescore_wall_s" not in record  # no earlier record: this call's wall is its own
