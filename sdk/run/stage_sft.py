@@ -40,7 +40,7 @@ def stage_sft(ctx: StageContext) -> StageStats:
     fit, pool = split_pool(fit_and_validation(ctx)[0], cfg.sft.self_distill)
     train = fit if cfg.sft.include_train_references else []
     examples = ctx.inputs.sft_examples() if cfg.sft.include_feedback else []
-    rows = sft_rows(train, examples)
+    rows = sft_rows(train, examples, cfg.sft.reference_docstrings)
     agentic = cfg.tools is not None and cfg.tools.enabled and cfg.tools.change_agent.enabled
     if agentic:  # the prompts ask for tool use: references become edit_file demonstrations
         from sdk.run.agent import change_agent

@@ -175,6 +175,10 @@ class SftConfig(_Cfg):
                                      "must be >= max_length; cannot be combined with `order`")
     include_train_references: bool = Field(True, description="train on train-split tasks' reference solutions")
     include_feedback: bool = Field(True, description="train on SFT examples from feedback sources")
+    reference_docstrings: Literal["keep", "drop"] = Field(
+        "keep", description="train references' function and class docstrings: keep, or drop (the prompt shows the "
+        "target's docstring; a model trained to repeat it spends answer tokens on it: toolz 1.0.0, 14 of 40 held-out "
+        "answers cut at 160 tokens). Expert iteration's reference replay keeps them")
     lora: LoraConfig = Field(default_factory=LoraConfig)
     init_adapter: str | None = Field(None, description="continue training this PEFT adapter folder (e.g. the "
                                      "production version, `tuneloop loop`) instead of a fresh LoRA; `lora` is then "
