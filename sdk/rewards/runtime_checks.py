@@ -66,20 +66,51 @@ def expected_test_counts(tests: dict[str, str], framework: Framework | str) -> C
         return found or None
     if framework != Framework.PYTEST:
         return None
-    names = set()
+    names, maybe = set(), set()
     for src in tests.values():
         try:
             tree = ast.parse(src)
         except SyntaxError:
             return None
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                names.add(node.name)
-            elif isinstance(node, ast.ClassDef) and not _not_a_test(node.body):
-                names.update(m.name for m in node.body
-                             if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name.startswith("test"))
-        names -= {t.value.id for t in _false_test_targets(tree.body) if isinstance(t, ast.Attribute)}
-    return Counter({n: 0 for n in names}) or None  # 0: any number of (parametrised) ids
+        always, some = _defined_tests(tree.body)
+        helpers = {t.value.id for t in _false_test_targets(tree.body) if isinstance(t, ast.Attribute)}
+        names |= always - helpers
+        maybe |= some - helpers
+    maybe -= names
+    # 0: any number of (parametrised) ids, each once; -1: the same, and it may be absent (a conditional definition)
+    return Counter({**{n: 0 for n in names}, **{n: -1 for n in maybe}}) or None
+
+
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)  # except* from 3.11
+
+
+def _defined_tests(body: list) -> tuple[set[str], set[str]]:
+    """``(always, maybe)``: the test names module-level statements ``body`` define on every path, and on some
+    paths only. Functions ``test*`` and methods ``test*`` of classes (not ``__test__ = False`` ones); inside ``if``
+    (both branches: always; one: maybe), ``try`` (the body may stop at an exception: maybe) and ``with``. six 1.16.0
+    defines ``test_b`` under ``if six.PY3: ... else: ...``: counted only at top level, its honest reference was
+    flagged ``forged_results``."""
+    always: set[str] = set()
+    maybe: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            always.add(node.name)
+        elif isinstance(node, ast.ClassDef) and not _not_a_test(node.body):
+            always.update(m.name for m in node.body
+                          if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name.startswith("test"))
+        elif isinstance(node, ast.If):
+            (a1, m1), (a2, m2) = _defined_tests(node.body), _defined_tests(node.orelse)
+            always |= a1 & a2
+            maybe |= (a1 ^ a2) | m1 | m2
+        elif isinstance(node, _TRY):
+            for part in (node.body + node.orelse, *(h.body for h in node.handlers)):
+                maybe.update(*_defined_tests(part))
+            a, m = _defined_tests(node.finalbody)
+            always, maybe = always | a, maybe | m
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            a, m = _defined_tests(node.body)
+            always, maybe = always | a, maybe | m
+    return always, maybe - always
 
 
 def _false_test_targets(body: list) -> list:
@@ -133,12 +164,13 @@ def count_results(result: ExecResult, expected: Counter | None, reached: bool = 
     """Count ``result.tests`` against ``expected`` (from :func:`expected_test_counts`).
 
     A name the files define ``k`` times (``k=0``: any number of distinct parametrised ids, each
-    once) that comes back more often is a duplicate and fails; a missing one fails; results for
+    once; ``k=-1``: the same, defined conditionally, so its absence is not a failure) that comes
+    back more often is a duplicate and fails; a missing one fails; results for
     names the files do not define never add to ``passed``. ``reached=False`` (the run timed out
     or hit a limit) keeps the denominator and credits nothing.
     """
     groups: dict[str, list[str]] = defaultdict(list)
-    exact = expected is not None and all(v == 0 for v in expected.values())  # pytest: full ids
+    exact = expected is not None and all(v <= 0 for v in expected.values())  # pytest: full ids
     for t in result.tests:
         groups[t.name if exact or expected is None else base_test_name(t.name)].append(t.outcome)
     want = Counter({base_test_name(k): v for k, v in expected.items()}) if expected else None
@@ -150,15 +182,15 @@ def count_results(result: ExecResult, expected: Counter | None, reached: bool = 
             extras.append(base)
             extras_passed += outcomes.count("passed")
             continue
-        allowed = (want[base] or 1) if want is not None else 1
+        allowed = want[base] if want is not None and want[base] > 0 else 1
         if len(outcomes) > allowed:
             dups.append(key)
             ran += allowed
             continue
         ran += sum(o != "skipped" for o in outcomes)
         passed += outcomes.count("passed")
-    total = max(ran, sum((v or 1) for v in want.values()) if want else 0)
-    missing = tuple(sorted(set(want or ()) - {base_test_name(k) for k in groups}))
+    total = max(ran, sum((v or 1) for v in want.values() if v >= 0) if want else 0)
+    missing = tuple(sorted({n for n, v in (want or {}).items() if v >= 0} - {base_test_name(k) for k in groups}))
     return Tally(passed=passed if reached else 0, total=total, missing=missing, duplicates=tuple(sorted(dups)),
                  extras=tuple(sorted(set(extras))), extras_passed=extras_passed)
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from sdk.rewards.integrity import scan_solution
-from sdk.rewards.runtime_checks import base_test_name, check_results, expected_test_names, hidden_gap
+from sdk.rewards.runtime_checks import (
+    base_test_name,
+    check_results,
+    count_results,
+    expected_test_counts,
+    expected_test_names,
+    hidden_gap,
+)
 from sdk.sandbox.contract import ExecResult, ExecStatus
 from sdk.tasks.records import Language
 
@@ -158,3 +165,25 @@ def test_a_test_the_pristine_file_marks_not_a_test_is_not_expected():
     # the mark lives in the pristine file only: a name without it stays expected
     assert expected_test_names({"t.py": src.replace("test_is_valid.__test__ = False", "x = 1")}, "pytest") == {
         "test_is_valid", "test_is_partial", "test_one"}
+
+
+def test_tests_defined_conditionally_are_allowed_and_required_only_when_every_branch_defines_them():
+    """six 1.16.0 defines ``test_b`` under ``if six.PY3: ... else: ...`` and the reward counted top-level definitions
+    only: the honest reference's results for them were 'unknown tests', flagged ``forged_results``. A name every
+    branch defines is required; a name one branch or a ``try`` defines may be absent, and is never 'unknown'."""
+    src = ("import sys\n\nif sys.version_info >= (3,):\n    def test_b():\n        assert True\n"
+           "    def test_py3_only():\n        assert True\nelse:\n    def test_b():\n        assert True\n\n"
+           "try:\n    import numpy\nexcept ImportError:\n    pass\nelse:\n    def test_numpy():\n        assert numpy\n\n"
+           "def test_top():\n    assert True\n")
+    counts = expected_test_counts({"t.py": src}, "pytest")
+    assert counts == {"test_b": 0, "test_top": 0, "test_py3_only": -1, "test_numpy": -1}
+    ran = [outcome("t.py::test_b", True), outcome("t.py::test_py3_only", True), outcome("t.py::test_top", True)]
+    assert check_results(_res(ExecStatus.OK, ran), counts) == []  # test_numpy absent (no numpy): no flag
+    tally = count_results(_res(ExecStatus.OK, ran), counts)
+    assert (tally.passed, tally.total, tally.missing, tally.extras) == (3, 3, (), ())
+    no_b = _res(ExecStatus.FAILED, ran[1:], exit_code=1)
+    assert {f.flag for f in check_results(no_b, counts)} == {"missing_test_results"}  # both branches define it
+    fake = _res(ExecStatus.OK, [*ran, outcome("t.py::test_fake", True)])
+    assert {f.flag for f in check_results(fake, counts)} == {"forged_results"}
+    dup = _res(ExecStatus.OK, [*ran, outcome("t.py::test_py3_only", True)])
+    assert {f.flag for f in check_results(dup, counts)} == {"duplicate_results"}
