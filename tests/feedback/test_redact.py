@@ -83,14 +83,14 @@ def test_ner_plug_in_point_and_fail_closed():
 def test_source_redacts_every_text_and_quarantines_rows_that_fail(feedback_db, monkeypatch):
     db = feedback_db([row("m1", -1, prompt=f"my details: {F4}", response="mail me at jane.roe@example.com",
                           correction="Noted, jane.roe@example.com."),
-                      row("m2", 1, conv="c2", prompt="poison \x00 here"),
+                      row("m2", 1, conv="c2", prompt="poison \u2620 here"),
                       row("m3", 1, conv="c3")])
     source = SqlFeedbackSource({"url": f"sqlite:///{db.name}", "table": "chat_feedback", "timezone": "UTC"},
                                db.parent, "feedback/support")
     original = source._redactor.redact
 
     def flaky(text, scope=""):
-        if text and "\x00" in text:
+        if text and "\u2620" in text:  # a NUL is removed on read now (8d3fe33): the trigger must survive it
             raise RedactionError("detector crashed")
         return original(text, scope)
 
