@@ -33,10 +33,27 @@ def _span(node: ast.stmt) -> tuple[int, int]:
     return start - 1, node.end_lineno
 
 
+def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse``, retried when CPython 3.11 raises ``SystemError: AST constructor recursion depth mismatch``.
+
+    That error is a race in CPython 3.11 (gh-106905): the AST constructor's recursion counter is shared by the
+    interpreter, and two threads building trees at once (the sandbox pool plans requests in threads) can leave it
+    off by a few; the source itself is fine. Seen once in a clean-clone ``.ci/run`` (a trusted task file, stop 34).
+    Raises what ``ast.parse`` raises otherwise (``SyntaxError``, ``ValueError``, ...), and the ``SystemError``
+    after three tries."""
+    for attempt in range(3):
+        try:
+            return ast.parse(source, filename=filename)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def parse_solution(source: str, filename: str = "solution.py") -> ast.Module:
     """``ast.parse`` that turns every parser failure into :class:`SpliceError` (syntax=True)."""
     try:
-        return ast.parse(source, filename=filename)
+        return parse_python(source, filename=filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise SpliceError(f"{type(exc).__name__}: {exc}", syntax=True) from exc
 
@@ -58,7 +75,7 @@ def splice(original: str, solution: str, entry_point: str, filename: str = "targ
     """
     sol_tree = parse_solution(solution)
     try:
-        orig_tree = ast.parse(original, filename=filename)
+        orig_tree = parse_python(original, filename=filename)
     except SyntaxError as exc:
         raise SpliceError(f"{filename} does not parse: {exc}") from exc
     if "." in entry_point:
@@ -85,7 +102,7 @@ def splice(original: str, solution: str, entry_point: str, filename: str = "targ
         o0, o1 = _span(node)
         orig_lines[o0:o1] = replaced[node.name] if node is _last_def(orig_tree, node.name) else []
     if replaced:
-        orig_tree = ast.parse("\n".join(orig_lines), filename=filename)
+        orig_tree = parse_python("\n".join(orig_lines), filename=filename)
     present = {ast.unparse(n) for n in orig_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
     imports = [ast.unparse(n) for n in sol_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
                and ast.unparse(n) not in present and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]

@@ -78,3 +78,26 @@ def test_missing_in_original_is_appended():
     ns: dict = {}
     exec(out, ns)
     assert ns["f"]() == 1
+
+
+def test_parse_python_retries_cpython_ast_depth_race_and_raises_other_errors(monkeypatch):
+    """CPython 3.11's ``AST constructor recursion depth mismatch`` (gh-106905, a race between threads) failed a
+    clean-clone CI run while the pool planned requests; the same source parses on a retry. Other errors pass through."""
+    import ast
+
+    from sdk.sandbox import splice as splice_mod
+
+    real, calls = ast.parse, []
+
+    def racy(source, filename="<unknown>"):
+        calls.append(filename)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=33, after=30)")
+        return real(source, filename=filename)
+
+    monkeypatch.setattr(splice_mod.ast, "parse", racy)
+    tree = splice_mod.parse_python("def f():\n    return 1\n", "target.py")
+    assert [n.name for n in tree.body] == ["f"] and calls == ["target.py", "target.py"]
+    monkeypatch.setattr(splice_mod.ast, "parse", lambda s, filename="": (_ for _ in ()).throw(SystemError("other")))
+    with pytest.raises(SystemError, match="other"):
+        splice_mod.parse_python("x = 1\n")
